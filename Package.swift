@@ -1,0 +1,101 @@
+// swift-tools-version:6.0
+//
+// Halcyon: a local cache daemon. The targets fix the direction of dependencies;
+// each uses only those listed before it:
+//
+//   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED)
+//   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
+//   HalcyonCache               the storage engine: disk tier, memory tier, hybrid cache, CallbackQueue
+//                              (no JSON, no sockets)
+//   HalcyonRPC                 JSON-RPC 2.0: envelopes, errors, the method table and handlers (no sockets, no files)
+//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle
+//   halcyond, halcyon          thin executables: the daemon and the command-line client
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "Halcyon",
+    products: [
+        .executable(name: "halcyond", targets: ["halcyond"]),
+        .executable(name: "halcyon", targets: ["halcyon"]),
+        .library(name: "HalcyonCache", targets: ["HalcyonCache"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CJansson",
+            path: "Sources/CJansson",
+            pkgConfig: "jansson",
+            providers: [.apt(["libjansson-dev"])]
+        ),
+        .target(name: "CHalcyonSystem", path: "Sources/CHalcyonSystem"),
+        .target(
+            name: "HalcyonJSON",
+            dependencies: [
+                "CJansson",
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonCache",
+            dependencies: [
+                "CHalcyonSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonRPC",
+            dependencies: ["HalcyonJSON", "HalcyonCache"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonServer",
+            dependencies: [
+                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyond",
+            dependencies: [
+                "HalcyonServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyon",
+            dependencies: [
+                "HalcyonJSON", "CHalcyonSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson"], swiftSettings: swiftSettings),
+        .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
+        .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HalcyonServerTests",
+            dependencies: ["HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

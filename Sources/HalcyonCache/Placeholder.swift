@@ -1,0 +1,1 @@
+// HalcyonCache: placeholder until its first real file lands; removed then.

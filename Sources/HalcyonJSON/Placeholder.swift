@@ -1,0 +1,1 @@
+// HalcyonJSON: placeholder until its first real file lands; removed then.

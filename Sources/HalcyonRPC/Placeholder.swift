@@ -1,0 +1,1 @@
+// HalcyonRPC: placeholder until its first real file lands; removed then.

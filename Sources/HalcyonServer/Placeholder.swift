@@ -1,0 +1,1 @@
+// HalcyonServer: placeholder until its first real file lands; removed then.

@@ -1,0 +1,1 @@
+print("halcyon: not built yet")

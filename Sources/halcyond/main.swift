@@ -1,0 +1,1 @@
+print("halcyond: not built yet")

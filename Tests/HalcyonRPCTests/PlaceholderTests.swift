@@ -1,0 +1,3 @@
+import Testing
+
+@Test func HalcyonRPCTestsPlaceholderBuilds() { #expect(Bool(true)) }
