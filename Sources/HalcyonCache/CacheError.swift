@@ -1,0 +1,51 @@
+// The one error type of the storage engine. Each case is a stage that can fail and
+// carries what a caller needs to act on it; `reason` is the stable camelCase word the
+// daemon puts on the wire as `data.reason`, so a case, once shipped, is never renamed.
+
+import Foundation
+
+/// Every failure the storage engine reports.
+public enum CacheError: Error, Sendable, Equatable {
+    /// The cache folder could not be created or used (a file in its place, no
+    /// permission). Every disk call fails with this until the folder is usable.
+    case diskStorageIsNotReady(path: String, errno: Int32)
+    /// The value's file could not be created or written (ENOSPC, EACCES, EROFS, ...).
+    case cannotCreateCacheFile(path: String, errno: Int32)
+    /// The file was written but its expiration/last-access metadata could not be set.
+    case cannotSetCacheFileAttribute(path: String, errno: Int32)
+    /// A stored file exists but could not be read back.
+    case cannotLoadDataFromDisk(path: String, errno: Int32)
+    /// A file or folder could not be removed.
+    case cannotRemoveCacheFile(path: String, errno: Int32)
+    /// The key cannot name a file (only without hashed file names: `/`, NUL, `.`,
+    /// `..`, or longer than 255 bytes).
+    case invalidKey(key: String)
+    /// The request was cancelled. `started` tells whether its work ran (its effects
+    /// stand; only the result was withdrawn) or never began.
+    case cancelled(started: Bool)
+
+    /// The stable wire name of this error (`data.reason`).
+    public var reason: String {
+        switch self {
+        case .diskStorageIsNotReady: return "diskStorageIsNotReady"
+        case .cannotCreateCacheFile: return "cannotCreateCacheFile"
+        case .cannotSetCacheFileAttribute: return "cannotSetCacheFileAttribute"
+        case .cannotLoadDataFromDisk: return "cannotLoadDataFromDisk"
+        case .cannotRemoveCacheFile: return "cannotRemoveCacheFile"
+        case .invalidKey: return "invalidKey"
+        case .cancelled: return "requestCancelled"
+        }
+    }
+
+    /// The errno behind the failure, where there is one.
+    public var errno: Int32? {
+        switch self {
+        case .diskStorageIsNotReady(_, let e), .cannotCreateCacheFile(_, let e),
+             .cannotSetCacheFileAttribute(_, let e), .cannotLoadDataFromDisk(_, let e),
+             .cannotRemoveCacheFile(_, let e):
+            return e
+        case .invalidKey, .cancelled:
+            return nil
+        }
+    }
+}

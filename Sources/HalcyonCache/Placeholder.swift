@@ -1,1 +1,0 @@
-// HalcyonCache: placeholder until its first real file lands; removed then.

@@ -1,0 +1,133 @@
+// The shared vocabulary of both tiers: how long an entry lives, how a read extends it,
+// which tier answered, the clock every expiration is measured with, and what an
+// entry holds besides its bytes.
+
+import Foundation
+
+/// How long an entry stays valid after it is stored (or touched).
+///
+/// Expiration instants that reach the disk are rounded **up** to whole seconds, so an
+/// entry never expires earlier than asked; see `estimatedExpirationSince(_:)`.
+public enum StorageExpiration: Sendable, Equatable, Hashable {
+    /// Never expires.
+    case never
+    /// Expires this many seconds (fractions allowed) after the reference date.
+    case seconds(TimeInterval)
+    /// Expires this many whole days after the reference date.
+    case days(Int)
+    /// Expires at this instant, whatever the reference date.
+    case date(Date)
+    /// Already expired: storing with it stores nothing; touching with it removes.
+    case expired
+
+    /// The instant this expiration ends when counted from `date`; `Date.distantFuture`
+    /// for `.never`, `Date.distantPast` for `.expired`.
+    public func estimatedExpirationSince(_ date: Date) -> Date {
+        switch self {
+        case .never: return .distantFuture
+        case .seconds(let seconds): return date.addingTimeInterval(seconds)
+        case .days(let days): return date.addingTimeInterval(TimeInterval(days) * 86_400)
+        case .date(let instant): return instant
+        case .expired: return .distantPast
+        }
+    }
+
+    /// True for `.expired`, and for the forms whose span is not positive, which can
+    /// only ever produce an instant in the past.
+    public var isExpired: Bool {
+        switch self {
+        case .expired: return true
+        case .seconds(let seconds): return !(seconds > 0)
+        case .days(let days): return days <= 0
+        case .never, .date: return false
+        }
+    }
+
+    /// The time-to-live this expiration describes when counted from `now`; nil for
+    /// `.never`.
+    public func timeToLive(from now: Date) -> TimeInterval? {
+        switch self {
+        case .never: return nil
+        default: return estimatedExpirationSince(now).timeIntervalSince(now)
+        }
+    }
+}
+
+/// What a successful read does to the entry's expiration.
+public enum ExpirationExtending: Sendable, Equatable, Hashable {
+    /// Leave the expiration alone.
+    case none
+    /// Sliding expiration: keep the entry's original time-to-live, counted again from now.
+    case cacheTime
+    /// Reset the expiration to this one, counted from now.
+    case expirationTime(StorageExpiration)
+}
+
+/// The tier that answered a lookup.
+public enum CacheType: String, Sendable, Equatable {
+    /// Neither tier has the key.
+    case none
+    /// The memory tier answered.
+    case memory
+    /// The disk tier answered.
+    case disk
+}
+
+/// A stored value: its bytes and a small opaque `flags` word that the cache keeps with
+/// them in both tiers and across restarts (like memcached's client flags). The daemon
+/// keeps there the wire encoding the value was written with.
+public struct CacheEntry: Sendable, Equatable {
+    /// The value's bytes, exactly as stored.
+    public var bytes: [UInt8]
+    /// Opaque to the cache; returned unchanged with the bytes.
+    public var flags: UInt32
+
+    public init(bytes: [UInt8], flags: UInt32 = 0) {
+        self.bytes = bytes
+        self.flags = flags
+    }
+}
+
+/// The source of "now" for every expiration decision, injected through the tiers'
+/// configs so tests can move time without sleeping.
+///
+/// Threading: implementations must be safe to call from any thread.
+public protocol CacheClock: Sendable {
+    /// The current instant.
+    func now() -> Date
+}
+
+/// The wall clock.
+public struct SystemClock: CacheClock {
+    public init() {}
+    public func now() -> Date { Date() }
+}
+
+/// A clock that moves only when told to; for tests.
+///
+/// Threading: thread-safe; `lock` guards `current`.
+public final class ManualClock: CacheClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
+        current = start
+    }
+
+    public func now() -> Date {
+        lock.lock(); defer { lock.unlock() }
+        return current
+    }
+
+    /// Moves the clock forward (or back, with a negative interval).
+    public func advance(by interval: TimeInterval) {
+        lock.lock(); defer { lock.unlock() }
+        current = current.addingTimeInterval(interval)
+    }
+
+    /// Sets the clock to `date`.
+    public func set(_ date: Date) {
+        lock.lock(); defer { lock.unlock() }
+        current = date
+    }
+}
