@@ -1,0 +1,126 @@
+// Methods that report rather than change: cache.totalSize, cache.stats, server.ping,
+// server.info; and connection.configure, which changes only the caller's connection.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension Dispatcher {
+    static let cacheMethods: [MethodSpec] = readMethods + writeMethods + [
+        MethodSpec(name: "cache.totalSize", params: ["options"]) { dispatcher, call throws(RPCError) in
+            return dispatcher.cache.totalSize(callbackQueue: call.callbackQueue) { result in
+                call.finish(result) { (usage, w) throws(RPCError) in
+                    w.beginObject(); w.field("bytes", usage.bytes); w.field("count", usage.count); w.endObject()
+                }
+            }
+        },
+        MethodSpec(name: "cache.stats", params: ["options"]) { dispatcher, call throws(RPCError) in
+            let stats = dispatcher.cache.stats()
+            let live = dispatcher.facts.liveCounters()
+            let uptime = Date().timeIntervalSince(dispatcher.facts.startedAt)
+            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                stats.write(to: &w)
+                w.field("connections", live.connections)
+                w.field("inFlight", live.inFlight)
+                w.field("refusedPeers", live.refusedPeers)
+                w.key("uptime"); w.double(uptime.rounded(.down))
+                w.endObject()
+            })
+            return nil
+        },
+    ]
+
+    static let serverMethods: [MethodSpec] = [
+        MethodSpec(name: "server.ping", params: []) { _, call throws(RPCError) in
+            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject(); w.field("pong", true); w.endObject()
+            })
+            return nil
+        },
+        MethodSpec(name: "server.info", params: []) { dispatcher, call throws(RPCError) in
+            let facts = dispatcher.facts
+            let folder = dispatcher.cache.diskStorage.directoryURL.path
+            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                w.field("name", "halcyond")
+                w.field("version", facts.version)
+                w.field("protocol", 1)
+                w.field("pid", Int(getpid()))
+                w.field("socket", facts.socketPath)
+                w.field("cacheFolder", folder)
+                w.field("startedAt", time: facts.startedAt)
+                w.key("limits"); w.beginObject()
+                for (name, value) in facts.limits { w.key(name); w.int(value) }
+                w.endObject()
+                w.key("defaults"); w.beginObject()
+                w.key("expiration"); w.expiration(facts.diskExpiration)
+                w.key("memoryExpiration"); w.expiration(facts.memoryExpiration)
+                w.key("extendingExpiration"); w.string("cacheTime")
+                w.key("encoding"); w.string("utf8")
+                w.endObject()
+                w.field("debugMethods", facts.debugMethodsEnabled)
+                w.endObject()
+            })
+            return nil
+        },
+        MethodSpec(
+            name: "connection.configure", params: ["callbackQueue", "loadDiskFileSynchronously"]
+        ) { _, call throws(RPCError) in
+            // Validate everything before changing anything, so a bad request changes nothing.
+            let policy = try call.params.callbackQueuePolicy("callbackQueue")
+            let sync = try call.params.optionalBool("loadDiskFileSynchronously")
+            let session = call.session
+            if let policy { session.setPolicy(policy) }
+            if let sync { session.loadDiskFileSynchronously = sync }
+            let shownPolicy = session.policy
+            let shownSync = session.loadDiskFileSynchronously
+            // The reply to a configure travels through the policy it replaces: the one the
+            // request arrived under.
+            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                w.key("callbackQueue"); shownPolicy.write(to: &w)
+                w.field("loadDiskFileSynchronously", shownSync)
+                w.endObject()
+            })
+            return nil
+        },
+    ]
+
+    static let debugMethods: [MethodSpec] = [
+        // Holds a queue for a while so tests can line requests up behind it, as Redis's
+        // DEBUG SLEEP does. `on: "ioQueue"` (default) holds every write and disk read;
+        // `on: "callbackQueue"` holds this connection's reply delivery instead.
+        MethodSpec(name: "debug.sleep", params: ["seconds", "on", "options"]) { dispatcher, call throws(RPCError) in
+            guard let seconds = try call.params.double("seconds") else {
+                throw .invalidParams(reason: "missingParam", message: "params.seconds is required", param: "seconds")
+            }
+            guard seconds >= 0, seconds <= 60 else {
+                throw .invalidParams(reason: "outOfRange", message: "seconds must be within 0...60", param: "seconds")
+            }
+            let reply: @Sendable () -> RPCReply = {
+                .success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                    w.beginObject(); w.key("slept"); w.double(seconds); w.endObject()
+                }
+            }
+            switch try call.params.string("on") ?? "ioQueue" {
+            case "ioQueue":
+                return dispatcher.cache.debugSleep(seconds: seconds, callbackQueue: call.callbackQueue) { result in
+                    switch result {
+                    case .success: call.respond(reply())
+                    case .failure(let error): call.respond(.error(id: call.id, RPCError(error)))
+                    }
+                }
+            case "callbackQueue":
+                let respond = call.respond
+                call.callbackQueue.execute(priority: call.options.priority) {
+                    Thread.sleep(forTimeInterval: seconds)
+                    respond(reply())
+                }
+                return nil
+            default:
+                throw .invalidParams(reason: "invalidValue", message: "on must be \"ioQueue\" or \"callbackQueue\"", param: "on")
+            }
+        },
+    ]
+}
