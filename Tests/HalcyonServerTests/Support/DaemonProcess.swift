@@ -35,7 +35,7 @@ final class DaemonProcess {
     /// until it answers a ping.
     init(
         arguments: [String] = [], root: URL? = nil, environment: [String: String] = [:],
-        waitUntilReady: Bool = true
+        debugMethods: Bool = true, waitUntilReady: Bool = true
     ) throws {
         // Short paths: a Unix socket path must fit in 108 bytes.
         self.root = root ?? URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
@@ -44,9 +44,8 @@ final class DaemonProcess {
         cacheDirectory = self.root.appendingPathComponent("cache")
         process.executableURL = Self.binary
         process.arguments = [
-            "--socket", socketPath, "--cache-dir", cacheDirectory.path,
-            "--enable-debug-methods", "--log-level", "warning",
-        ] + arguments
+            "--socket", socketPath, "--cache-dir", cacheDirectory.path, "--log-level", "warning",
+        ] + (debugMethods ? ["--enable-debug-methods"] : []) + arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "NOTIFY_SOCKET")
         env.removeValue(forKey: "LISTEN_FDS")
