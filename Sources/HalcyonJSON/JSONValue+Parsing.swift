@@ -1,6 +1,11 @@
 // Parsing bytes into a JSONValue with the flags the protocol relies on.
 
 import CJansson
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension JSONValue {
     /// jansson flags for every parse: any value at top level, NUL allowed inside strings,
@@ -12,6 +17,13 @@ extension JSONValue {
     ///
     /// Threading: any thread; jansson's decoder keeps no global state.
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<JSONValue, JSONParseError> {
+        // jansson's lexer takes a raw NUL byte for the end of input and would accept
+        // `{}\0garbage`. A raw NUL can never be part of a JSON text (inside strings it
+        // must be escaped), so refuse it before jansson sees it.
+        if let base = bytes.baseAddress, let nul = memchr(base, 0, bytes.count) {
+            let position = base.distance(to: UnsafeRawPointer(nul))
+            return .failure(JSONParseError(reason: .invalidJSON, message: "NUL byte in input", position: position))
+        }
         var error = json_error_t()
         let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self)
         // jansson wants a non-NULL buffer even for zero bytes.
