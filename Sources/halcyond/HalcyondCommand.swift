@@ -6,6 +6,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import HalcyonServer
+import Logging
 
 /// The `halcyond` command. Parsed and run on the main thread by `main.swift`.
 struct HalcyondCommand: ParsableCommand {
@@ -123,6 +124,14 @@ struct HalcyondCommand: ParsableCommand {
             configuration = try ServerConfiguration(flags: flags)
         } catch {
             throw UsageError(message: error.description)
+        }
+        // swift-log to stderr at the chosen level, before anything logs. Bootstrapping is
+        // allowed once per process, which this is.
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
         }
         // TODO(lead): replace with `try HalcyonServer.run(configuration: configuration)`
         // (never returns under dispatchMain; exits 0 after a drain, non-zero on a

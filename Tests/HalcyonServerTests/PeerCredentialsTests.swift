@@ -84,3 +84,40 @@ import Testing
         #expect(AccountNames.homeDirectory(of: 0) == "/root")
     }
 }
+
+/// A real peer of another user: a client started as `nobody` connects, and the policy
+/// sees its uid and refuses it. Needs root (to switch user) and setpriv.
+@Suite struct ForeignPeerTests {
+    @Test func aClientRunningAsNobodyIsSeenAndRefused() throws {
+        let setpriv = "/usr/bin/setpriv"
+        let python = "/usr/bin/python3"
+        try #require(geteuid() == 0, "needs root to run a client as nobody; skipped")
+        try #require(FileManager.default.isExecutableFile(atPath: setpriv) && FileManager.default.isExecutableFile(atPath: python))
+        let base = TestSockets.makeFolder()
+        defer { TestSockets.remove(base) }
+        chmod(base, 0o711)
+        let path = "\(base)/h.sock"
+        let listener = TestSockets.bind(path)
+        defer { close(listener) }
+        chmod(path, 0o666)
+
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: setpriv)
+        client.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
+                            "import socket; s = socket.socket(socket.AF_UNIX); s.connect('\(path)'); s.recv(1)"]
+        try client.run()
+        defer { client.waitUntilExit() }
+        let accepted = accept(listener, nil, nil)
+        try #require(accepted >= 0)
+        defer { close(accepted) }
+        let peer = try PeerCredentials.of(fileDescriptor: accepted)
+        #expect(peer.uid == 65534 && peer.gid == 65534)
+        #expect(peer.groups.isEmpty)
+        #expect(peer.pid != getpid())
+        let config = TestSockets.config(path)
+        #expect(!AccessPolicy(configuration: config).allows(peer))
+        var allowing = config
+        allowing.allowedUIDs = [65534]
+        #expect(AccessPolicy(configuration: allowing).allows(peer))
+    }
+}
