@@ -171,7 +171,7 @@ extension HalcyondCommand {
         case .validationFailure:
             failUsage(message(for: error))
         default:
-            printError("halcyond: \(message(for: error))")
+            printError("halcyond: \(error)")
             Glibc.exit(1)
         }
     }
