@@ -26,7 +26,15 @@ public struct RPCReply: Sendable {
     public static func error(id: RPCID?, _ error: RPCError) -> RPCReply {
         var writer = JSONWriter()
         RPCResponseWriter.error(id: id, error, into: &writer)
-        return RPCReply(id: id, bytes: writer.bytes, isSuccess: false)
+        return RPCReply(id: id, element: writer.bytes, isSuccess: false)
+    }
+
+    /// The response writer ends a top-level object with its line's `\n`; a reply element
+    /// is kept without it, since the transport frames lines and batches itself.
+    init(id: RPCID?, element: [UInt8], isSuccess: Bool) {
+        var bytes = element
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        self.init(id: id, bytes: bytes, isSuccess: isSuccess)
     }
 
     /// A success reply whose result `write` produces; if `write` throws, the reply is that
@@ -34,13 +42,9 @@ public struct RPCReply: Sendable {
     public static func success(
         id: RPCID?, _ write: (inout JSONWriter) throws(RPCError) -> Void
     ) -> RPCReply {
-        do throws(RPCError) {
-            var writer = JSONWriter()
-            try RPCResponseWriter.success(id: id ?? .null, into: &writer, result: write)
-            return RPCReply(id: id, bytes: writer.bytes, isSuccess: true)
-        } catch {
-            return .error(id: id, error)
-        }
+        var writer = JSONWriter()
+        let failure = RPCResponseWriter.success(id: id ?? .null, into: &writer, result: write)
+        return RPCReply(id: id, element: writer.bytes, isSuccess: failure == nil)
     }
 }
 
@@ -76,14 +80,25 @@ public struct ServerFacts: Sendable {
 
 /// Everything a handler needs for one request.
 ///
-/// Threading: built and used by the dispatcher on the connection's event loop thread;
-/// `respond` may then be called from any thread, exactly once.
+/// Threading: built and used by the dispatcher on the connection's event loop thread
+/// (it holds the connection's session); only its `responder` leaves that thread.
 struct MethodCall {
-    let id: RPCID?
     let params: Params
     let session: ConnectionSession
-    let callbackQueue: CallbackQueue
     let options: HybridCache.Options
+    let responder: Responder
+
+    var id: RPCID? { responder.id }
+    var callbackQueue: CallbackQueue { responder.callbackQueue }
+}
+
+/// The part of a request that travels with its work: how to answer it.
+///
+/// Threading: `Sendable`; `respond` may be called from any thread, exactly once per request.
+struct Responder: Sendable {
+    let id: RPCID?
+    let callbackQueue: CallbackQueue
+    let priority: Operation.QueuePriority
     let respond: @Sendable (RPCReply) -> Void
 
     /// Delivers a finished storage result: success through `write`, failure mapped once
@@ -101,7 +116,7 @@ struct MethodCall {
     /// other, so the delivery policy holds for every reply.
     func deliverNow(_ reply: RPCReply) {
         let respond = self.respond
-        callbackQueue.execute(priority: options.priority) { respond(reply) }
+        callbackQueue.execute(priority: priority) { respond(reply) }
     }
 }
 
@@ -152,7 +167,7 @@ public final class Dispatcher: Sendable {
         let callbackQueue = session.callbackQueue
         guard let spec = table[request.method] else {
             let error: RPCError = Dispatcher.debugMethods.contains(where: { $0.name == request.method })
-                ? .methodNotFound(method: request.method, reason: "debugMethodsDisabled")
+                ? .debugMethodsDisabled(method: request.method)
                 : .methodNotFound(method: request.method)
             callbackQueue.execute { respond(.error(id: request.id, error)) }
             return nil
@@ -168,8 +183,8 @@ public final class Dispatcher: Sendable {
                 if let p = requestOptions.priority { options.priority = p; priority = p }
             }
             let call = MethodCall(
-                id: request.id, params: params, session: session,
-                callbackQueue: callbackQueue, options: options, respond: respond
+                params: params, session: session, options: options,
+                responder: Responder(id: request.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
             )
             return try spec.handler(self, call)
         } catch {

@@ -161,8 +161,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
                     write(RPCReply.error(id: id, .shuttingDown).bytes, context: context)
                 }
             }
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
-                .whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(capacity: 0)))
+                .whenComplete { _ in channel.close(promise: nil) }
         }
     }
 

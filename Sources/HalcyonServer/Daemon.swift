@@ -35,7 +35,6 @@ public final class Daemon: Sendable {
     private let listening = NIOLockedValueBox<(channel: (any Channel)?, socket: PreparedSocket?, stopping: Bool)>(
         (nil, nil, false)
     )
-    private let signalSources = NIOLockedValueBox([any DispatchSourceSignal]())
     public static let version = "0.1.0"
 
     public init(configuration: ServerConfiguration, logger: Logger) {
@@ -70,15 +69,15 @@ public final class Daemon: Sendable {
             FileHandle.standardError.write(Data("halcyond: \(error)\n".utf8))
             exit(1)
         }
-        daemon.installSignalHandlers()
-        dispatchMain()
+        let signalSources = daemon.installSignalHandlers()
+        withExtendedLifetime(signalSources) { dispatchMain() }
     }
 
     /// Binds the socket (or adopts the one systemd passed), starts accepting, and says
     /// READY to systemd.
     public func start() throws {
         let dispatcher = Dispatcher(cache: cache, facts: facts())
-        let policy = AccessPolicy(configuration)
+        let policy = AccessPolicy(configuration: configuration)
         let inherited = Systemd.listenFileDescriptors()
 
         let bootstrap = ServerBootstrap(group: group)
@@ -187,7 +186,7 @@ public final class Daemon: Sendable {
         guard counters.openConnection(limit: configuration.maxConnections) else {
             logger.warning("refused a connection: too many connections",
                            metadata: ["limit": "\(configuration.maxConnections)", "pid": "\(peer.pid)"])
-            let reply = RPCReply.error(id: nil, .overloaded(reason: "tooManyConnections"))
+            let reply = RPCReply.error(id: nil, .overloaded(reason: .tooManyConnections, limit: configuration.maxConnections))
             var buffer = channel.allocator.buffer(capacity: reply.bytes.count + 1)
             buffer.writeBytes(reply.bytes)
             buffer.writeInteger(UInt8(ascii: "\n"))
@@ -217,7 +216,8 @@ public final class Daemon: Sendable {
 
     // MARK: Shutdown
 
-    private func installSignalHandlers() {
+    /// Routes SIGTERM/SIGINT to the drain. The returned sources must stay alive.
+    private func installSignalHandlers() -> [any DispatchSourceSignal] {
         var sources: [any DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
@@ -227,7 +227,7 @@ public final class Daemon: Sendable {
             sources.append(source)
         }
         signal(SIGPIPE, SIG_IGN)
-        signalSources.withLockedValue { $0 = sources }
+        return sources
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `drainTimeout`, answers

@@ -133,10 +133,9 @@ struct HalcyondCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
-        // TODO(lead): replace with `try HalcyonServer.run(configuration: configuration)`
-        // (never returns under dispatchMain; exits 0 after a drain, non-zero on a
-        // SocketSetupError). Until the server lands, show what would run.
-        print("halcyond (server not wired yet): \(configuration.summary)")
+        // Never returns: the main thread parks in dispatchMain(); a drain exits 0, a
+        // start-up failure exits 1 with one line on stderr.
+        Daemon.run(configuration: configuration, logger: Logger(label: "halcyond"))
     }
 }
 

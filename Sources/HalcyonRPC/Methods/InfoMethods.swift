@@ -8,8 +8,9 @@ import HalcyonJSON
 extension Dispatcher {
     static let cacheMethods: [MethodSpec] = readMethods + writeMethods + [
         MethodSpec(name: "cache.totalSize", params: ["options"]) { dispatcher, call throws(RPCError) in
+            let responder = call.responder
             return dispatcher.cache.totalSize(callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (usage, w) throws(RPCError) in
+                responder.finish(result) { (usage, w) throws(RPCError) in
                     w.beginObject(); w.field("bytes", usage.bytes); w.field("count", usage.count); w.endObject()
                 }
             }
@@ -18,7 +19,7 @@ extension Dispatcher {
             let stats = dispatcher.cache.stats()
             let live = dispatcher.facts.liveCounters()
             let uptime = Date().timeIntervalSince(dispatcher.facts.startedAt)
-            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 stats.write(to: &w)
                 w.field("connections", live.connections)
@@ -33,7 +34,7 @@ extension Dispatcher {
 
     static let serverMethods: [MethodSpec] = [
         MethodSpec(name: "server.ping", params: []) { _, call throws(RPCError) in
-            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject(); w.field("pong", true); w.endObject()
             })
             return nil
@@ -41,7 +42,7 @@ extension Dispatcher {
         MethodSpec(name: "server.info", params: []) { dispatcher, call throws(RPCError) in
             let facts = dispatcher.facts
             let folder = dispatcher.cache.diskStorage.directoryURL.path
-            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 w.field("name", "halcyond")
                 w.field("version", facts.version)
@@ -69,7 +70,7 @@ extension Dispatcher {
         ) { _, call throws(RPCError) in
             // Validate everything before changing anything, so a bad request changes nothing.
             let policy = try call.params.callbackQueuePolicy("callbackQueue")
-            let sync = try call.params.optionalBool("loadDiskFileSynchronously")
+            let sync = try call.params.bool("loadDiskFileSynchronously")
             let session = call.session
             if let policy { session.setPolicy(policy) }
             if let sync { session.loadDiskFileSynchronously = sync }
@@ -77,7 +78,7 @@ extension Dispatcher {
             let shownSync = session.loadDiskFileSynchronously
             // The reply to a configure travels through the policy it replaces: the one the
             // request arrived under.
-            call.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 w.key("callbackQueue"); shownPolicy.write(to: &w)
                 w.field("loadDiskFileSynchronously", shownSync)
@@ -93,34 +94,61 @@ extension Dispatcher {
         // `on: "callbackQueue"` holds this connection's reply delivery instead.
         MethodSpec(name: "debug.sleep", params: ["seconds", "on", "options"]) { dispatcher, call throws(RPCError) in
             guard let seconds = try call.params.double("seconds") else {
-                throw .invalidParams(reason: "missingParam", message: "params.seconds is required", param: "seconds")
+                throw .missingParam("seconds")
             }
             guard seconds >= 0, seconds <= 60 else {
-                throw .invalidParams(reason: "outOfRange", message: "seconds must be within 0...60", param: "seconds")
+                throw .invalidParams(reason: .outOfRange, param: "seconds", message: "seconds must be within 0...60")
             }
+            let id = call.id
             let reply: @Sendable () -> RPCReply = {
-                .success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                .success(id: id) { (w: inout JSONWriter) throws(RPCError) in
                     w.beginObject(); w.key("slept"); w.double(seconds); w.endObject()
                 }
             }
             switch try call.params.string("on") ?? "ioQueue" {
             case "ioQueue":
+                let responder = call.responder
                 return dispatcher.cache.debugSleep(seconds: seconds, callbackQueue: call.callbackQueue) { result in
                     switch result {
-                    case .success: call.respond(reply())
-                    case .failure(let error): call.respond(.error(id: call.id, RPCError(error)))
+                    case .success: responder.respond(reply())
+                    case .failure(let error): responder.respond(.error(id: id, RPCError(error)))
                     }
                 }
             case "callbackQueue":
-                let respond = call.respond
+                let respond = call.responder.respond
                 call.callbackQueue.execute(priority: call.options.priority) {
                     Thread.sleep(forTimeInterval: seconds)
                     respond(reply())
                 }
                 return nil
             default:
-                throw .invalidParams(reason: "invalidValue", message: "on must be \"ioQueue\" or \"callbackQueue\"", param: "on")
+                throw .invalidParams(reason: .invalidValue, param: "on", message: "'on' must be \"ioQueue\" or \"callbackQueue\"")
             }
         },
     ]
+}
+
+extension CacheStats {
+    /// The counters as `cache.stats` shows them: one object per tier, and the totals a
+    /// user checks first (evictions and expirations, so no limit loses data silently).
+    func write(to w: inout JSONWriter) {
+        w.key("memory"); w.beginObject()
+        w.field("hits", memoryHits); w.field("misses", memoryMisses)
+        w.field("bytes", memoryBytes); w.field("entries", memoryEntries)
+        w.field("evictions", memoryEvictions); w.field("expirations", memoryExpirations)
+        w.endObject()
+        w.key("disk"); w.beginObject()
+        w.field("hits", diskHits); w.field("misses", diskMisses)
+        w.field("bytes", diskBytes); w.field("entries", diskEntries)
+        w.field("evictions", diskEvictions); w.field("expirations", diskExpirations)
+        w.endObject()
+        w.field("hits", memoryHits + diskHits)
+        w.field("misses", diskMisses)
+        w.field("sets", sets)
+        w.field("removals", removals)
+        w.field("evictions", memoryEvictions + diskEvictions)
+        w.field("expirations", memoryExpirations + diskExpirations)
+        w.field("writesQueued", writesQueued)
+        w.field("maintenanceErrors", maintenanceErrors)
+    }
 }

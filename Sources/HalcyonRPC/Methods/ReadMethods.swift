@@ -19,8 +19,9 @@ extension Dispatcher {
             options.forcedExtension = try call.params.string("forcedExtension")
             options.fromMemoryOnly = try call.params.bool("fromMemoryOnly", default: false)
             options.referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
             return dispatcher.cache.retrieve(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (found, w) throws(RPCError) in
+                responder.finish(result) { (found, w) throws(RPCError) in
                     w.beginObject()
                     guard let entry = found.entry, found.cacheType != .none else {
                         w.field("found", false)
@@ -47,8 +48,9 @@ extension Dispatcher {
             var options = call.options
             options.forcedExtension = try call.params.string("forcedExtension")
             options.referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
             return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (type, w) throws(RPCError) in
+                responder.finish(result) { (type, w) throws(RPCError) in
                     w.beginObject()
                     w.field("cached", type != .none)
                     w.field("cacheType", type.rawValue)
@@ -64,14 +66,15 @@ extension Dispatcher {
             var options = call.options
             options.forcedExtension = try call.params.string("forcedExtension")
             options.referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
             return dispatcher.cache.describe(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (d, w) throws(RPCError) in
+                responder.finish(result) { (d, w) throws(RPCError) in
                     w.beginObject()
                     w.field("found", d.cacheType != .none)
                     w.field("cacheType", d.cacheType.rawValue)
                     if d.cacheType != .none {
                         w.field("size", d.size)
-                        w.field("encoding", (ValueEncoding(flags: d.flags) ?? .base64).rawValue)
+                        w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
                         w.field("expiresAt", time: d.expiresAt)
                         w.field("lastAccessAt", time: d.lastAccessAt)
                     }

@@ -15,7 +15,7 @@ extension Dispatcher {
             let key = try call.params.key()
             let encoding = try call.params.encoding("encoding") ?? .utf8
             guard let raw = call.params.value("value") else {
-                throw .invalidParams(reason: "missingParam", message: "params.value is required", param: "value")
+                throw .missingParam("value")
             }
             let bytes = try encoding.decode(raw)
             var options = call.options
@@ -24,8 +24,9 @@ extension Dispatcher {
             options.toDisk = try call.params.bool("toDisk", default: true)
             options.forcedExtension = try call.params.string("forcedExtension")
             let entry = CacheEntry(bytes: bytes, flags: encoding.flags)
+            let responder = call.responder
             return dispatcher.cache.store(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (r, w) throws(RPCError) in
+                responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("stored", r.stored)
                     w.field("size", r.size)
@@ -43,8 +44,9 @@ extension Dispatcher {
             options.diskExpiration = try call.params.expiration("expiration")
             options.memoryExpiration = try call.params.expiration("memoryExpiration")
             options.forcedExtension = try call.params.string("forcedExtension")
+            let responder = call.responder
             return dispatcher.cache.touch(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (r, w) throws(RPCError) in
+                responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("touched", r.touched)
                     w.field("expiresAt", time: r.expiresAt)
@@ -61,11 +63,12 @@ extension Dispatcher {
             let fromDisk = try call.params.bool("fromDisk", default: true)
             var options = call.options
             options.forcedExtension = try call.params.string("forcedExtension")
+            let responder = call.responder
             return dispatcher.cache.remove(
                 forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                call.finish(result) { (removed, w) throws(RPCError) in
+                responder.finish(result) { (removed, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", removed); w.endObject()
                 }
             }
@@ -73,8 +76,9 @@ extension Dispatcher {
         MethodSpec(name: "cache.clear", params: ["memory", "disk", "options"]) { dispatcher, call throws(RPCError) in
             let memory = try call.params.bool("memory", default: true)
             let disk = try call.params.bool("disk", default: true)
+            let responder = call.responder
             return dispatcher.cache.clear(memory: memory, disk: disk, callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (count, w) throws(RPCError) in
+                responder.finish(result) { (count, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }
             }
@@ -85,17 +89,19 @@ extension Dispatcher {
             let memory = try call.params.bool("memory", default: true)
             let disk = try call.params.bool("disk", default: true)
             let referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
             return dispatcher.cache.removeExpired(
                 memory: memory, disk: disk, referenceDate: referenceDate, callbackQueue: call.callbackQueue
             ) { result in
-                call.finish(result) { (count, w) throws(RPCError) in
+                responder.finish(result) { (count, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }
             }
         },
         MethodSpec(name: "cache.trim", params: ["options"]) { dispatcher, call throws(RPCError) in
+            let responder = call.responder
             return dispatcher.cache.trim(callbackQueue: call.callbackQueue) { result in
-                call.finish(result) { (r, w) throws(RPCError) in
+                responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", r.removed); w.field("totalSize", r.totalSize); w.endObject()
                 }
             }
