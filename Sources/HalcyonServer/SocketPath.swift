@@ -59,6 +59,43 @@ public enum SocketPath {
         return PreparedSocket(path: path, lock: lock, mode: configuration.socketMode, group: configuration.socketGroup)
     }
 
+    /// Where the server's listener comes from: a socket systemd passed us, or a path we
+    /// prepared and will bind.
+    public enum ListenSource: Sendable {
+        /// Socket activation: serve this already-listening descriptor (SwiftNIO:
+        /// `ServerBootstrap.withBoundSocket`). `path` is where it is bound, for logs and
+        /// `server.info`. Take no lock; never unlink it: systemd owns it.
+        case inherited(fileDescriptor: Int32, path: String)
+        /// Bind to `prepared.path`, then `prepared.applyPermissions()`; at exit close the
+        /// listener, then `prepared.cleanUp()`.
+        case bind(PreparedSocket)
+    }
+
+    /// The one call the server makes before listening: the first socket systemd passed
+    /// (`Systemd.listenFileDescriptors`, which also clears `LISTEN_*`), checked to be a
+    /// listening Unix stream socket; otherwise `prepare(configuration)`. Call once, at
+    /// start, before other threads read the environment.
+    /// - Parameters:
+    ///   - environment: where `LISTEN_PID`/`LISTEN_FDS` are read; default, the process's.
+    ///   - baseFD: the first inherited descriptor; default 3 (tests pass another).
+    /// - Throws: `SocketSetupError`, `.inheritedSocketUnusable` for a passed descriptor
+    ///   that is not a listening Unix stream socket.
+    public static func listenSource(
+        _ configuration: ServerConfiguration,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        baseFD: Int32 = Systemd.listenFileDescriptorsStart
+    ) throws(SocketSetupError) -> ListenSource {
+        let inherited = Systemd.listenFileDescriptors(environment: environment, baseFD: baseFD)
+        if let fd = inherited.first {
+            do {
+                return .inherited(fileDescriptor: fd, path: try Systemd.listeningUnixSocketPath(of: fd))
+            } catch {
+                throw .inheritedSocketUnusable(description: error.description)
+            }
+        }
+        return .bind(try prepare(configuration))
+    }
+
     /// The folder part of an absolute path (`/` for `/x`).
     static func folder(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
@@ -251,6 +288,8 @@ public enum SocketSetupError: Error, Sendable, Equatable, CustomStringConvertibl
     case cannotRemoveStaleSocket(path: String, errno: Int32)
     /// `chmod`/`chown` of the bound socket failed.
     case cannotSetPermissions(path: String, errno: Int32)
+    /// systemd passed a descriptor we cannot serve (see `SystemdError`).
+    case inheritedSocketUnusable(description: String)
 
     public var description: String {
         func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
@@ -285,6 +324,8 @@ public enum SocketSetupError: Error, Sendable, Equatable, CustomStringConvertibl
             return "cannot remove stale socket \(path): \(reason(code))"
         case .cannotSetPermissions(let path, let code):
             return "cannot set permissions of \(path): \(reason(code))"
+        case .inheritedSocketUnusable(let description):
+            return "cannot use the socket systemd passed: \(description)"
         }
     }
 }

@@ -170,3 +170,49 @@ import Testing
         #expect(throws: ConfigurationError.self) { try ServerConfiguration(flags: flags, environment: environment) }
     }
 }
+
+/// The real `halcyond` executable's answer to bad flags: one line on stderr, status 2.
+/// `swift build --build-tests` puts it beside the test bundle; skipped when it is not there.
+enum HalcyondExecutable {
+    static var url: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("halcyond")
+    }
+    static var isBuilt: Bool { FileManager.default.isExecutableFile(atPath: url.path) }
+}
+
+@Suite(.enabled(if: HalcyondExecutable.isBuilt, "halcyond is not built beside the test bundle"))
+struct HalcyondFlagsTests {
+
+    func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = HalcyondExecutable.url
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test(arguments: [
+        ["--memory-limit", "12XB"], ["--bogus"], ["--max-batch"], ["--drain-timeout", "soon"],
+        ["--socket-mode", "9"], ["--log-level", "loud"], ["--allow-uid", "no-such-user-halcyon"],
+    ])
+    func aBadFlagIsOneLineAndStatus2(arguments: [String]) throws {
+        let result = try run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.hasPrefix("halcyond: "))
+        #expect(result.stderr.filter { $0 == "\n" }.count == 1)
+    }
+
+    @Test func helpExitsZero() throws {
+        let result = try run(["--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("--disk-size-limit"))
+    }
+}

@@ -88,11 +88,15 @@ import Testing
 /// A real peer of another user: a client started as `nobody` connects, and the policy
 /// sees its uid and refuses it. Needs root (to switch user) and setpriv.
 @Suite struct ForeignPeerTests {
-    @Test func aClientRunningAsNobodyIsSeenAndRefused() throws {
-        let setpriv = "/usr/bin/setpriv"
-        let python = "/usr/bin/python3"
-        try #require(geteuid() == 0, "needs root to run a client as nobody; skipped")
-        try #require(FileManager.default.isExecutableFile(atPath: setpriv) && FileManager.default.isExecutableFile(atPath: python))
+    static let setpriv = "/usr/bin/setpriv"
+    static let python = "/usr/bin/python3"
+
+    @Test(.enabled(if: geteuid() == 0, "needs root to run a client as nobody"),
+          .enabled(if: FileManager.default.isExecutableFile(atPath: setpriv), "needs setpriv"),
+          .enabled(if: FileManager.default.isExecutableFile(atPath: python), "needs /usr/bin/python3"))
+    func aClientRunningAsNobodyIsSeenAndRefused() throws {
+        let setpriv = Self.setpriv
+        let python = Self.python
         let base = TestSockets.makeFolder()
         defer { TestSockets.remove(base) }
         chmod(base, 0o711)

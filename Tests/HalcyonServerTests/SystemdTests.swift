@@ -93,3 +93,51 @@ import Testing
         return String(decoding: buffer[0..<count], as: UTF8.self)
     }
 }
+
+@Suite struct ListenSourceTests {
+    @Test func anInheritedSocketIsUsedAsIs() throws {
+        let base = TestSockets.makeFolder()
+        defer { TestSockets.remove(base) }
+        let listener = TestSockets.bind("\(base)/activated.sock")
+        defer { close(listener) }
+        let fd: Int32 = 910
+        try #require(dup2(listener, fd) == fd)
+        defer { close(fd) }
+        let config = TestSockets.config("\(base)/ignored.sock")
+        let source = try SocketPath.listenSource(
+            config, environment: ["LISTEN_PID": "\(getpid())", "LISTEN_FDS": "1"], baseFD: fd)
+        guard case .inherited(let inheritedFD, let path) = source else {
+            Issue.record("expected the inherited socket, got \(source)")
+            return
+        }
+        #expect(inheritedFD == fd && path == "\(base)/activated.sock")
+        // Neither a lock nor a prepared path was made.
+        #expect(!TestSockets.exists("\(base)/ignored.sock.lock"))
+    }
+
+    @Test func anUnusableInheritedDescriptorIsRefused() throws {
+        var pair: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        let fd: Int32 = 920
+        try #require(dup2(pair[0], fd) == fd)
+        defer { close(fd) }
+        #expect(throws: SocketSetupError.self) {
+            try SocketPath.listenSource(TestSockets.config("/tmp/hcops-none/h.sock"),
+                                        environment: ["LISTEN_PID": "\(getpid())", "LISTEN_FDS": "1"], baseFD: fd)
+        }
+    }
+
+    @Test func withoutSystemdThePathIsPrepared() throws {
+        let base = TestSockets.makeFolder()
+        defer { TestSockets.remove(base) }
+        // listenSource uses prepare(_:), which applies the explicit-folder rule here.
+        let source = try SocketPath.listenSource(TestSockets.config("\(base)/h.sock"), environment: [:])
+        guard case .bind(let prepared) = source else {
+            Issue.record("expected a prepared path, got \(source)")
+            return
+        }
+        #expect(prepared.path == "\(base)/h.sock" && prepared.lockFD >= 0)
+        prepared.cleanUp()
+    }
+}
