@@ -303,6 +303,23 @@ struct HybridCacheTests {
         #expect(stats.writesQueued == 0)
     }
 
+    @Test func diskAccountFollowsStoresOverwritesAndRemovals() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        for i in 0..<10 {
+            cache.store(CacheEntry(bytes: [UInt8](repeating: 1, count: 10 * i)), forKey: "k\(i % 4)")
+        }
+        cache.remove(forKey: "k1")
+        var expired = HybridCache.Options()
+        expired.diskExpiration = .expired
+        cache.store(CacheEntry(bytes: [1]), forKey: "k2", options: expired)
+        await f.drain()
+        let stats = cache.stats()
+        #expect(stats.diskBytes == (try cache.diskStorage.totalSize()))
+        #expect(stats.diskEntries == (try cache.diskStorage.count()))
+        #expect(stats.diskEntries == 2)
+    }
+
     @Test func diskNotReadyFailsDiskCallsButMemoryStillWorks() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-notready-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
