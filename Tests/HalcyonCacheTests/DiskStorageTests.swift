@@ -29,6 +29,30 @@ struct DiskStorageTests {
         #expect((attributes[.size] as? NSNumber)?.intValue == 10_008)
     }
 
+    @Test func synchronousWritesStoreTheSameWay() throws {
+        let disk = DiskTestFolder().backend { $0.synchronousWrites = true }
+        let meta = try #require(try disk.store(value: bytes("durable"), flags: 5, forKey: "k", expiration: .seconds(30), referenceDate: t0))
+        #expect(meta.expiration == t0.addingTimeInterval(30))
+        #expect(try disk.valueAndMeta(forKey: "k", referenceDate: t0, extendingExpiration: .none)?.entry
+                == CacheEntry(bytes: bytes("durable"), flags: 5))
+    }
+
+    @Test func defaultRootIsTheXDGCacheFolder() {
+        // The process environment is shared by parallel tests, so this only checks the shape.
+        let root = DiskStorage.Config().resolvedRoot
+        #expect(root.path.hasPrefix("/"))
+        #expect(root.lastPathComponent == "halcyon")
+        if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            #expect(root.deletingLastPathComponent().standardizedFileURL.path == URL(fileURLWithPath: xdg).standardizedFileURL.path)
+        } else {
+            #expect(root.deletingLastPathComponent().lastPathComponent == ".cache")
+        }
+        let config = DiskStorage.Config()
+        #expect(config.name == "default" && config.sizeLimit == 0 && config.expiration == .days(7))
+        #expect(config.usesHashedFileName && !config.autoExtAfterHashedFileName && !config.synchronousWrites)
+        #expect(config.pathExtension == nil && config.directory == nil)
+    }
+
     @Test func overwriteReplacesValueAndFlags() throws {
         let disk = DiskTestFolder().backend()
         try disk.store(value: bytes("one"), flags: 1, forKey: "k")
