@@ -20,7 +20,7 @@ struct HybridCacheReadYourWritesTests {
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<120 {
                 let key = "t\(thread)-\(i % 4)"
-                let value = bytes("\(thread):\(i):" + String(repeating: "x", count: i % 50))
+                let value = utf8Bytes("\(thread):\(i):" + String(repeating: "x", count: i % 50))
                 var write = HybridCache.Options()
                 write.memoryExpiration = i % 5 == 0 ? .seconds(1) : nil
                 cache.store(CacheEntry(bytes: value), forKey: key, options: write)

@@ -15,7 +15,7 @@ struct HybridCacheTests {
     @Test func storeThenRetrieveFromMemoryThenDisk() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
-        let stored = try await result { cache.store(CacheEntry(bytes: bytes("v1"), flags: 3), forKey: "k", completion: $0) }.get()
+        let stored = try await result { cache.store(CacheEntry(bytes: utf8Bytes("v1"), flags: 3), forKey: "k", completion: $0) }.get()
         #expect(stored.stored)
         #expect(stored.size == 2)
         #expect(stored.expiresAt == f.clock.now().addingTimeInterval(7 * 86_400))
@@ -24,12 +24,12 @@ struct HybridCacheTests {
 
         let hit = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
         #expect(hit.cacheType == .memory)
-        #expect(hit.entry == CacheEntry(bytes: bytes("v1"), flags: 3))
+        #expect(hit.entry == CacheEntry(bytes: utf8Bytes("v1"), flags: 3))
 
         cache.memoryStorage.removeAll()
         let fromDisk = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
         #expect(fromDisk.cacheType == .disk)
-        #expect(fromDisk.entry == CacheEntry(bytes: bytes("v1"), flags: 3))
+        #expect(fromDisk.entry == CacheEntry(bytes: utf8Bytes("v1"), flags: 3))
         // Put back into memory.
         #expect(cache.memoryStorage.value(forKey: "k", extendingExpiration: .none)?.flags == 3)
 
@@ -70,14 +70,14 @@ struct HybridCacheTests {
         let f = HybridCacheFixture()
         let cache = f.cache
         cache.debugSleep(seconds: 0.2)
-        cache.store(CacheEntry(bytes: bytes("disk")), forKey: "k")
+        cache.store(CacheEntry(bytes: utf8Bytes("disk")), forKey: "k")
         var options = HybridCache.Options()
         options.toDisk = false
         let order = Recorder<String>()
-        cache.store(CacheEntry(bytes: bytes("memory")), forKey: "k", options: options) { _ in order.append("memory-store") }
+        cache.store(CacheEntry(bytes: utf8Bytes("memory")), forKey: "k", options: options) { _ in order.append("memory-store") }
         #expect(order.all.isEmpty)  // not inline: a write to "k" is queued
         let got = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
-        #expect(got.entry?.bytes == bytes("memory"))
+        #expect(got.entry?.bytes == utf8Bytes("memory"))
         #expect(order.all == ["memory-store"])
     }
 
@@ -396,7 +396,7 @@ func result<T: Sendable>(
     }
 }
 
-func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+func utf8Bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 extension Result {
     var value: Success? { try? get() }
