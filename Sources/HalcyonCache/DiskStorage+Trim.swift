@@ -111,6 +111,7 @@ extension DiskStorage.Backend {
     /// - Returns: the URLs of the removed files, so callers can count evictions.
     @discardableResult
     public func removeSizeExceededValues() throws(CacheError) -> [URL] {
+        try checkReady()
         let limit = config.sizeLimit
         guard limit > 0 else { return [] }
         var files = try cacheFiles()

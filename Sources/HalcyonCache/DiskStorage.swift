@@ -322,7 +322,7 @@ extension DiskStorage {
                 times = status.times
             }
             let meta = FileMeta(url: url(of: name), size: UInt64(valueSize), flags: flags,
-                                expiration: times.expirationSeconds == 0 ? Date(timeIntervalSince1970: 0) : times.expirationDate,
+                                expiration: times.expirationDate,
                                 lastAccess: times.lastAccessDate)
             return (entry, meta)
         }

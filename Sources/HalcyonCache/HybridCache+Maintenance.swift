@@ -19,6 +19,7 @@ extension HybridCache {
             let fromMemory = memory ? memoryStorage.removeAll() : 0
             do throws(CacheError) {
                 let fromDisk = disk ? try diskStorage.removeAll() : 0
+                if disk { diskUsage.withLock { $0 = DiskUsage(bytes: 0, count: 0) } }
                 return .success(max(fromMemory, fromDisk))
             } catch {
                 return .failure(error)
@@ -41,6 +42,7 @@ extension HybridCache {
             do throws(CacheError) {
                 let fromDisk = disk ? try diskStorage.removeExpiredValues(referenceDate: referenceDate).count : 0
                 counters.withLock { $0.diskExpirations += fromDisk }
+                if disk { recountDiskUsage() }
                 return .success(max(fromMemory, fromDisk))
             } catch {
                 return .failure(error)
@@ -59,6 +61,7 @@ extension HybridCache {
             do throws(CacheError) {
                 let removed = try diskStorage.removeSizeExceededValues().count
                 counters.withLock { $0.diskEvictions += removed }
+                recountDiskUsage()
                 return .success(TrimResult(removed: removed, totalSize: try diskStorage.totalSize()))
             } catch {
                 return .failure(error)
@@ -73,7 +76,9 @@ extension HybridCache {
     ) -> CacheTask {
         enqueue(write: nil, callbackQueue, .normal, completion) { [self] in
             do throws(CacheError) {
-                return .success(DiskUsage(bytes: try diskStorage.totalSize(), count: try diskStorage.count()))
+                let usage = DiskUsage(bytes: try diskStorage.totalSize(), count: try diskStorage.count())
+                diskUsage.withLock { $0 = usage }
+                return .success(usage)
             } catch {
                 return .failure(error)
             }
@@ -105,6 +110,7 @@ extension HybridCache {
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }
         }
+        recountDiskUsage()
         enforceDiskSizeLimit()
     }
 

@@ -91,7 +91,9 @@ extension HybridCache {
             dispatchPrecondition(condition: .onQueue(ioQueue))
             let inMemory = fromMemory && memoryStorage.remove(forKey: key)
             do throws(CacheError) {
+                let old = fromDisk ? existingFile(forKey: key, forcedExtension: options.forcedExtension) : nil
                 let onDisk = fromDisk ? try diskStorage.remove(forKey: key, forcedExtension: options.forcedExtension) : false
+                if onDisk { adjustDiskUsage(replacing: old, with: nil) }
                 if inMemory || onDisk { counters.withLock { $0.removals += 1 } }
                 return .success(inMemory || onDisk)
             } catch {
@@ -111,6 +113,7 @@ extension HybridCache {
     }
 
     private func storeInBothTiers(_ entry: CacheEntry, forKey key: String, options: Options) -> Result<StoreResult, CacheError> {
+        let old = existingFile(forKey: key, forcedExtension: options.forcedExtension)
         do throws(CacheError) {
             let meta = try diskStorage.store(
                 value: entry.bytes, flags: entry.flags, forKey: key, expiration: options.diskExpiration,
@@ -118,9 +121,12 @@ extension HybridCache {
             guard let meta else {
                 // Already expired: nothing stored; an older value must not outlive this write.
                 memoryStorage.remove(forKey: key)
-                _ = try diskStorage.remove(forKey: key, forcedExtension: options.forcedExtension)
+                if try diskStorage.remove(forKey: key, forcedExtension: options.forcedExtension) {
+                    adjustDiskUsage(replacing: old, with: nil)
+                }
                 return .success(StoreResult(stored: false, size: entry.bytes.count, expiresAt: nil))
             }
+            adjustDiskUsage(replacing: old, with: meta)
             memoryStorage.store(
                 entry, forKey: key,
                 expiration: cappedMemoryExpiration(options.memoryExpiration, diskExpiresAt: meta.expiration))
@@ -129,7 +135,9 @@ extension HybridCache {
                 stored: true, size: entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration)))
         } catch {
             memoryStorage.remove(forKey: key)
-            _ = try? diskStorage.remove(forKey: key, forcedExtension: options.forcedExtension)
+            if (try? diskStorage.remove(forKey: key, forcedExtension: options.forcedExtension)) == true {
+                adjustDiskUsage(replacing: old, with: nil)
+            }
             return .failure(error)
         }
     }
@@ -142,17 +150,21 @@ extension HybridCache {
         return expiration.estimatedExpirationSince(now) > diskExpiresAt ? .date(diskExpiresAt) : expiration
     }
 
-    /// After a store: keeps the disk tier within its size limit now, not at the next sweep.
+    /// After a store: keeps the disk tier within its size limit now, not at the next
+    /// sweep. Checks the running account (O(1)); only when it says "over" does the disk
+    /// tier list the folder, trim to half the limit, and the account get recounted.
     func enforceDiskSizeLimit() {
         dispatchPrecondition(condition: .onQueue(ioQueue))
         let limit = config.disk.sizeLimit
         guard limit > 0 else { return }
+        if diskUsage.withLock({ $0 }) == nil { recountDiskUsage() }
+        guard let usage = diskUsage.withLock({ $0 }), usage.bytes > limit else { return }
         do throws(CacheError) {
-            guard try diskStorage.totalSize() > limit else { return }
             let removed = try diskStorage.removeSizeExceededValues()
             counters.withLock { $0.diskEvictions += removed.count }
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }
         }
+        recountDiskUsage()
     }
 }

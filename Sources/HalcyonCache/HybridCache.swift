@@ -146,6 +146,10 @@ public final class HybridCache: @unchecked Sendable {
     let writes = Mutex(WriteBook())
     /// Request counters that the backends do not keep themselves; held to add.
     let counters = Mutex(CacheStats())
+    /// The disk tier's bytes and files as the ioQueue last accounted them (see
+    /// HybridCache+DiskUsage.swift); nil until the first listing or after a failed one.
+    /// Written on the ioQueue only; read by `stats()` from any thread.
+    let diskUsage = Mutex<DiskUsage?>(nil)
     private let sweepTimer: RepeatingTimer?
 
     /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
@@ -186,6 +190,9 @@ public final class HybridCache: @unchecked Sendable {
             : nil
         // Weak: the timer must not keep a forgotten cache alive; deinit cancels it.
         sweepTimer?.start { [weak self] in self?.sweep() }
+        // The first ioQueue job: list the disk folder once, so stores can check the size
+        // limit without listing it again.
+        ioQueue.async { [self] in recountDiskUsage() }
     }
 
     deinit {
@@ -202,8 +209,10 @@ public final class HybridCache: @unchecked Sendable {
         stats.memoryEvictions = memory.evictions
         stats.memoryBytes = memory.totalCost
         stats.memoryEntries = memory.count
-        stats.diskBytes = (try? diskStorage.totalSize()) ?? 0
-        stats.diskEntries = (try? diskStorage.count()) ?? 0
+        // The ioQueue's running account, not a listing: stats must stay cheap on a large folder.
+        let usage = diskUsage.withLock { $0 }
+        stats.diskBytes = usage?.bytes ?? 0
+        stats.diskEntries = usage?.count ?? 0
         stats.writesQueued = writes.withLock { $0.queued }
         return stats
     }
