@@ -78,7 +78,7 @@ public final class Daemon: Sendable {
     public func start() throws {
         let dispatcher = Dispatcher(cache: cache, facts: facts())
         let policy = AccessPolicy(configuration: configuration)
-        let inherited = Systemd.listenFileDescriptors()
+        let source = try SocketPath.listenSource(configuration)
 
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
@@ -93,14 +93,20 @@ public final class Daemon: Sendable {
 
         let channel: any Channel
         var prepared: PreparedSocket?
-        if let fd = inherited.first {
+        switch source {
+        case .inherited(let fd, let path):
+            // systemd owns this socket file: it is never unlinked by us.
             channel = try bootstrap.withBoundSocket(fd).wait()
-            logger.info("adopted the socket passed by systemd", metadata: ["fd": "\(fd)"])
-        } else {
-            let socket = try SocketPath.prepare(configuration)
+            logger.info("adopted the socket passed by systemd", metadata: ["fd": "\(fd)", "path": "\(path)"])
+        case .bind(let socket):
             prepared = socket
-            channel = try bootstrap.bind(unixDomainSocketPath: socket.path).wait()
-            try socket.applyPermissions()
+            do {
+                channel = try bootstrap.bind(unixDomainSocketPath: socket.path).wait()
+                try socket.applyPermissions()
+            } catch {
+                socket.cleanUp()
+                throw error
+            }
         }
         listening.withLockedValue { $0 = (channel, prepared, false) }
         logger.info(
@@ -122,7 +128,7 @@ public final class Daemon: Sendable {
             logger.error("the disk tier is not ready; disk requests will fail with diskStorageIsNotReady",
                          metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
         }
-        Systemd.notify("READY=1\nSTATUS=listening on \(configuration.socketPath)")
+        Systemd.notifyReady()
     }
 
     private func facts() -> ServerFacts {
@@ -161,11 +167,16 @@ public final class Daemon: Sendable {
         let raw: EventLoopFuture<PeerCredentialsRaw> = provider.unsafeGetSocketOption(
             level: .socket, name: NIOBSDSocket.Option(rawValue: 17 /* SO_PEERCRED */)
         )
+        // Supplementary groups (SO_PEERGROUPS), recorded by the kernel at connect time like
+        // SO_PEERCRED; a peer with more groups than fit is matched on its primary group only.
+        let groups: EventLoopFuture<PeerGroupsRaw> = provider.unsafeGetSocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: 59 /* SO_PEERGROUPS */)
+        )
         let counters = self.counters
         let logger = self.logger
-        return raw.flatMap { raw in
+        return raw.and(groups.recover { _ in PeerGroupsRaw() }).flatMap { raw, groups in
             self.admit(
-                channel, peer: PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid),
+                channel, peer: PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups.list),
                 dispatcher: dispatcher, policy: policy
             )
         }.flatMapError { error in
@@ -186,11 +197,14 @@ public final class Daemon: Sendable {
         guard counters.openConnection(limit: configuration.maxConnections) else {
             logger.warning("refused a connection: too many connections",
                            metadata: ["limit": "\(configuration.maxConnections)", "pid": "\(peer.pid)"])
-            let reply = RPCReply.error(id: nil, .overloaded(reason: .tooManyConnections, limit: configuration.maxConnections))
-            var buffer = channel.allocator.buffer(capacity: reply.bytes.count + 1)
-            buffer.writeBytes(reply.bytes)
-            buffer.writeInteger(UInt8(ascii: "\n"))
-            return channel.writeAndFlush(buffer).flatMap { channel.close() }
+            let reply = RPCReply.error(
+                id: nil, .overloaded(reason: .tooManyConnections, limit: configuration.maxConnections)
+            )
+            // The channel is not active yet inside the initializer: the refusal is written
+            // by a handler once it is.
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(line: reply.bytes))
+            }
         }
         let key = ObjectIdentifier(channel)
         let counters = self.counters
@@ -241,7 +255,7 @@ public final class Daemon: Sendable {
         }
         guard !wasStopping else { return }
         logger.info("shutting down", metadata: ["signal": "\(sig)"])
-        Systemd.notify("STOPPING=1")
+        Systemd.notifyStopping()
         try? channel?.close().wait()
 
         let open = channels.withLockedValue { Array($0.values) }
@@ -271,4 +285,42 @@ struct PeerCredentialsRaw: Sendable {
     var pid: Int32 = 0
     var uid: UInt32 = 0
     var gid: UInt32 = 0
+}
+
+/// Room for the peer's supplementary groups as `SO_PEERGROUPS` writes them. NIO does not
+/// return the written length, so unused slots keep a sentinel no real group has.
+struct PeerGroupsRaw: Sendable {
+    private static let unused = gid_t.max
+    var slots: (
+        gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
+        gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t
+    ) = (
+        unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
+        unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
+        unused, unused, unused, unused
+    )
+
+    var list: [gid_t] {
+        withUnsafeBytes(of: slots) { Array($0.bindMemory(to: gid_t.self)).filter { $0 != Self.unused } }
+    }
+}
+
+/// Writes one error line to a connection that is refused (too many connections), then
+/// closes it. Threading: on the channel's event loop, like every handler.
+final class RefuseConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    private let line: [UInt8]
+
+    init(line: [UInt8]) { self.line = line }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: line.count + 1)
+        buffer.writeBytes(line)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }

@@ -158,9 +158,10 @@ struct ExecutionEndToEndTests {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let failures = LockedCounter()
+        let socketPath = daemon.socketPath
         DispatchQueue.concurrentPerform(iterations: 16) { worker in
             do {
-                let client = try daemon.client()
+                let client = try TestClient(path: socketPath)
                 for round in 0..<60 {
                     let key = "shared\(round % 4)-\(worker % 2)"
                     let value = "w\(worker)-r\(round)"
@@ -195,9 +196,10 @@ struct ExecutionEndToEndTests {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let failures = LockedCounter()
+        let socketPath = daemon.socketPath
         DispatchQueue.concurrentPerform(iterations: 64) { worker in
             do {
-                let client = try daemon.client()
+                let client = try TestClient(path: socketPath)
                 for i in 0..<40 {
                     let key = "h\(worker)-\(i % 7)"
                     switch i % 5 {
