@@ -1,4 +1,4 @@
-import HalcyonJSON
+@testable import HalcyonJSON
 import Testing
 
 @Suite struct JSONWriterTests {
@@ -24,6 +24,22 @@ import Testing
         var w = JSONWriter()
         w.string("q\"b\\n\n r\r t\t b\u{8} f\u{c} \u{0}\u{1f}\u{7f}\u{2028}é😀")
         #expect(text(w) == #""q\"b\\n\n r\r t\t b\b f\f \u0000\u001f"# + "\u{7f}\u{2028}é😀\"")
+    }
+
+    @Test func wordScanNeverMissesAByteThatNeedsEscaping() {
+        // Every byte value at every position, among neighbours of every kind.
+        for neighbour: UInt8 in [0x41, 0x00, 0x22, 0x5C, 0x1F, 0x20, 0x21, 0x80, 0xFF] {
+            for b in 0...255 {
+                for position in 0..<8 {
+                    var word = [UInt8](repeating: neighbour, count: 8)
+                    word[position] = UInt8(b)
+                    let value = word.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    let needs = word.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+                    if needs { #expect(JSONWriter.wordNeedsEscape(value), "\(word)") }
+                    if !needs && neighbour == 0x41 { #expect(!JSONWriter.wordNeedsEscape(value), "\(word)") }
+                }
+            }
+        }
     }
 
     @Test func nonFiniteDoublesBecomeNull() {
