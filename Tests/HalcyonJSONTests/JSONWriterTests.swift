@@ -142,4 +142,44 @@ import Testing
             #expect(back[2]?.double == small)
         }
     }
+
+    /// A random tree, built with jansson, and the same tree written with the writer's
+    /// primitives: comma and colon placement at every depth.
+    @Test func randomTreesRoundTrip() throws {
+        var rng = SplitMix64(seed: 0x5EED_0006)
+        func tree(_ depth: Int, _ w: inout JSONWriter) -> JSONValue {
+            switch Int.random(in: 0..<(depth > 4 ? 5 : 8), using: &rng) {
+            case 0: w.null(); return .null
+            case 1: let b = Bool.random(using: &rng); w.bool(b); return .bool(b)
+            case 2: let i = Int64(bitPattern: rng.next()) >> Int.random(in: 0..<63, using: &rng); w.int(i); return .integer(i)
+            case 3: let d = Double.random(in: -1e9...1e9, using: &rng); w.double(d); return .real(d)
+            case 4: let s = rng.string(maxLength: 12); w.string(s); return .string(s)
+            case 5, 6:
+                w.beginObject()
+                var members: [(String, JSONValue)] = []
+                var seen = Set<String>()
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    let k = String(rng.string(maxLength: 6).unicodeScalars.filter { $0 != "\u{0}" })
+                    guard seen.insert(k).inserted else { continue }
+                    w.key(k)
+                    members.append((k, tree(depth + 1, &w)))
+                }
+                w.endObject()
+                return .object(members)
+            default:
+                w.beginArray()
+                var elements: [JSONValue] = []
+                for _ in 0..<Int.random(in: 0...4, using: &rng) { elements.append(tree(depth + 1, &w)) }
+                w.endArray()
+                return .array(elements)
+            }
+        }
+        for _ in 0..<2000 {
+            var w = JSONWriter()
+            let expected = tree(0, &w)
+            #expect(w.depth == 0)
+            let back = try JSONValue.parse(w.bytes).get()
+            #expect(back == expected, "\(String(decoding: w.bytes, as: UTF8.self))")
+        }
+    }
 }
