@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HalcyonCache
 import HalcyonJSON
@@ -164,6 +165,14 @@ import Testing
                     #"{"operationQueue":{"maxConcurrentOperationCount":1.5}}"#, #"{"dispatch":{},"operationQueue":{}}"#, "{}"] {
             #expect(reason { _ = try policy(bad) } == "invalidCallbackQueue", "\(bad)")
         }
+    }
+
+    @Test func qosNamesMapToDispatchClasses() {
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "background") == .background)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "utility") == .utility)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "default") == .default)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "userInitiated") == .userInitiated)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "userInteractive") == .userInteractive)
     }
 
     @Test func callbackQueuePolicyWritesWhatItReads() throws {
