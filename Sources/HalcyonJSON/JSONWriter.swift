@@ -21,36 +21,42 @@ public struct JSONWriter: Sendable {
     /// Whether the next key or value must be preceded by a comma.
     @usableFromInline var needsComma = false
     /// How many objects/arrays are open.
-    public private(set) var depth = 0
+    public var depth: Int { openContainers }
+    @usableFromInline var openContainers = 0
 
     /// Creates an empty writer, reserving `capacity` bytes.
-    public init(capacity: Int = 256) {
+    @inlinable public init(capacity: Int = 256) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
     /// A point to come back to with `rollback(to:)`.
     public struct Mark: Sendable, Equatable {
-        let count: Int
-        let needsComma: Bool
-        let depth: Int
+        @usableFromInline let count: Int
+        @usableFromInline let needsComma: Bool
+        @usableFromInline let depth: Int
+        @usableFromInline init(count: Int, needsComma: Bool, depth: Int) {
+            self.count = count
+            self.needsComma = needsComma
+            self.depth = depth
+        }
     }
 
     /// Remembers the current end of the output.
-    public var mark: Mark { Mark(count: bytes.count, needsComma: needsComma, depth: depth) }
+    public var mark: Mark { Mark(count: bytes.count, needsComma: needsComma, depth: openContainers) }
 
     /// Forgets everything written after `mark`, so a half-written element can be replaced.
-    public mutating func rollback(to mark: Mark) {
+    @inlinable public mutating func rollback(to mark: Mark) {
         bytes.removeSubrange(mark.count...)
         needsComma = mark.needsComma
-        depth = mark.depth
+        openContainers = mark.depth
     }
 
     /// Empties the writer, keeping its capacity, for reuse.
-    public mutating func reset() {
+    @inlinable public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
         needsComma = false
-        depth = 0
+        openContainers = 0
     }
 
     @inlinable mutating func separator() {
@@ -59,34 +65,34 @@ public struct JSONWriter: Sendable {
 
     // MARK: Structure
 
-    public mutating func beginObject() {
+    @inlinable public mutating func beginObject() {
         separator()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
-        depth += 1
+        openContainers += 1
     }
 
-    public mutating func endObject() {
+    @inlinable public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
-        depth -= 1
+        openContainers -= 1
     }
 
-    public mutating func beginArray() {
+    @inlinable public mutating func beginArray() {
         separator()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
-        depth += 1
+        openContainers += 1
     }
 
-    public mutating func endArray() {
+    @inlinable public mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
         needsComma = true
-        depth -= 1
+        openContainers -= 1
     }
 
     /// Ends a top-level line with `\n`; the next value starts a new line without a comma.
-    public mutating func newline() {
+    @inlinable public mutating func newline() {
         bytes.append(UInt8(ascii: "\n"))
         needsComma = false
     }
@@ -95,7 +101,7 @@ public struct JSONWriter: Sendable {
 
     /// Writes a member name known at compile time. It is escaped like any string, so any
     /// text is safe; the usual ASCII names cost a plain copy.
-    public mutating func key(_ name: StaticString) {
+    @inlinable public mutating func key(_ name: StaticString) {
         separator()
         name.withUTF8Buffer { appendQuoted(UnsafeRawBufferPointer($0)) }
         bytes.append(UInt8(ascii: ":"))
@@ -103,7 +109,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes a member name.
-    public mutating func key(_ name: String) {
+    @inlinable public mutating func key(_ name: String) {
         separator()
         appendQuoted(name)
         bytes.append(UInt8(ascii: ":"))
@@ -113,38 +119,38 @@ public struct JSONWriter: Sendable {
     // MARK: Values
 
     /// Writes a string.
-    public mutating func string(_ value: String) {
+    @inlinable public mutating func string(_ value: String) {
         separator()
         appendQuoted(value)
         needsComma = true
     }
 
     /// Writes a string whose UTF-8 bytes are given. The bytes must be valid UTF-8.
-    public mutating func string(utf8Bytes value: UnsafeRawBufferPointer) {
+    @inlinable public mutating func string(utf8Bytes value: UnsafeRawBufferPointer) {
         separator()
         appendQuoted(value)
         needsComma = true
     }
 
     /// Writes a string whose UTF-8 bytes are given. The bytes must be valid UTF-8.
-    public mutating func string(utf8Bytes value: [UInt8]) {
+    @inlinable public mutating func string(utf8Bytes value: [UInt8]) {
         value.withUnsafeBytes { string(utf8Bytes: $0) }
     }
 
     /// Writes an integer.
-    public mutating func int(_ value: Int64) {
+    @inlinable public mutating func int(_ value: Int64) {
         separator()
         appendDecimal(value)
         needsComma = true
     }
 
     /// Writes an integer.
-    public mutating func int(_ value: Int) { int(Int64(value)) }
+    @inlinable public mutating func int(_ value: Int) { int(Int64(value)) }
 
     /// Writes a finite double in its shortest form that reads back to the same value
     /// (Swift's `description`, which always shows a `.` or an exponent, so it reads back
     /// as a real); NaN and infinities, which JSON cannot hold, become `null`.
-    public mutating func double(_ value: Double) {
+    @inlinable public mutating func double(_ value: Double) {
         guard value.isFinite else { return null() }
         separator()
         // Swift's shortest round-trip printer; short results stay in a small String,
@@ -155,46 +161,42 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes `true` or `false`.
-    public mutating func bool(_ value: Bool) {
+    @inlinable public mutating func bool(_ value: Bool) {
         separator()
-        if value {
-            bytes.append(contentsOf: [UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "u"), UInt8(ascii: "e")])
-        } else {
-            bytes.append(contentsOf: [UInt8(ascii: "f"), UInt8(ascii: "a"), UInt8(ascii: "l"), UInt8(ascii: "s"), UInt8(ascii: "e")])
-        }
+        appendASCII(value ? "true" : "false")
         needsComma = true
     }
 
     /// Writes `null`.
-    public mutating func null() {
+    @inlinable public mutating func null() {
         separator()
-        bytes.append(contentsOf: [UInt8(ascii: "n"), UInt8(ascii: "u"), UInt8(ascii: "l"), UInt8(ascii: "l")])
+        appendASCII("null")
         needsComma = true
     }
 
     /// Writes one pre-serialised JSON value as is. It must be valid compact JSON (a raw
     /// line feed in it would break the line framing).
-    public mutating func raw(_ json: [UInt8]) {
+    @inlinable public mutating func raw(_ json: [UInt8]) {
         separator()
         bytes.append(contentsOf: json)
         needsComma = true
     }
 
     /// Writes one pre-serialised JSON value as is (see `raw(_:)`).
-    public mutating func raw(_ json: UnsafeRawBufferPointer) {
+    @inlinable public mutating func raw(_ json: UnsafeRawBufferPointer) {
         separator()
         bytes.append(contentsOf: json)
         needsComma = true
     }
 
     /// Writes a parsed value in compact form.
-    public mutating func value(_ json: JSONValue) {
+    @inlinable public mutating func value(_ json: JSONValue) {
         raw(json.serializedCompact())
     }
 
     // MARK: Helpers
 
-    @usableFromInline mutating func appendQuoted(_ text: String) {
+    @inlinable mutating func appendQuoted(_ text: String) {
         if let done: Void = text.utf8.withContiguousStorageIfAvailable({ appendQuoted(UnsafeRawBufferPointer($0)) }) {
             return done
         }
@@ -204,28 +206,50 @@ public struct JSONWriter: Sendable {
 
     /// Appends `"`, the escaped bytes, `"`. Runs of bytes needing no escape are copied in
     /// one call.
-    @usableFromInline mutating func appendQuoted(_ utf8: UnsafeRawBufferPointer) {
-        bytes.reserveCapacity(bytes.count + utf8.count + 2)
+    @inlinable mutating func appendQuoted(_ raw: UnsafeRawBufferPointer) {
         bytes.append(UInt8(ascii: "\""))
+        // Typed view: Array's contiguous fast path (one memcpy per run) needs
+        // UnsafeBufferPointer<UInt8>, not the raw buffer.
+        let utf8 = UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count)
         var runStart = 0
         var i = 0
         let n = utf8.count
         while i < n {
+            // Eight bytes at a time while none of them needs an escape.
+            if i &+ 8 <= n, let base = raw.baseAddress,
+               !JSONWriter.wordNeedsEscape(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                i &+= 8
+                continue
+            }
             let b = utf8[i]
             if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
                 i += 1
                 continue
             }
-            if runStart < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[runStart..<i])) }
+            if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
             appendEscape(b)
             i += 1
             runStart = i
         }
-        if runStart < n { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[runStart..<n])) }
+        if runStart < n { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<n])) }
         bytes.append(UInt8(ascii: "\""))
     }
 
-    @usableFromInline mutating func appendEscape(_ b: UInt8) {
+    /// True when one of the eight bytes of `word` may be below 0x20, `"` or `\`
+    /// (classic SWAR zero-byte tests; a false positive only sends the caller to the
+    /// byte-wise check, never a false negative).
+    @inlinable static func wordNeedsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let hasQuote = (quote &- ones) & ~quote & highs
+        let hasBackslash = (backslash &- ones) & ~backslash & highs
+        return (control | hasQuote | hasBackslash) != 0
+    }
+
+    @inlinable mutating func appendEscape(_ b: UInt8) {
         let short: UInt8
         switch b {
         case UInt8(ascii: "\""): short = UInt8(ascii: "\"")
@@ -236,16 +260,22 @@ public struct JSONWriter: Sendable {
         case 0x08: short = UInt8(ascii: "b")
         case 0x0C: short = UInt8(ascii: "f")
         default:
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
-            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                      hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+            // Only bytes below 0x20 get here, so the high digit is 0 or 1.
+            appendASCII("\\u00")
+            bytes.append(UInt8(ascii: "0") &+ (b >> 4))
+            let low = b & 0xF
+            bytes.append(low < 10 ? UInt8(ascii: "0") &+ low : UInt8(ascii: "a") &+ (low &- 10))
             return
         }
         bytes.append(UInt8(ascii: "\\"))
         bytes.append(short)
     }
 
-    @usableFromInline mutating func appendDecimal(_ value: Int64) {
+    @inlinable mutating func appendASCII(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    @inlinable mutating func appendDecimal(_ value: Int64) {
         if value == 0 { bytes.append(UInt8(ascii: "0")); return }
         // Work on the magnitude as UInt64 so Int64.min does not overflow.
         var magnitude = value.magnitude

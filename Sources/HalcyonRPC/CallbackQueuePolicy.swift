@@ -105,3 +105,21 @@ public enum CallbackQueuePolicy: Sendable, Equatable {
         }
     }
 }
+
+#if canImport(Dispatch)
+import Dispatch
+
+extension CallbackQueuePolicy {
+    /// The `DispatchQoS` a `dispatch` policy's `qos` name stands for; `.default` for a
+    /// name not in `qosNames` (which `init` never produces).
+    public static func dispatchQoS(named name: String) -> DispatchQoS {
+        switch name {
+        case "background": return .background
+        case "utility": return .utility
+        case "userInitiated": return .userInitiated
+        case "userInteractive": return .userInteractive
+        default: return .default
+        }
+    }
+}
+#endif

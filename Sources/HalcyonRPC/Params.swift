@@ -114,6 +114,15 @@ public struct Params: Sendable {
         return id
     }
 
+    /// The bytes to store for the required member `name` sent in `encoding`
+    /// (see `ValueEncoding.decode`): `missingParam`, `invalidValue`, `invalidBase64`.
+    /// Unlike other members, `null` here is a value: the JSON `null` for `"json"`, and
+    /// `invalidValue` for the string encodings.
+    public func valueBytes(_ name: String = "value", encoding: ValueEncoding) throws(RPCError) -> [UInt8] {
+        guard let member = object?[name] else { throw .missingParam(name) }
+        return try encoding.decode(member)
+    }
+
     /// An optional value encoding (`invalidEncoding` for an unknown name).
     public func encoding(_ name: String = "encoding") throws(RPCError) -> ValueEncoding? {
         guard let text = try string(name) else { return nil }

@@ -1,4 +1,4 @@
-import HalcyonJSON
+@testable import HalcyonJSON
 import Testing
 
 @Suite struct JSONWriterTests {
@@ -24,6 +24,22 @@ import Testing
         var w = JSONWriter()
         w.string("q\"b\\n\n r\r t\t b\u{8} f\u{c} \u{0}\u{1f}\u{7f}\u{2028}é😀")
         #expect(text(w) == #""q\"b\\n\n r\r t\t b\b f\f \u0000\u001f"# + "\u{7f}\u{2028}é😀\"")
+    }
+
+    @Test func wordScanNeverMissesAByteThatNeedsEscaping() {
+        // Every byte value at every position, among neighbours of every kind.
+        for neighbour: UInt8 in [0x41, 0x00, 0x22, 0x5C, 0x1F, 0x20, 0x21, 0x80, 0xFF] {
+            for b in 0...255 {
+                for position in 0..<8 {
+                    var word = [UInt8](repeating: neighbour, count: 8)
+                    word[position] = UInt8(b)
+                    let value = word.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    let needs = word.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+                    if needs { #expect(JSONWriter.wordNeedsEscape(value), "\(word)") }
+                    if !needs && neighbour == 0x41 { #expect(!JSONWriter.wordNeedsEscape(value), "\(word)") }
+                }
+            }
+        }
     }
 
     @Test func nonFiniteDoublesBecomeNull() {
@@ -124,6 +140,46 @@ import Testing
                 #expect(back[1]?.isNull == true)
             }
             #expect(back[2]?.double == small)
+        }
+    }
+
+    /// A random tree, built with jansson, and the same tree written with the writer's
+    /// primitives: comma and colon placement at every depth.
+    @Test func randomTreesRoundTrip() throws {
+        var rng = SplitMix64(seed: 0x5EED_0006)
+        func tree(_ depth: Int, _ w: inout JSONWriter) -> JSONValue {
+            switch Int.random(in: 0..<(depth > 4 ? 5 : 8), using: &rng) {
+            case 0: w.null(); return .null
+            case 1: let b = Bool.random(using: &rng); w.bool(b); return .bool(b)
+            case 2: let i = Int64(bitPattern: rng.next()) >> Int.random(in: 0..<63, using: &rng); w.int(i); return .integer(i)
+            case 3: let d = Double.random(in: -1e9...1e9, using: &rng); w.double(d); return .real(d)
+            case 4: let s = rng.string(maxLength: 12); w.string(s); return .string(s)
+            case 5, 6:
+                w.beginObject()
+                var members: [(String, JSONValue)] = []
+                var seen = Set<String>()
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    let k = String(rng.string(maxLength: 6).unicodeScalars.filter { $0 != "\u{0}" })
+                    guard seen.insert(k).inserted else { continue }
+                    w.key(k)
+                    members.append((k, tree(depth + 1, &w)))
+                }
+                w.endObject()
+                return .object(members)
+            default:
+                w.beginArray()
+                var elements: [JSONValue] = []
+                for _ in 0..<Int.random(in: 0...4, using: &rng) { elements.append(tree(depth + 1, &w)) }
+                w.endArray()
+                return .array(elements)
+            }
+        }
+        for _ in 0..<2000 {
+            var w = JSONWriter()
+            let expected = tree(0, &w)
+            #expect(w.depth == 0)
+            let back = try JSONValue.parse(w.bytes).get()
+            #expect(back == expected, "\(String(decoding: w.bytes, as: UTF8.self))")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HalcyonCache
 import HalcyonJSON
@@ -111,6 +112,26 @@ import Testing
         #expect(reason { _ = try params(#"{"encoding":1}"#).encoding() } == "wrongType")
     }
 
+    @Test func valueBytesDecodeInTheGivenEncoding() throws {
+        #expect(try params(#"{"value":"hi"}"#).valueBytes(encoding: .utf8) == Array("hi".utf8))
+        #expect(try params(#"{"value":"aGk="}"#).valueBytes(encoding: .base64) == Array("hi".utf8))
+        #expect(try params(#"{"value":{"a": 1}}"#).valueBytes(encoding: .json) == Array(#"{"a":1}"#.utf8))
+        #expect(reason { _ = try params(#"{}"#).valueBytes(encoding: .utf8) } == "missingParam")
+        #expect(try params(#"{"value":null}"#).valueBytes(encoding: .json) == Array("null".utf8))
+        #expect(reason { _ = try params(#"{"value":null}"#).valueBytes(encoding: .utf8) } == "invalidValue")
+        #expect(reason { _ = try params(#"{"value":5}"#).valueBytes(encoding: .utf8) } == "invalidValue")
+        #expect(reason { _ = try params(#"{"value":"aGk"}"#).valueBytes(encoding: .base64) } == "invalidBase64")
+    }
+
+    @Test func unixTimes() throws {
+        var w = JSONWriter()
+        w.beginArray()
+        w.unixTime(nil); w.unixTime(.distantFuture); w.unixTime(Date(timeIntervalSince1970: 1_700_000_000))
+        w.unixTime(Date(timeIntervalSince1970: 1.5)); w.unixTime(Date(timeIntervalSince1970: -2))
+        w.endArray()
+        #expect(String(decoding: w.bytes, as: UTF8.self) == "[null,null,1700000000,1.5,-2]")
+    }
+
     @Test func requestOptions() throws {
         #expect(try params(#"{}"#).options() == RequestOptions())
         let o = try params(#"{"options":{"loadDiskFileSynchronously":true,"priority":"veryHigh"}}"#).options()
@@ -144,6 +165,14 @@ import Testing
                     #"{"operationQueue":{"maxConcurrentOperationCount":1.5}}"#, #"{"dispatch":{},"operationQueue":{}}"#, "{}"] {
             #expect(reason { _ = try policy(bad) } == "invalidCallbackQueue", "\(bad)")
         }
+    }
+
+    @Test func qosNamesMapToDispatchClasses() {
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "background") == .background)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "utility") == .utility)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "default") == .default)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "userInitiated") == .userInitiated)
+        #expect(CallbackQueuePolicy.dispatchQoS(named: "userInteractive") == .userInteractive)
     }
 
     @Test func callbackQueuePolicyWritesWhatItReads() throws {
