@@ -54,14 +54,4 @@ extension CallbackQueuePolicy {
             return .operationQueue(queue)
         }
     }
-
-    static func dispatchQoS(named name: String) -> DispatchQoS {
-        switch name {
-        case "background": return .background
-        case "utility": return .utility
-        case "userInitiated": return .userInitiated
-        case "userInteractive": return .userInteractive
-        default: return .default
-        }
-    }
 }

@@ -197,7 +197,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     private static func expectsReply(_ element: RPCElement) -> Bool {
         switch element {
-        case .invalid: return true
+        // An invalid element without an id is a notification (say, with positional
+        // params): notifications never get a reply, not even an error.
+        case .invalid(let id, _): return id != nil
         case .request(let request): return request.id != nil && request.method != "$/cancelRequest"
         }
     }
@@ -205,7 +207,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private func handle(_ element: RPCElement, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
         switch element {
         case .invalid(let id, let error):
-            deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
+            if id != nil {
+                deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
+            }
         case .request(let request):
             if request.method == "$/cancelRequest" {
                 cancel(request)

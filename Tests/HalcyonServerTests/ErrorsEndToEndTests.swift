@@ -42,8 +42,10 @@ struct ErrorsEndToEndTests {
         #expect(positional["id"]?.int64 == 3)
         try client.send(#"{"jsonrpc":"2.0","id":4,"method":"$/unknown"}"#)
         expectError(try client.readReply(), code: -32601)
-        // An unknown $/ notification is ignored: the next reply is the ping's.
+        // An unknown $/ notification is ignored, and so is a notification with positional
+        // params (notifications never get a reply): the next reply is the ping's.
         try client.send(#"{"jsonrpc":"2.0","method":"$/unknown"}"#)
+        try client.send(#"{"jsonrpc":"2.0","method":"cache.get","params":["k"]}"#)
         #expect(try client.result("server.ping")["pong"]?.bool == true)
     }
 
