@@ -28,7 +28,10 @@ extension DiskStorage {
             case ready(Set<String>)
         }
 
+        /// The maybeCached lock and what it guards. Any thread; held only for set
+        /// operations (and one `lstat` in `eraseIfAbsent`), never across a callback.
         private let state = Mutex<State>(.scanning(journal: [:]))
+        /// Left once when the initial scan ends (or is abandoned); `waitForScan` waits on it.
         private let scanDone = DispatchGroup()
 
         init() { scanDone.enter() }
