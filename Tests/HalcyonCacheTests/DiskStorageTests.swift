@@ -369,6 +369,37 @@ struct DiskStorageTests {
         try expectNotReady(existing)
     }
 
+    @Test func writeFailuresCarryTheirStageAndErrno() throws {
+        // An immutable folder or file (chattr +i) makes each stage fail even for root.
+        let folder = DiskTestFolder()
+        let disk = folder.backend()
+        try disk.store(value: [1], flags: 2, forKey: "kept", expiration: .seconds(100))
+        let kept = disk.cacheFileURL(forKey: "kept")
+        guard diskRunChattr("+i", kept.path) else {
+            print("skipped: chattr +i is not available here")
+            return
+        }
+        defer { _ = diskRunChattr("-i", kept.path) }
+        #expect(throws: CacheError.cannotSetCacheFileAttribute(path: kept.path, errno: EPERM)) {
+            try disk.touch(forKey: "kept", expiration: .seconds(5))
+        }
+        // A read still answers when its sliding extension cannot be written.
+        #expect(try disk.value(forKey: "kept") == CacheEntry(bytes: [1], flags: 2))
+
+        #expect(diskRunChattr("+i", disk.directoryPath))
+        defer { _ = diskRunChattr("-i", disk.directoryPath) }
+        #expect(throws: CacheError.cannotCreateCacheFile(path: disk.cacheFileURL(forKey: "new").path, errno: EPERM)) {
+            try disk.store(value: [1], forKey: "new")
+        }
+        #expect(throws: CacheError.cannotRemoveCacheFile(path: kept.path, errno: EPERM)) {
+            try disk.remove(forKey: "kept")
+        }
+        // Nothing half-done is left behind, and the value is intact.
+        #expect(try disk.value(forKey: "kept")?.bytes == [1])
+        let names = try FileManager.default.contentsOfDirectory(atPath: disk.directoryPath)
+        #expect(names == [kept.lastPathComponent])
+    }
+
     private func expectNotReady(_ disk: DiskStorage.Backend) throws {
         func isNotReady(_ body: () throws -> Void) -> Bool {
             do { try body(); return false } catch {
