@@ -16,11 +16,12 @@ struct DiskStorageConcurrencyTests {
     }
 
     @Test func manyThreadsOnSharedAndOwnKeys() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         let threads = 8
         let rounds = 60
         let sizes = [0, 100, 4096, 65_536]
-        let failures = FailureLog()
+        let failures = DiskFailureLog()
         let fail = failures.record
         // Every value any writer may put under a shared key.
         var allowed = Set<[UInt8]>()
@@ -67,7 +68,8 @@ struct DiskStorageConcurrencyTests {
     }
 
     @Test func removeAllRacingStoresNeverHidesAStoredValue() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             for round in 0..<100 {
                 if worker == 0 {
@@ -91,7 +93,7 @@ struct DiskStorageConcurrencyTests {
 }
 
 /// Collects failures from many threads; `lock` guards `list`.
-final class FailureLog: @unchecked Sendable {
+final class DiskFailureLog: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [String] = []
     @Sendable func record(_ message: String) { lock.lock(); list.append(message); lock.unlock() }

@@ -7,7 +7,9 @@ import Foundation
 import Glibc
 #endif
 
-/// A uniquely named root folder for one test, removed when the test ends.
+/// A uniquely named root folder for one test, removed when this object is released:
+/// keep it in a local for the whole test (`DiskTestFolder().backend()` would delete the
+/// folder at once, and the backend would silently recreate it and leave it behind).
 final class DiskTestFolder: @unchecked Sendable {  // immutable after init
     let root: URL
     let clock: ManualClock
@@ -39,12 +41,12 @@ final class DiskTestFolder: @unchecked Sendable {  // immutable after init
 }
 
 /// The raw (atime, mtime) of a file, read with stat(2), which never changes them.
-func rawTimes(_ url: URL) -> (atime: timespec, mtime: timespec)? {
+func diskRawTimes(_ url: URL) -> (atime: timespec, mtime: timespec)? {
     var st = stat()
     guard lstat(url.path, &st) == 0 else { return nil }
     return (st.st_atim, st.st_mtim)
 }
 
-func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+func diskBytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+let diskT0 = Date(timeIntervalSince1970: 1_700_000_000)
