@@ -86,6 +86,13 @@ public final class CacheTask: Sendable {
         state.withLock { $0.cancelled }
     }
 
+    /// Whether the outcome is fixed: the completion was claimed (or the task was cancelled
+    /// before it started). Lets tests tell, after `cancel()` returned, that any claim must
+    /// still come and so must see the cancel.
+    var isSettled: Bool {
+        state.withLock { $0.phase == .done || $0.phase == .cancelledBeforeStart }
+    }
+
     /// Called on the work queue before the work. False: cancelled, skip the work (the
     /// completion has been handed off already).
     func begin() -> Bool {

@@ -215,6 +215,28 @@ struct HybridCacheTests {
         #expect(sameThread)
     }
 
+    @Test func memoryHitCompletesOnTheCallersThreadWhileTheIOQueueIsBusy() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        var options = HybridCache.Options()
+        options.diskExpiration = .never
+        options.memoryExpiration = .never
+        _ = await result { cache.store(CacheEntry(bytes: [3]), forKey: "k", options: options, completion: $0) }
+        cache.debugSleep(seconds: 0.3)  // not a write: reads of "k" need not wait for it
+        let caller = pthread_self()
+        let seen = Mutex<(HybridCache.RetrieveResult?, Bool)>((nil, false))
+        cache.retrieve(forKey: "k") { r in seen.withLock { $0 = (r.value, pthread_equal(pthread_self(), caller) != 0) } }
+        let (got, sameThread) = seen.withLock { $0 }
+        #expect(got?.cacheType == .memory)
+        #expect(got?.expiresAt == nil)  // never
+        #expect(sameThread)
+        let described = Mutex<HybridCache.EntryDescription?>(nil)
+        cache.describe(forKey: "absent", options: { var o = HybridCache.Options(); o.fromMemoryOnly = true; return o }()) { r in
+            described.withLock { $0 = r.value }
+        }
+        #expect(described.withLock { $0 }?.cacheType == CacheType.none)
+    }
+
     @Test func completionsRunWhereTheCallbackQueueSays() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
