@@ -24,7 +24,6 @@
 //   so no delivery block is ever made), or `begin()` succeeded and exactly one delivery
 //   block is scheduled, which claims once.
 
-import Synchronization
 
 /// A handle on one asynchronous cache request, used to cancel it.
 ///
@@ -50,12 +49,12 @@ public final class CacheTask: Sendable {
     }
 
     /// Guards the phase and the cancelled flag; held only for the transitions.
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// - Parameter onCancelBeforeStart: run (outside the lock) by the `cancel()` that finds
     ///   the task still pending.
     init(onCancelBeforeStart: (@Sendable () -> Void)?) {
-        state = Mutex(State(onCancelBeforeStart: onCancelBeforeStart))
+        state = Locked(State(onCancelBeforeStart: onCancelBeforeStart))
     }
 
     /// A task for work that completed before the caller got the token.

@@ -6,7 +6,6 @@
 // HybridCache+Maintenance.swift.
 
 import Foundation
-import Synchronization
 
 /// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes).
 ///
@@ -31,7 +30,7 @@ import Synchronization
 /// - Every call returns a `CacheTask`; see its guarantees.
 ///
 /// `@unchecked Sendable`: every stored property is immutable after init and itself
-/// thread-safe: the backends lock internally, `writes` and `counters` are `Mutex`es, the
+/// thread-safe: the backends lock internally, `writes`, `counters` and `diskUsage` are `Locked`, the
 /// ioQueue and the sweep timer are libdispatch objects.
 public final class HybridCache: @unchecked Sendable {
     /// The settings of both tiers and of the periodic sweep.
@@ -143,13 +142,13 @@ public final class HybridCache: @unchecked Sendable {
     /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
     /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
     /// the memory store of an inline write or a disk hit's put-back.
-    let writes = Mutex(WriteBook())
+    let writes = Locked(WriteBook())
     /// Request counters that the backends do not keep themselves; held to add.
-    let counters = Mutex(CacheStats())
+    let counters = Locked(CacheStats())
     /// The disk tier's bytes and files as the ioQueue last accounted them (see
     /// HybridCache+DiskUsage.swift); nil until the first listing or after a failed one.
     /// Written on the ioQueue only; read by `stats()` from any thread.
-    let diskUsage = Mutex<DiskUsage?>(nil)
+    let diskUsage = Locked<DiskUsage?>(nil)
     private let sweepTimer: RepeatingTimer?
 
     /// What is queued on the ioQueue, and epochs that tell a disk read whether a write

@@ -4,7 +4,6 @@
 // (started: true, effects stand), and a stress run of cancels racing deliveries.
 
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HalcyonCache
@@ -14,7 +13,7 @@ struct HybridCacheCancellationTests {
     // MARK: The state machine
 
     @Test func cancelWhilePendingFiresOnceAndBeginFails() {
-        let fired = Mutex(0)
+        let fired = Locked(0)
         let task = CacheTask(onCancelBeforeStart: { fired.withLock { $0 += 1 } })
         DispatchQueue.concurrentPerform(iterations: 8) { _ in task.cancel() }
         #expect(fired.withLock { $0 } == 1)
@@ -50,7 +49,7 @@ struct HybridCacheCancellationTests {
         let cache = f.cache
         let events = Recorder<String>()
         cache.debugSleep(seconds: 0.3) { _ in events.append("sleep done") }
-        let outcome = Mutex<Result<HybridCache.StoreResult, CacheError>?>(nil)
+        let outcome = Locked<Result<HybridCache.StoreResult, CacheError>?>(nil)
         let task = cache.store(CacheEntry(bytes: [1]), forKey: "k") { r in
             outcome.withLock { $0 = r }
             events.append("store answered")
@@ -94,7 +93,7 @@ struct HybridCacheCancellationTests {
         let cache = f.cache
         let callbacks = DispatchQueue(label: "halcyon.tests.suspended")
         callbacks.suspend()
-        let outcome = Mutex<Result<HybridCache.StoreResult, CacheError>?>(nil)
+        let outcome = Locked<Result<HybridCache.StoreResult, CacheError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = cache.store(CacheEntry(bytes: [4]), forKey: "k", callbackQueue: .dispatch(callbacks)) { r in
             outcome.withLock { $0 = r }
@@ -110,7 +109,7 @@ struct HybridCacheCancellationTests {
 
         // The same for a memory hit answered at once.
         callbacks.suspend()
-        let read = Mutex<Result<HybridCache.RetrieveResult, CacheError>?>(nil)
+        let read = Locked<Result<HybridCache.RetrieveResult, CacheError>?>(nil)
         let hit = cache.retrieve(forKey: "k", callbackQueue: .dispatch(callbacks)) { r in
             read.withLock { $0 = r }
             done.signal()
@@ -128,7 +127,7 @@ struct HybridCacheCancellationTests {
     /// between the claim and the completion's first line, and raise false alarms.)
     final class Probe: Sendable {
         struct State { var unsettledAfterCancel = false; var completions = 0; var successes = 0 }
-        let state = Mutex(State())
+        let state = Locked(State())
     }
 
     @Test func noSuccessAfterCancelReturnedAndExactlyOneCompletion() async throws {

@@ -4,7 +4,6 @@
 // Each thread must always read its own latest write.
 
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HalcyonCache
@@ -54,7 +53,7 @@ struct HybridCacheReadYourWritesTests {
         // the writes run in call order and the read queues behind them.
         let f = HybridCacheFixture(memoryCostLimit: 64)
         let cache = f.cache
-        let sequence = Mutex<Int>(0)
+        let sequence = Locked<Int>(0)
         let wrong = Recorder<String>()
         let group = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 8) { thread in

@@ -5,7 +5,6 @@
 // shared by the other HybridCache suites.
 
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HalcyonCache
@@ -59,7 +58,7 @@ struct HybridCacheTests {
         let cache = f.cache
         var options = HybridCache.Options()
         options.toDisk = false
-        let inline = Mutex<HybridCache.StoreResult?>(nil)
+        let inline = Locked<HybridCache.StoreResult?>(nil)
         cache.store(CacheEntry(bytes: [7]), forKey: "m", options: options) { r in inline.withLock { $0 = r.value } }
         #expect(inline.withLock { $0 }?.stored == true)  // completed before store returned
         #expect(cache.memoryStorage.isCached(forKey: "m"))
@@ -205,7 +204,7 @@ struct HybridCacheTests {
         var options = HybridCache.Options()
         options.loadDiskFileSynchronously = true
         let caller = pthread_self()
-        let seen = Mutex<(HybridCache.RetrieveResult?, Bool)>((nil, false))
+        let seen = Locked<(HybridCache.RetrieveResult?, Bool)>((nil, false))
         cache.retrieve(forKey: "k", options: options) { r in
             seen.withLock { $0 = (r.value, pthread_equal(pthread_self(), caller) != 0) }
         }
@@ -224,13 +223,13 @@ struct HybridCacheTests {
         _ = await result { cache.store(CacheEntry(bytes: [3]), forKey: "k", options: options, completion: $0) }
         cache.debugSleep(seconds: 0.3)  // not a write: reads of "k" need not wait for it
         let caller = pthread_self()
-        let seen = Mutex<(HybridCache.RetrieveResult?, Bool)>((nil, false))
+        let seen = Locked<(HybridCache.RetrieveResult?, Bool)>((nil, false))
         cache.retrieve(forKey: "k") { r in seen.withLock { $0 = (r.value, pthread_equal(pthread_self(), caller) != 0) } }
         let (got, sameThread) = seen.withLock { $0 }
         #expect(got?.cacheType == .memory)
         #expect(got?.expiresAt == nil)  // never
         #expect(sameThread)
-        let described = Mutex<HybridCache.EntryDescription?>(nil)
+        let described = Locked<HybridCache.EntryDescription?>(nil)
         cache.describe(forKey: "absent", options: { var o = HybridCache.Options(); o.fromMemoryOnly = true; return o }()) { r in
             described.withLock { $0 = r.value }
         }
@@ -263,7 +262,7 @@ struct HybridCacheTests {
         _ = await result { cache.store(CacheEntry(bytes: [1]), forKey: "k", completion: $0) }
         cache.debugSleep(seconds: 0.1)
         cache.clear()
-        let answeredInline = Mutex(false)
+        let answeredInline = Locked(false)
         let got: HybridCache.RetrieveResult? = await withCheckedContinuation { c in
             cache.retrieve(forKey: "k") { r in
                 answeredInline.withLock { $0 = !HybridCacheFixture.onIOQueue }
