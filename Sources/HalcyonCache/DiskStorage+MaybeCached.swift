@@ -3,7 +3,7 @@
 // every store and removal.
 
 import Dispatch
-import Synchronization
+import Foundation
 
 extension DiskStorage {
     /// The names of files that may be in the cache folder.
@@ -17,10 +17,13 @@ extension DiskStorage {
     ///   lock, the file is still absent: a store that renamed in between either
     ///   inserted already (then the file exists and the name stays) or inserts after.
     ///
-    /// Threading: thread-safe; the `state` mutex (the "maybeCached lock") guards it and
-    /// is held only for set operations and, in `eraseIfAbsent`, one `stat`.
-    final class KnownFileNames: Sendable {
-        private enum State: Sendable {
+    /// Threading: thread-safe; `lock` (the "maybeCached lock") guards `state` and is
+    /// held only for set operations and, in `eraseIfAbsent`, one `lstat`. That lock is
+    /// what makes the `@unchecked Sendable` true. It is an `NSLock` (a pthread mutex)
+    /// rather than `Synchronization.Mutex` because, in our TSan run on Linux, every access
+    /// under a `Mutex` was reported as a race (TSan does not see its futex lock).
+    final class KnownFileNames: @unchecked Sendable {
+        private enum State {
             /// The initial scan has not finished: `journal` maps each name touched since
             /// to whether it was last inserted (true) or erased (false).
             case scanning(journal: [String: Bool])
@@ -28,14 +31,24 @@ extension DiskStorage {
             case ready(Set<String>)
         }
 
-        private let state = Mutex<State>(.scanning(journal: [:]))
+        /// The maybeCached lock: guards `state`. Any thread; held only for set operations
+        /// (and one `lstat` in `eraseIfAbsent`), never across a callback.
+        private let lock = NSLock()
+        private var state = State.scanning(journal: [:])
+        /// Left once when the initial scan ends (or is abandoned); `waitForScan` waits on it.
         private let scanDone = DispatchGroup()
 
         init() { scanDone.enter() }
 
+        private func locked<T>(_ body: (inout State) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&state)
+        }
+
         /// False only when the name is certainly not in the folder.
         func mayContain(_ name: String) -> Bool {
-            state.withLock { state in
+            locked { state in
                 switch state {
                 case .scanning: return true
                 case .ready(let names): return names.contains(name)
@@ -44,12 +57,12 @@ extension DiskStorage {
         }
 
         var isScanComplete: Bool {
-            state.withLock { if case .ready = $0 { return true } else { return false } }
+            locked { if case .ready = $0 { return true } else { return false } }
         }
 
         /// Records that a file with this name now exists.
         func insert(_ name: String) {
-            state.withLock { state in
+            locked { state in
                 switch state {
                 case .scanning(var journal):
                     state = .scanning(journal: [:])  // drop the old copy so the update is in place
@@ -65,7 +78,7 @@ extension DiskStorage {
 
         /// Forgets the name if, checked under the lock, `exists()` says the file is gone.
         func eraseIfAbsent(_ name: String, exists: () -> Bool) {
-            state.withLock { state in
+            locked { state in
                 guard !exists() else { return }
                 switch state {
                 case .scanning(var journal):
@@ -82,7 +95,7 @@ extension DiskStorage {
 
         /// Ends the scan with the names it listed, replaying what happened meanwhile.
         func finishScan(with listed: [String]) {
-            state.withLock { state in
+            locked { state in
                 guard case .scanning(let journal) = state else { return }
                 var names = Set(listed)
                 for (name, present) in journal {

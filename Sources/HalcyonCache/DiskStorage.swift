@@ -28,9 +28,9 @@ extension DiskStorage {
     /// Threading: every method may be called from any thread at once. The hybrid cache
     /// calls it on its serial ioQueue, and readers call it directly for
     /// `loadDiskFileSynchronously`; nothing here calls back. Shared state is guarded as
-    /// follows, which is what makes the `@unchecked Sendable` true: `configLock` (a
-    /// `Mutex`) guards the config; `knownNames` guards itself with its own mutex (the
-    /// maybeCached lock); every other stored property is an immutable `let` or atomic.
+    /// follows, which is what makes the `@unchecked Sendable` true: `configLock` guards
+    /// `_config`; `knownNames` guards itself with its own lock (the maybeCached lock);
+    /// every other stored property is an immutable `let` or atomic.
     /// Files are only ever replaced by `rename`, so a reader holding an open file sees
     /// one whole value.
     ///
@@ -39,8 +39,11 @@ extension DiskStorage {
     /// `.diskStorageIsNotReady` (`isCached` answers false). A folder deleted later is
     /// recreated by the next store.
     public final class Backend: @unchecked Sendable {
-        /// The "configLock": guards the configuration that `config` reads and replaces.
-        private let configLock: Mutex<Config>
+        /// The "configLock": guards `_config`, which `config` reads and replaces. An
+        /// `NSLock` (pthread mutex) so ThreadSanitizer sees it, as it does not see
+        /// `Synchronization.Mutex` on Linux.
+        private let configLock = NSLock()
+        private var _config: Config
         /// The cache folder, `<root>/<name>`, fixed at init.
         public let directoryURL: URL
         let directoryPath: String
@@ -61,8 +64,8 @@ extension DiskStorage {
         /// The configuration. Reads and writes are thread-safe (`configLock`); a new
         /// `name` or `directory` is ignored, as the folder is fixed at init.
         public var config: Config {
-            get { configLock.withLock { $0 } }
-            set { configLock.withLock { $0 = newValue } }
+            get { configLock.lock(); defer { configLock.unlock() }; return _config }
+            set { configLock.lock(); _config = newValue; configLock.unlock() }
         }
 
         /// False when the folder could not be created or used at init.
@@ -77,7 +80,7 @@ extension DiskStorage {
         /// blocks on the scan: a folder it cannot use makes the backend not ready.
         /// - Parameter config: the configuration; see `DiskStorage.Config` for defaults.
         public init(config: Config) {
-            configLock = Mutex(config)
+            _config = config
             directoryURL = config.resolvedRoot.appendingPathComponent(config.name, isDirectory: true)
             directoryPath = directoryURL.path
             instanceToken = String(UInt64.random(in: .min ... .max), radix: 16)

@@ -20,7 +20,7 @@ struct DiskStorageConcurrencyTests {
         let threads = 8
         let rounds = 60
         let sizes = [0, 100, 4096, 65_536]
-        let failures = FailureLog()
+        let failures = DiskFailureLog()
         let fail = failures.record
         // Every value any writer may put under a shared key.
         var allowed = Set<[UInt8]>()
@@ -91,7 +91,7 @@ struct DiskStorageConcurrencyTests {
 }
 
 /// Collects failures from many threads; `lock` guards `list`.
-final class FailureLog: @unchecked Sendable {
+final class DiskFailureLog: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [String] = []
     @Sendable func record(_ message: String) { lock.lock(); list.append(message); lock.unlock() }

@@ -77,7 +77,7 @@ struct DiskStorageMaybeCachedTests {
     @Test func removeAllAndTrimKeepTheSetCurrent() throws {
         let disk = DiskTestFolder().backend(sizeLimit: 100)
         for i in 0..<3 {
-            try disk.store(value: [UInt8](repeating: 0, count: 40), forKey: "k\(i)", referenceDate: t0.addingTimeInterval(Double(i)))
+            try disk.store(value: [UInt8](repeating: 0, count: 40), forKey: "k\(i)", referenceDate: diskT0.addingTimeInterval(Double(i)))
         }
         // 3 x 48 = 144 bytes > 100; down to <= 50: k0 and k1 go.
         #expect(try disk.removeSizeExceededValues().count == 2)

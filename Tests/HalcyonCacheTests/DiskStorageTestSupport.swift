@@ -39,12 +39,12 @@ final class DiskTestFolder: @unchecked Sendable {  // immutable after init
 }
 
 /// The raw (atime, mtime) of a file, read with stat(2), which never changes them.
-func rawTimes(_ url: URL) -> (atime: timespec, mtime: timespec)? {
+func diskRawTimes(_ url: URL) -> (atime: timespec, mtime: timespec)? {
     var st = stat()
     guard lstat(url.path, &st) == 0 else { return nil }
     return (st.st_atim, st.st_mtim)
 }
 
-func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+func diskBytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+let diskT0 = Date(timeIntervalSince1970: 1_700_000_000)

@@ -31,10 +31,10 @@ struct DiskStorageTests {
 
     @Test func synchronousWritesStoreTheSameWay() throws {
         let disk = DiskTestFolder().backend { $0.synchronousWrites = true }
-        let meta = try #require(try disk.store(value: bytes("durable"), flags: 5, forKey: "k", expiration: .seconds(30), referenceDate: t0))
-        #expect(meta.expiration == t0.addingTimeInterval(30))
-        #expect(try disk.valueAndMeta(forKey: "k", referenceDate: t0, extendingExpiration: .none)?.entry
-                == CacheEntry(bytes: bytes("durable"), flags: 5))
+        let meta = try #require(try disk.store(value: diskBytes("durable"), flags: 5, forKey: "k", expiration: .seconds(30), referenceDate: diskT0))
+        #expect(meta.expiration == diskT0.addingTimeInterval(30))
+        #expect(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0, extendingExpiration: .none)?.entry
+                == CacheEntry(bytes: diskBytes("durable"), flags: 5))
     }
 
     @Test func defaultRootIsTheXDGCacheFolder() {
@@ -55,16 +55,16 @@ struct DiskStorageTests {
 
     @Test func overwriteReplacesValueAndFlags() throws {
         let disk = DiskTestFolder().backend()
-        try disk.store(value: bytes("one"), flags: 1, forKey: "k")
-        try disk.store(value: bytes("two!"), flags: 2, forKey: "k")
-        #expect(try disk.value(forKey: "k") == CacheEntry(bytes: bytes("two!"), flags: 2))
+        try disk.store(value: diskBytes("one"), flags: 1, forKey: "k")
+        try disk.store(value: diskBytes("two!"), flags: 2, forKey: "k")
+        #expect(try disk.value(forKey: "k") == CacheEntry(bytes: diskBytes("two!"), flags: 2))
         #expect(try disk.count() == 1)
     }
 
     @Test func expirationKindsAndRoundingUp() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
-        let now = t0.addingTimeInterval(0.25)
+        let now = diskT0.addingTimeInterval(0.25)
         let cases: [(StorageExpiration, Date)] = [
             (.seconds(10), Date(timeIntervalSince1970: 1_700_000_011)),       // 10.25 rounds up to 11
             (.seconds(0.5), Date(timeIntervalSince1970: 1_700_000_001)),
@@ -78,7 +78,7 @@ struct DiskStorageTests {
             #expect(meta.expiration == expected, "\(expiration)")
             #expect(try disk.meta(forKey: "k\(index)", referenceDate: now)?.expiration == expected)
             if expected != .distantFuture {
-                let mtime = try #require(rawTimes(meta.url)).mtime
+                let mtime = try #require(diskRawTimes(meta.url)).mtime
                 #expect(mtime.tv_sec == Int(expected.timeIntervalSince1970) && mtime.tv_nsec == 0)
                 // Valid until the instant, expired at it.
                 #expect(disk.isCached(forKey: "k\(index)", referenceDate: expected.addingTimeInterval(-0.001)))
@@ -90,17 +90,17 @@ struct DiskStorageTests {
             }
         }
         // The default expiration is the config's (7 days).
-        let meta = try #require(try disk.store(value: [1], forKey: "default", referenceDate: t0))
-        #expect(meta.expiration == t0.addingTimeInterval(7 * 86_400))
+        let meta = try #require(try disk.store(value: [1], forKey: "default", referenceDate: diskT0))
+        #expect(meta.expiration == diskT0.addingTimeInterval(7 * 86_400))
         // Far beyond what ext4 stores: kept as never.
-        let far = try #require(try disk.store(value: [1], forKey: "far", expiration: .days(10_000_000), referenceDate: t0))
+        let far = try #require(try disk.store(value: [1], forKey: "far", expiration: .days(10_000_000), referenceDate: diskT0))
         #expect(far.expiration == .distantFuture)
     }
 
     @Test func storingAlreadyExpiredStoresNothing() throws {
         let disk = DiskTestFolder().backend()
-        for expiration in [StorageExpiration.expired, .seconds(0), .seconds(-5), .days(0), .date(t0.addingTimeInterval(-1)), .date(t0)] {
-            #expect(try disk.store(value: [1], forKey: "k", expiration: expiration, referenceDate: t0) == nil)
+        for expiration in [StorageExpiration.expired, .seconds(0), .seconds(-5), .days(0), .date(diskT0.addingTimeInterval(-1)), .date(diskT0)] {
+            #expect(try disk.store(value: [1], forKey: "k", expiration: expiration, referenceDate: diskT0) == nil)
         }
         #expect(try disk.count() == 0)
         #expect(!disk.isCached(forKey: "k"))
@@ -109,20 +109,20 @@ struct DiskStorageTests {
     @Test func slidingCacheTimeKeepsTheOriginalTimeToLive() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
-        try disk.store(value: bytes("v"), forKey: "k", expiration: .seconds(100), referenceDate: t0)
-        let read = try #require(try disk.value(forKey: "k", referenceDate: t0.addingTimeInterval(60), actuallyLoad: true,
+        try disk.store(value: diskBytes("v"), forKey: "k", expiration: .seconds(100), referenceDate: diskT0)
+        let read = try #require(try disk.value(forKey: "k", referenceDate: diskT0.addingTimeInterval(60), actuallyLoad: true,
                                                extendingExpiration: .cacheTime, forcedExtension: nil))
-        #expect(read.entry?.bytes == bytes("v"))
-        #expect(read.meta.expiration == t0.addingTimeInterval(160))
-        #expect(read.meta.lastAccess == t0.addingTimeInterval(60))
+        #expect(read.entry?.bytes == diskBytes("v"))
+        #expect(read.meta.expiration == diskT0.addingTimeInterval(160))
+        #expect(read.meta.lastAccess == diskT0.addingTimeInterval(60))
         // Another thread's later lookup sees the extension (it lives on the inode).
-        let seen = try Thread.runAndWait { try disk.meta(forKey: "k", referenceDate: t0.addingTimeInterval(150)) }
-        #expect(seen?.expiration == t0.addingTimeInterval(160))
-        #expect(disk.isCached(forKey: "k", referenceDate: t0.addingTimeInterval(159)))
+        let seen = try Thread.diskRunAndWait { try disk.meta(forKey: "k", referenceDate: diskT0.addingTimeInterval(150)) }
+        #expect(seen?.expiration == diskT0.addingTimeInterval(160))
+        #expect(disk.isCached(forKey: "k", referenceDate: diskT0.addingTimeInterval(159)))
 
         // Fractional TTL and fractional instants: many slides, no drift.
-        try disk.store(value: bytes("v"), forKey: "f", expiration: .seconds(2.5), referenceDate: t0.addingTimeInterval(0.3))
-        var now = t0.addingTimeInterval(0.3)
+        try disk.store(value: diskBytes("v"), forKey: "f", expiration: .seconds(2.5), referenceDate: diskT0.addingTimeInterval(0.3))
+        var now = diskT0.addingTimeInterval(0.3)
         for _ in 0..<50 {
             now = now.addingTimeInterval(1.37)
             let meta = try #require(try disk.valueAndMeta(forKey: "f", referenceDate: now, extendingExpiration: .cacheTime)).meta
@@ -132,48 +132,48 @@ struct DiskStorageTests {
             #expect(meta.expiration.timeIntervalSince1970 == meta.expiration.timeIntervalSince1970.rounded())
         }
         // `never` stays never and records the access.
-        try disk.store(value: bytes("v"), forKey: "n", expiration: .never, referenceDate: t0)
-        let n = try #require(try disk.valueAndMeta(forKey: "n", referenceDate: t0.addingTimeInterval(5))).meta
+        try disk.store(value: diskBytes("v"), forKey: "n", expiration: .never, referenceDate: diskT0)
+        let n = try #require(try disk.valueAndMeta(forKey: "n", referenceDate: diskT0.addingTimeInterval(5))).meta
         #expect(n.expiration == .distantFuture)
-        #expect(n.lastAccess == t0.addingTimeInterval(5))
+        #expect(n.lastAccess == diskT0.addingTimeInterval(5))
     }
 
     @Test func extendingNoneAndExpirationTime() throws {
         let disk = DiskTestFolder().backend()
-        try disk.store(value: bytes("v"), forKey: "k", expiration: .seconds(100), referenceDate: t0)
-        let untouched = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: t0.addingTimeInterval(10), extendingExpiration: .none))
-        #expect(untouched.meta.expiration == t0.addingTimeInterval(100))
-        #expect(untouched.meta.lastAccess == t0)
-        let reset = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: t0.addingTimeInterval(20),
+        try disk.store(value: diskBytes("v"), forKey: "k", expiration: .seconds(100), referenceDate: diskT0)
+        let untouched = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0.addingTimeInterval(10), extendingExpiration: .none))
+        #expect(untouched.meta.expiration == diskT0.addingTimeInterval(100))
+        #expect(untouched.meta.lastAccess == diskT0)
+        let reset = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0.addingTimeInterval(20),
                                                        extendingExpiration: .expirationTime(.seconds(1000))))
-        #expect(reset.meta.expiration == t0.addingTimeInterval(1020))
-        #expect(try disk.meta(forKey: "k", referenceDate: t0.addingTimeInterval(30))?.expiration == t0.addingTimeInterval(1020))
-        let never = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: t0.addingTimeInterval(30),
+        #expect(reset.meta.expiration == diskT0.addingTimeInterval(1020))
+        #expect(try disk.meta(forKey: "k", referenceDate: diskT0.addingTimeInterval(30))?.expiration == diskT0.addingTimeInterval(1020))
+        let never = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0.addingTimeInterval(30),
                                                        extendingExpiration: .expirationTime(.never)))
         #expect(never.meta.expiration == .distantFuture)
-        let toDate = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: t0.addingTimeInterval(30),
-                                                        extendingExpiration: .expirationTime(.date(t0.addingTimeInterval(99.5)))))
-        #expect(toDate.meta.expiration == t0.addingTimeInterval(100))
+        let toDate = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0.addingTimeInterval(30),
+                                                        extendingExpiration: .expirationTime(.date(diskT0.addingTimeInterval(99.5)))))
+        #expect(toDate.meta.expiration == diskT0.addingTimeInterval(100))
         // Reading with an expiration that is already over returns the value, then it is gone.
-        let last = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: t0.addingTimeInterval(40),
+        let last = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0.addingTimeInterval(40),
                                                       extendingExpiration: .expirationTime(.expired)))
-        #expect(last.entry.bytes == bytes("v"))
-        #expect(!disk.isCached(forKey: "k", referenceDate: t0.addingTimeInterval(40)))
-        #expect(try disk.removeExpiredValues(referenceDate: t0.addingTimeInterval(40)).count == 1)
+        #expect(last.entry.bytes == diskBytes("v"))
+        #expect(!disk.isCached(forKey: "k", referenceDate: diskT0.addingTimeInterval(40)))
+        #expect(try disk.removeExpiredValues(referenceDate: diskT0.addingTimeInterval(40)).count == 1)
     }
 
     @Test func isCachedAndMetaNeverLoadOrExtend() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
-        let stored = try #require(try disk.store(value: bytes("abc"), flags: 9, forKey: "k", expiration: .seconds(50), referenceDate: t0))
-        let before = try #require(rawTimes(stored.url))
-        #expect(disk.isCached(forKey: "k", referenceDate: t0.addingTimeInterval(40)))
-        let meta = try #require(try disk.meta(forKey: "k", referenceDate: t0.addingTimeInterval(40)))
+        let stored = try #require(try disk.store(value: diskBytes("abc"), flags: 9, forKey: "k", expiration: .seconds(50), referenceDate: diskT0))
+        let before = try #require(diskRawTimes(stored.url))
+        #expect(disk.isCached(forKey: "k", referenceDate: diskT0.addingTimeInterval(40)))
+        let meta = try #require(try disk.meta(forKey: "k", referenceDate: diskT0.addingTimeInterval(40)))
         #expect(meta == stored)
-        let after = try #require(rawTimes(stored.url))
+        let after = try #require(diskRawTimes(stored.url))
         #expect(before.atime.tv_sec == after.atime.tv_sec && before.atime.tv_nsec == after.atime.tv_nsec)
         #expect(before.mtime.tv_sec == after.mtime.tv_sec)
-        #expect(try disk.meta(forKey: "k", referenceDate: t0.addingTimeInterval(50)) == nil)
+        #expect(try disk.meta(forKey: "k", referenceDate: diskT0.addingTimeInterval(50)) == nil)
         #expect(try disk.meta(forKey: "missing") == nil)
     }
 
@@ -182,17 +182,17 @@ struct DiskStorageTests {
         // a future expiration in mtime. O_NOATIME must prevent it.
         let folder = DiskTestFolder()
         let disk = folder.backend()
-        let stored = try #require(try disk.store(value: bytes("abc"), forKey: "k", expiration: .days(1), referenceDate: t0))
+        let stored = try #require(try disk.store(value: diskBytes("abc"), forKey: "k", expiration: .days(1), referenceDate: diskT0))
         for _ in 0..<3 {
-            _ = try disk.value(forKey: "k", referenceDate: t0, actuallyLoad: true, extendingExpiration: .none, forcedExtension: nil)
+            _ = try disk.value(forKey: "k", referenceDate: diskT0, actuallyLoad: true, extendingExpiration: .none, forcedExtension: nil)
         }
-        let times = try #require(rawTimes(stored.url))
+        let times = try #require(diskRawTimes(stored.url))
         #expect(times.atime.tv_sec == 1_700_000_000)
         #expect(times.mtime.tv_sec == 1_700_086_400)
         // Control: an ordinary read does move it on this file system (relatime); if not,
         // the mount is noatime and the test above proves less, but still holds.
         _ = try Data(contentsOf: stored.url)
-        let control = try #require(rawTimes(stored.url))
+        let control = try #require(diskRawTimes(stored.url))
         if control.atime.tv_sec == 1_700_000_000 {
             print("note: this file system did not update atime on read (noatime mount?)")
         }
@@ -201,19 +201,19 @@ struct DiskStorageTests {
     @Test func touchSetsANewExpirationFromNow() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
-        try disk.store(value: bytes("v"), flags: 3, forKey: "k", expiration: .seconds(10), referenceDate: t0)
+        try disk.store(value: diskBytes("v"), flags: 3, forKey: "k", expiration: .seconds(10), referenceDate: diskT0)
         folder.clock.advance(by: 5)
         let touched = try #require(try disk.touch(forKey: "k", expiration: .seconds(100)))
-        #expect(touched.expiration == t0.addingTimeInterval(105))
-        #expect(touched.lastAccess == t0.addingTimeInterval(5))
+        #expect(touched.expiration == diskT0.addingTimeInterval(105))
+        #expect(touched.lastAccess == diskT0.addingTimeInterval(5))
         #expect(touched.flags == 3 && touched.size == 1)
         #expect(try disk.meta(forKey: "k") == touched)
         // Default: the config's expiration.
         let byDefault = try #require(try disk.touch(forKey: "k"))
-        #expect(byDefault.expiration == t0.addingTimeInterval(5 + 7 * 86_400))
+        #expect(byDefault.expiration == diskT0.addingTimeInterval(5 + 7 * 86_400))
         // Misses: absent, or expired already.
         #expect(try disk.touch(forKey: "absent") == nil)
-        try disk.store(value: bytes("v"), forKey: "old", expiration: .seconds(1), referenceDate: t0)
+        try disk.store(value: diskBytes("v"), forKey: "old", expiration: .seconds(1), referenceDate: diskT0)
         #expect(try disk.touch(forKey: "old", expiration: .never) == nil)
         // .expired removes.
         let removed = try #require(try disk.touch(forKey: "k", expiration: .expired))
@@ -241,21 +241,21 @@ struct DiskStorageTests {
         let folder = DiskTestFolder()
         do {
             let disk = folder.backend()
-            try disk.store(value: bytes("a"), flags: 11, forKey: "a", expiration: .seconds(100), referenceDate: t0)
-            try disk.store(value: bytes("bb"), flags: 22, forKey: "b", expiration: .never, referenceDate: t0.addingTimeInterval(1))
-            try disk.store(value: bytes("ccc"), flags: 33, forKey: "c", expiration: .days(1), referenceDate: t0.addingTimeInterval(2))
+            try disk.store(value: diskBytes("a"), flags: 11, forKey: "a", expiration: .seconds(100), referenceDate: diskT0)
+            try disk.store(value: diskBytes("bb"), flags: 22, forKey: "b", expiration: .never, referenceDate: diskT0.addingTimeInterval(1))
+            try disk.store(value: diskBytes("ccc"), flags: 33, forKey: "c", expiration: .days(1), referenceDate: diskT0.addingTimeInterval(2))
             // Reading a makes it the most recently used.
-            _ = try disk.valueAndMeta(forKey: "a", referenceDate: t0.addingTimeInterval(3), extendingExpiration: .cacheTime)
+            _ = try disk.valueAndMeta(forKey: "a", referenceDate: diskT0.addingTimeInterval(3), extendingExpiration: .cacheTime)
         }
         let again = folder.backend()
-        #expect(try again.value(forKey: "a", referenceDate: t0.addingTimeInterval(4), actuallyLoad: true,
-                                extendingExpiration: .none, forcedExtension: nil)?.entry == CacheEntry(bytes: bytes("a"), flags: 11))
-        let a = try #require(try again.meta(forKey: "a", referenceDate: t0.addingTimeInterval(4)))
-        let b = try #require(try again.meta(forKey: "b", referenceDate: t0.addingTimeInterval(4)))
-        let c = try #require(try again.meta(forKey: "c", referenceDate: t0.addingTimeInterval(4)))
-        #expect(a.expiration == t0.addingTimeInterval(103) && a.flags == 11)
+        #expect(try again.value(forKey: "a", referenceDate: diskT0.addingTimeInterval(4), actuallyLoad: true,
+                                extendingExpiration: .none, forcedExtension: nil)?.entry == CacheEntry(bytes: diskBytes("a"), flags: 11))
+        let a = try #require(try again.meta(forKey: "a", referenceDate: diskT0.addingTimeInterval(4)))
+        let b = try #require(try again.meta(forKey: "b", referenceDate: diskT0.addingTimeInterval(4)))
+        let c = try #require(try again.meta(forKey: "c", referenceDate: diskT0.addingTimeInterval(4)))
+        #expect(a.expiration == diskT0.addingTimeInterval(103) && a.flags == 11)
         #expect(b.expiration == .distantFuture && b.flags == 22 && b.size == 2)
-        #expect(c.expiration == t0.addingTimeInterval(2 + 86_400) && c.flags == 33)
+        #expect(c.expiration == diskT0.addingTimeInterval(2 + 86_400) && c.flags == 33)
         #expect(b.lastAccess < c.lastAccess && c.lastAccess < a.lastAccess)
         #expect(try again.count() == 3)
     }
@@ -352,11 +352,11 @@ struct DiskStorageTests {
         let folder = DiskTestFolder()
         let parent = folder.root.appendingPathComponent("immutable")
         try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
-        guard runChattr("+i", parent.path) else {
+        guard diskRunChattr("+i", parent.path) else {
             print("skipped: chattr +i is not available here, cannot make a folder unwritable for root")
             return
         }
-        defer { _ = runChattr("-i", parent.path) }
+        defer { _ = diskRunChattr("-i", parent.path) }
         let missing = DiskStorage.Backend(config: folder.config(name: "immutable/cache"))
         #expect(!missing.isReady)
         try expectNotReady(missing)
@@ -367,6 +367,37 @@ struct DiskStorageTests {
         let existing = DiskStorage.Backend(config: DiskStorage.Config(name: "immutable", directory: folder.root))
         #expect(!existing.isReady)
         try expectNotReady(existing)
+    }
+
+    @Test func writeFailuresCarryTheirStageAndErrno() throws {
+        // An immutable folder or file (chattr +i) makes each stage fail even for root.
+        let folder = DiskTestFolder()
+        let disk = folder.backend()
+        try disk.store(value: [1], flags: 2, forKey: "kept", expiration: .seconds(100))
+        let kept = disk.cacheFileURL(forKey: "kept")
+        guard diskRunChattr("+i", kept.path) else {
+            print("skipped: chattr +i is not available here")
+            return
+        }
+        defer { _ = diskRunChattr("-i", kept.path) }
+        #expect(throws: CacheError.cannotSetCacheFileAttribute(path: kept.path, errno: EPERM)) {
+            try disk.touch(forKey: "kept", expiration: .seconds(5))
+        }
+        // A read still answers when its sliding extension cannot be written.
+        #expect(try disk.value(forKey: "kept") == CacheEntry(bytes: [1], flags: 2))
+
+        #expect(diskRunChattr("+i", disk.directoryPath))
+        defer { _ = diskRunChattr("-i", disk.directoryPath) }
+        #expect(throws: CacheError.cannotCreateCacheFile(path: disk.cacheFileURL(forKey: "new").path, errno: EPERM)) {
+            try disk.store(value: [1], forKey: "new")
+        }
+        #expect(throws: CacheError.cannotRemoveCacheFile(path: kept.path, errno: EPERM)) {
+            try disk.remove(forKey: "kept")
+        }
+        // Nothing half-done is left behind, and the value is intact.
+        #expect(try disk.value(forKey: "kept")?.bytes == [1])
+        let names = try FileManager.default.contentsOfDirectory(atPath: disk.directoryPath)
+        #expect(names == [kept.lastPathComponent])
     }
 
     private func expectNotReady(_ disk: DiskStorage.Backend) throws {
@@ -392,7 +423,7 @@ struct DiskStorageTests {
 }
 
 /// Runs `chattr flag path`; false when chattr is missing or refuses.
-func runChattr(_ flag: String, _ path: String) -> Bool {
+func diskRunChattr(_ flag: String, _ path: String) -> Bool {
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr") else { return false }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
@@ -405,8 +436,8 @@ func runChattr(_ flag: String, _ path: String) -> Bool {
 
 extension Thread {
     /// Runs `body` on a new thread and waits for its result.
-    static func runAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let box = ResultBox<T>()
+    static func diskRunAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        let box = DiskResultBox<T>()
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             box.set(Result { try body() })
@@ -419,7 +450,7 @@ extension Thread {
 }
 
 /// Carries a result across threads; `lock` guards `result`.
-final class ResultBox<T: Sendable>: @unchecked Sendable {
+final class DiskResultBox<T: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var result: Result<T, any Error>?
     func set(_ r: Result<T, any Error>) { lock.lock(); result = r; lock.unlock() }

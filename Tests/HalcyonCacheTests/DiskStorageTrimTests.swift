@@ -9,16 +9,16 @@ import Testing
 struct DiskStorageTrimTests {
     @Test func removeExpiredReturnsWhatItRemoved() throws {
         let disk = DiskTestFolder().backend()
-        try disk.store(value: [1], forKey: "short", expiration: .seconds(10), referenceDate: t0)
-        try disk.store(value: [2], forKey: "long", expiration: .seconds(100), referenceDate: t0)
-        try disk.store(value: [3], forKey: "never", expiration: .never, referenceDate: t0)
-        #expect(try disk.removeExpiredValues(referenceDate: t0.addingTimeInterval(9)).isEmpty)
-        let removed = try disk.removeExpiredValues(referenceDate: t0.addingTimeInterval(10))
+        try disk.store(value: [1], forKey: "short", expiration: .seconds(10), referenceDate: diskT0)
+        try disk.store(value: [2], forKey: "long", expiration: .seconds(100), referenceDate: diskT0)
+        try disk.store(value: [3], forKey: "never", expiration: .never, referenceDate: diskT0)
+        #expect(try disk.removeExpiredValues(referenceDate: diskT0.addingTimeInterval(9)).isEmpty)
+        let removed = try disk.removeExpiredValues(referenceDate: diskT0.addingTimeInterval(10))
         #expect(removed == [disk.cacheFileURL(forKey: "short")])
         #expect(try disk.count() == 2)
         #expect(Set(try disk.removeExpiredValues(referenceDate: Date(timeIntervalSince1970: 7_000_000_000)))
                 == [disk.cacheFileURL(forKey: "long")])
-        #expect(try disk.value(forKey: "never", referenceDate: t0, actuallyLoad: true, extendingExpiration: .none,
+        #expect(try disk.value(forKey: "never", referenceDate: diskT0, actuallyLoad: true, extendingExpiration: .none,
                                forcedExtension: nil)?.entry?.bytes == [3])
         // The clock is the default reference date.
         let folder = DiskTestFolder()
@@ -35,17 +35,17 @@ struct DiskStorageTrimTests {
         let disk = folder.backend(sizeLimit: 1000)
         for i in 0..<10 {
             try disk.store(value: [UInt8](repeating: UInt8(i), count: 100), forKey: "k\(i)", expiration: .days(1),
-                           referenceDate: t0.addingTimeInterval(Double(i)))
+                           referenceDate: diskT0.addingTimeInterval(Double(i)))
         }
         #expect(try disk.totalSize() == 1080)
         // Reading k0 and k1 makes them the most recent.
-        _ = try disk.valueAndMeta(forKey: "k0", referenceDate: t0.addingTimeInterval(100))
-        _ = try disk.valueAndMeta(forKey: "k1", referenceDate: t0.addingTimeInterval(101))
+        _ = try disk.valueAndMeta(forKey: "k0", referenceDate: diskT0.addingTimeInterval(100))
+        _ = try disk.valueAndMeta(forKey: "k1", referenceDate: diskT0.addingTimeInterval(101))
         let removed = try disk.removeSizeExceededValues()
         // Down to <= 500 bytes: 4 files (432 bytes) stay; the 6 least recent go, oldest first.
         #expect(removed == (2...7).map { disk.cacheFileURL(forKey: "k\($0)") })
         #expect(try disk.totalSize() == 432)
-        for key in ["k0", "k1", "k8", "k9"] { #expect(disk.isCached(forKey: key, referenceDate: t0)) }
+        for key in ["k0", "k1", "k8", "k9"] { #expect(disk.isCached(forKey: key, referenceDate: diskT0)) }
         // Under the limit: nothing to do.
         #expect(try disk.removeSizeExceededValues().isEmpty)
     }
