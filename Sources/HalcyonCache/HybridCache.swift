@@ -100,10 +100,13 @@ public final class HybridCache: @unchecked Sendable {
     public struct EntryDescription: Sendable, Equatable {
         /// The tier that answered; `.none` for a miss (other fields then zero/nil).
         public var cacheType: CacheType
+        /// The value's byte count.
         public var size: Int
+        /// The entry's opaque flags.
         public var flags: UInt32
-        /// nil = never.
+        /// When the entry expires in the tier that answered; nil = never (or a miss).
         public var expiresAt: Date?
+        /// The entry's last store, read or touch in that tier; nil for a miss.
         public var lastAccessAt: Date?
     }
 
@@ -125,7 +128,9 @@ public final class HybridCache: @unchecked Sendable {
 
     /// The disk tier's occupancy.
     public struct DiskUsage: Sendable, Equatable {
+        /// File bytes (values plus their headers).
         public var bytes: UInt64
+        /// Files (expired ones included until removed).
         public var count: Int
     }
 
