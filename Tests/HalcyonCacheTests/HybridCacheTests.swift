@@ -65,6 +65,22 @@ struct HybridCacheTests {
         #expect(!cache.diskStorage.isCached(forKey: "m"))
     }
 
+    @Test func toDiskFalseRemovesTheDiskCopySoAnEvictionMissesInsteadOfGoingBack() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        _ = await result { cache.store(CacheEntry(bytes: utf8Bytes("old")), forKey: "k", completion: $0) }
+        var options = HybridCache.Options()
+        options.toDisk = false
+        let done: HybridCache.StoreResult? = await withCheckedContinuation { c in
+            cache.store(CacheEntry(bytes: utf8Bytes("new")), forKey: "k", options: options) { r in c.resume(returning: r.value) }
+        }
+        #expect(done?.stored == true)
+        #expect(!cache.diskStorage.isCached(forKey: "k"))
+        cache.memoryStorage.removeAll()  // as memory pressure would
+        let got = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
+        #expect(got.cacheType == CacheType.none)
+    }
+
     @Test func toDiskFalseQueuesBehindAWriteToTheSameKey() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
