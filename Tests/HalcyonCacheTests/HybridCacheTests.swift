@@ -272,6 +272,29 @@ struct HybridCacheTests {
         #expect(mainHit)
     }
 
+    @Test func operationQueueDeliveriesFollowTheRequestPriority() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        let deliveries = OperationQueue()
+        deliveries.maxConcurrentOperationCount = 1
+        deliveries.isSuspended = true
+        let order = Recorder<String>()
+        let group = DispatchGroup()
+        for (name, priority) in [("low", Operation.QueuePriority.low), ("high", .high), ("normal", .normal)] {
+            var options = HybridCache.Options()
+            options.priority = priority
+            group.enter()
+            cache.retrieve(forKey: name, options: options, callbackQueue: .operationQueue(deliveries)) { _ in
+                order.append(name)
+                group.leave()
+            }
+        }
+        await f.drain()  // all three answered (misses) and waiting on the suspended queue
+        deliveries.isSuspended = false
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(order.all == ["high", "normal", "low"])
+    }
+
     @Test func wholeCacheWriteMakesEveryReadQueue() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
