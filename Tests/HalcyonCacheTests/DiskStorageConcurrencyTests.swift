@@ -16,7 +16,8 @@ struct DiskStorageConcurrencyTests {
     }
 
     @Test func manyThreadsOnSharedAndOwnKeys() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         let threads = 8
         let rounds = 60
         let sizes = [0, 100, 4096, 65_536]
@@ -67,7 +68,8 @@ struct DiskStorageConcurrencyTests {
     }
 
     @Test func removeAllRacingStoresNeverHidesAStoredValue() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             for round in 0..<100 {
                 if worker == 0 {

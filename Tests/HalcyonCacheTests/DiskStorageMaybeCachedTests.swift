@@ -75,7 +75,8 @@ struct DiskStorageMaybeCachedTests {
     }
 
     @Test func removeAllAndTrimKeepTheSetCurrent() throws {
-        let disk = DiskTestFolder().backend(sizeLimit: 100)
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend(sizeLimit: 100)
         for i in 0..<3 {
             try disk.store(value: [UInt8](repeating: 0, count: 40), forKey: "k\(i)", referenceDate: diskT0.addingTimeInterval(Double(i)))
         }

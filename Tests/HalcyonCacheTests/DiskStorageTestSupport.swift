@@ -7,7 +7,9 @@ import Foundation
 import Glibc
 #endif
 
-/// A uniquely named root folder for one test, removed when the test ends.
+/// A uniquely named root folder for one test, removed when this object is released:
+/// keep it in a local for the whole test (`DiskTestFolder().backend()` would delete the
+/// folder at once, and the backend would silently recreate it and leave it behind).
 final class DiskTestFolder: @unchecked Sendable {  // immutable after init
     let root: URL
     let clock: ManualClock

@@ -30,7 +30,8 @@ struct DiskStorageTests {
     }
 
     @Test func synchronousWritesStoreTheSameWay() throws {
-        let disk = DiskTestFolder().backend { $0.synchronousWrites = true }
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend { $0.synchronousWrites = true }
         let meta = try #require(try disk.store(value: diskBytes("durable"), flags: 5, forKey: "k", expiration: .seconds(30), referenceDate: diskT0))
         #expect(meta.expiration == diskT0.addingTimeInterval(30))
         #expect(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0, extendingExpiration: .none)?.entry
@@ -54,7 +55,8 @@ struct DiskStorageTests {
     }
 
     @Test func overwriteReplacesValueAndFlags() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         try disk.store(value: diskBytes("one"), flags: 1, forKey: "k")
         try disk.store(value: diskBytes("two!"), flags: 2, forKey: "k")
         #expect(try disk.value(forKey: "k") == CacheEntry(bytes: diskBytes("two!"), flags: 2))
@@ -98,7 +100,8 @@ struct DiskStorageTests {
     }
 
     @Test func storingAlreadyExpiredStoresNothing() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         for expiration in [StorageExpiration.expired, .seconds(0), .seconds(-5), .days(0), .date(diskT0.addingTimeInterval(-1)), .date(diskT0)] {
             #expect(try disk.store(value: [1], forKey: "k", expiration: expiration, referenceDate: diskT0) == nil)
         }
@@ -139,7 +142,8 @@ struct DiskStorageTests {
     }
 
     @Test func extendingNoneAndExpirationTime() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         try disk.store(value: diskBytes("v"), forKey: "k", expiration: .seconds(100), referenceDate: diskT0)
         let untouched = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: diskT0.addingTimeInterval(10), extendingExpiration: .none))
         #expect(untouched.meta.expiration == diskT0.addingTimeInterval(100))
@@ -223,7 +227,8 @@ struct DiskStorageTests {
     }
 
     @Test func removeAndRemoveAll() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         for i in 0..<5 { try disk.store(value: [UInt8(i)], forKey: "k\(i)") }
         #expect(try disk.remove(forKey: "k0"))
         #expect(try !disk.remove(forKey: "k0"))

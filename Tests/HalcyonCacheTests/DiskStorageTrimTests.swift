@@ -8,7 +8,8 @@ import Testing
 @Suite("DiskStorage trim")
 struct DiskStorageTrimTests {
     @Test func removeExpiredReturnsWhatItRemoved() throws {
-        let disk = DiskTestFolder().backend()
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend()
         try disk.store(value: [1], forKey: "short", expiration: .seconds(10), referenceDate: diskT0)
         try disk.store(value: [2], forKey: "long", expiration: .seconds(100), referenceDate: diskT0)
         try disk.store(value: [3], forKey: "never", expiration: .never, referenceDate: diskT0)
@@ -21,11 +22,11 @@ struct DiskStorageTrimTests {
         #expect(try disk.value(forKey: "never", referenceDate: diskT0, actuallyLoad: true, extendingExpiration: .none,
                                forcedExtension: nil)?.entry?.bytes == [3])
         // The clock is the default reference date.
-        let folder = DiskTestFolder()
-        let clocked = folder.backend()
+        let clockFolder = DiskTestFolder()
+        let clocked = clockFolder.backend()
         try clocked.store(value: [1], forKey: "k", expiration: .seconds(5))
         #expect(try clocked.removeExpiredValues().isEmpty)
-        folder.clock.advance(by: 5)
+        clockFolder.clock.advance(by: 5)
         #expect(try clocked.removeExpiredValues().count == 1)
     }
 
@@ -51,7 +52,8 @@ struct DiskStorageTrimTests {
     }
 
     @Test func noSizeLimitMeansNoTrim() throws {
-        let disk = DiskTestFolder().backend(sizeLimit: 0)
+        let folder = DiskTestFolder()  // keeps the folder until the test ends
+        let disk = folder.backend(sizeLimit: 0)
         for i in 0..<5 { try disk.store(value: [UInt8](repeating: 1, count: 1000), forKey: "k\(i)") }
         #expect(try disk.removeSizeExceededValues().isEmpty)
         #expect(try disk.count() == 5)
