@@ -113,12 +113,11 @@ struct CallbackQueueTests {
         #expect(onMain)
         let (inlineFromBackground, landedOnMain): (Bool, Bool) = await Self.observe { done in
             Self.taggedQueue("bg2").async {
-                let ran = Locked(false)
                 CallbackQueue.mainCurrentOrAsync.execute {
-                    ran.withLock { $0 = true }
-                    done((false, CallbackQueue.isOnMainQueue))
+                    // Inline would mean still on "bg2". (Checking a flag after execute returns
+                    // would race: the main queue may already have run the block.)
+                    done((DispatchQueue.getSpecific(key: Self.queueKey) == "bg2", CallbackQueue.isOnMainQueue))
                 }
-                if ran.withLock({ $0 }) { done((true, false)) }
             }
         }
         #expect(!inlineFromBackground)

@@ -48,7 +48,9 @@ struct HybridCacheCancellationTests {
         let f = HybridCacheFixture()
         let cache = f.cache
         let events = Recorder<String>()
-        cache.debugSleep(seconds: 0.3) { _ in events.append("sleep done") }
+        let gate = DispatchSemaphore(value: 0)
+        cache.ioQueue.async { gate.wait() }  // holds the ioQueue until the checks below are done
+        cache.debugSleep(seconds: 0.01) { _ in events.append("sleep done") }
         let outcome = Locked<Result<HybridCache.StoreResult, CacheError>?>(nil)
         let task = cache.store(CacheEntry(bytes: [1]), forKey: "k") { r in
             outcome.withLock { $0 = r }
@@ -56,11 +58,12 @@ struct HybridCacheCancellationTests {
         }
         let removeTask = cache.remove(forKey: "never-there") { _ in events.append("remove answered") }
         task.cancel()
-        // .untouch: the cancelled completion ran inside cancel(), long before the ioQueue is free.
+        // .untouch: the cancelled completion ran inside cancel(), while the ioQueue is still held.
         #expect(outcome.withLock { $0 }?.error == .cancelled(started: false))
         #expect(events.all == ["store answered"])
         #expect(cache.stats().writesQueued == 2)
         _ = removeTask
+        gate.signal()
         await f.drain()
         #expect(events.all == ["store answered", "sleep done", "remove answered"])
         #expect(!cache.memoryStorage.isCached(forKey: "k"))

@@ -84,13 +84,15 @@ struct HybridCacheTests {
     @Test func toDiskFalseQueuesBehindAWriteToTheSameKey() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
-        cache.debugSleep(seconds: 0.2)
+        let gate = DispatchSemaphore(value: 0)
+        cache.ioQueue.async { gate.wait() }  // holds the ioQueue until the checks below are done
         cache.store(CacheEntry(bytes: utf8Bytes("disk")), forKey: "k")
         var options = HybridCache.Options()
         options.toDisk = false
         let order = Recorder<String>()
         cache.store(CacheEntry(bytes: utf8Bytes("memory")), forKey: "k", options: options) { _ in order.append("memory-store") }
         #expect(order.all.isEmpty)  // not inline: a write to "k" is queued
+        gate.signal()
         let got = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
         #expect(got.entry?.bytes == utf8Bytes("memory"))
         #expect(order.all == ["memory-store"])
