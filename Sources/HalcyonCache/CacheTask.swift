@@ -24,7 +24,6 @@
 //   so no delivery block is ever made), or `begin()` succeeded and exactly one delivery
 //   block is scheduled, which claims once.
 
-import Synchronization
 
 /// A handle on one asynchronous cache request, used to cancel it.
 ///
@@ -50,12 +49,12 @@ public final class CacheTask: Sendable {
     }
 
     /// Guards the phase and the cancelled flag; held only for the transitions.
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// - Parameter onCancelBeforeStart: run (outside the lock) by the `cancel()` that finds
     ///   the task still pending.
     init(onCancelBeforeStart: (@Sendable () -> Void)?) {
-        state = Mutex(State(onCancelBeforeStart: onCancelBeforeStart))
+        state = Locked(State(onCancelBeforeStart: onCancelBeforeStart))
     }
 
     /// A task for work that completed before the caller got the token.
@@ -84,6 +83,13 @@ public final class CacheTask: Sendable {
     /// Whether `cancel()` has been called (whether or not it still changed the outcome).
     public var isCancelled: Bool {
         state.withLock { $0.cancelled }
+    }
+
+    /// Whether the outcome is fixed: the completion was claimed (or the task was cancelled
+    /// before it started). Lets tests tell, after `cancel()` returned, that any claim must
+    /// still come and so must see the cancel.
+    var isSettled: Bool {
+        state.withLock { $0.phase == .done || $0.phase == .cancelledBeforeStart }
     }
 
     /// Called on the work queue before the work. False: cancelled, skip the work (the

@@ -1,15 +1,18 @@
 // The keyed writes of the hybrid cache: store, touch, remove. Each runs on the ioQueue
 // and changes both tiers there as one step (disk first, then memory, so memory never
 // holds a value the disk refused); only a memory-only store of a key with nothing queued
-// runs inline.
+// and nothing on disk runs inline.
 
 import Foundation
 
 extension HybridCache {
     /// Stores `entry` under `key` in memory and (unless `options.toDisk` is false) on disk.
     ///
-    /// Runs on the ioQueue after every earlier write. With `toDisk: false` and no write to
-    /// `key` (nor a whole-cache write) queued, it runs inline on the caller's thread.
+    /// Runs on the ioQueue after every earlier write. With `toDisk: false` the value goes to
+    /// memory only and any disk copy of `key` is removed, so that when memory later evicts
+    /// the value a read misses instead of finding an older one on disk; when no write to
+    /// `key` (nor a whole-cache write) is queued and the disk holds no live copy, that store
+    /// runs inline on the caller's thread.
     /// An already-over expiration stores nothing (`stored: false`) and removes any older
     /// value of `key` from both tiers. A disk failure also removes `key` from memory, so a
     /// failed store never leaves the new value in one tier and the old one in the other
@@ -26,10 +29,14 @@ extension HybridCache {
         completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         if !options.toDisk {
-            // Inline when nothing for this key is queued; the memory store happens under the
-            // book's lock so a concurrent disk read cannot put an older value back after it.
+            // Inline when nothing for this key is queued and the disk has nothing to remove;
+            // both checks hold while the book's lock is held (only a queued write could change
+            // the key's file). The memory store happens under the same lock, so a concurrent
+            // disk read cannot put an older value back after it.
             let result = writes.withLock { book -> Result<StoreResult, CacheError>? in
-                guard !book.mustQueue(key) else { return nil }
+                guard !book.mustQueue(key),
+                      !diskStorage.isCached(forKey: key, forcedExtension: options.forcedExtension)
+                else { return nil }
                 book.epoch &+= 1
                 book.inlineEpoch &+= 1
                 return .success(storeInMemory(entry, forKey: key, options: options))
@@ -43,7 +50,7 @@ extension HybridCache {
             dispatchPrecondition(condition: .onQueue(ioQueue))
             let result = options.toDisk
                 ? storeInBothTiers(entry, forKey: key, options: options)
-                : .success(storeInMemory(entry, forKey: key, options: options))
+                : storeInMemoryOnly(entry, forKey: key, options: options)
             counters.withLock { $0.sets += 1 }
             return result
         }
@@ -110,6 +117,23 @@ extension HybridCache {
         let stored = memoryStorage.store(entry, forKey: key, expiration: expiration)
         let expiresAt = stored ? memoryStorage.meta(forKey: key)?.expiration : nil
         return StoreResult(stored: stored, size: entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate))
+    }
+
+    /// A `toDisk: false` store on the ioQueue: memory gets the value, the disk loses its
+    /// older copy. A disk that is not ready holds no copy, so that is no failure; a removal
+    /// that fails otherwise is reported, with memory already holding the new value.
+    private func storeInMemoryOnly(_ entry: CacheEntry, forKey key: String, options: Options) -> Result<StoreResult, CacheError> {
+        let result = storeInMemory(entry, forKey: key, options: options)
+        guard diskStorage.isReady else { return .success(result) }
+        let old = existingFile(forKey: key, forcedExtension: options.forcedExtension)
+        do throws(CacheError) {
+            if try diskStorage.remove(forKey: key, forcedExtension: options.forcedExtension) {
+                adjustDiskUsage(replacing: old, with: nil)
+            }
+            return .success(result)
+        } catch {
+            return .failure(error)
+        }
     }
 
     private func storeInBothTiers(_ entry: CacheEntry, forKey key: String, options: Options) -> Result<StoreResult, CacheError> {

@@ -6,7 +6,6 @@
 // HybridCache+Maintenance.swift.
 
 import Foundation
-import Synchronization
 
 /// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes).
 ///
@@ -31,7 +30,7 @@ import Synchronization
 /// - Every call returns a `CacheTask`; see its guarantees.
 ///
 /// `@unchecked Sendable`: every stored property is immutable after init and itself
-/// thread-safe: the backends lock internally, `writes` and `counters` are `Mutex`es, the
+/// thread-safe: the backends lock internally, `writes`, `counters` and `diskUsage` are `Locked`, the
 /// ioQueue and the sweep timer are libdispatch objects.
 public final class HybridCache: @unchecked Sendable {
     /// The settings of both tiers and of the periodic sweep.
@@ -101,10 +100,13 @@ public final class HybridCache: @unchecked Sendable {
     public struct EntryDescription: Sendable, Equatable {
         /// The tier that answered; `.none` for a miss (other fields then zero/nil).
         public var cacheType: CacheType
+        /// The value's byte count.
         public var size: Int
+        /// The entry's opaque flags.
         public var flags: UInt32
-        /// nil = never.
+        /// When the entry expires in the tier that answered; nil = never (or a miss).
         public var expiresAt: Date?
+        /// The entry's last store, read or touch in that tier; nil for a miss.
         public var lastAccessAt: Date?
     }
 
@@ -126,7 +128,9 @@ public final class HybridCache: @unchecked Sendable {
 
     /// The disk tier's occupancy.
     public struct DiskUsage: Sendable, Equatable {
+        /// File bytes (values plus their headers).
         public var bytes: UInt64
+        /// Files (expired ones included until removed).
         public var count: Int
     }
 
@@ -143,13 +147,13 @@ public final class HybridCache: @unchecked Sendable {
     /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
     /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
     /// the memory store of an inline write or a disk hit's put-back.
-    let writes = Mutex(WriteBook())
+    let writes = Locked(WriteBook())
     /// Request counters that the backends do not keep themselves; held to add.
-    let counters = Mutex(CacheStats())
+    let counters = Locked(CacheStats())
     /// The disk tier's bytes and files as the ioQueue last accounted them (see
     /// HybridCache+DiskUsage.swift); nil until the first listing or after a failed one.
     /// Written on the ioQueue only; read by `stats()` from any thread.
-    let diskUsage = Mutex<DiskUsage?>(nil)
+    let diskUsage = Locked<DiskUsage?>(nil)
     private let sweepTimer: RepeatingTimer?
 
     /// What is queued on the ioQueue, and epochs that tell a disk read whether a write

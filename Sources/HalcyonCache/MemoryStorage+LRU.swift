@@ -3,7 +3,7 @@
 // is a separate heap object (no retain/release traffic on the hot read path).
 //
 // The struct itself is not thread-safe: it is only ever touched inside its shard's
-// `Mutex` (see `MemoryStorage.Backend`).
+// `Locked` (see `MemoryStorage.Backend`).
 
 import Foundation
 

@@ -62,16 +62,16 @@ public enum MemoryStorage {
 
     /// The lock-guarded state of one shard.
     ///
-    /// Threading: thread-safe; `state` is a `Mutex`, held only for O(1) list work and never
+    /// Threading: thread-safe; `state` is a `Locked` (pthread mutex), held only for O(1) list work and never
     /// while calling out.
     final class Shard: Sendable {
-        let state = Mutex(LRUState())
+        let state = Locked(LRUState())
     }
 
     /// The memory tier.
     ///
     /// Threading: every method is thread-safe and synchronous; it runs on the caller's
-    /// thread and calls nothing back. Each shard's `Mutex` guards that shard's map, list
+    /// thread and calls nothing back. Each shard's lock guards that shard's map, list
     /// and counters; the global cost and count are atomics, so the limits are global
     /// although the locks are not. At most one shard lock is held at a time, so the shards
     /// cannot deadlock. The clean timer fires on `cleanQueue`.

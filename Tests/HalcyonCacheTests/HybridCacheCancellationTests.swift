@@ -4,7 +4,6 @@
 // (started: true, effects stand), and a stress run of cancels racing deliveries.
 
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HalcyonCache
@@ -14,7 +13,7 @@ struct HybridCacheCancellationTests {
     // MARK: The state machine
 
     @Test func cancelWhilePendingFiresOnceAndBeginFails() {
-        let fired = Mutex(0)
+        let fired = Locked(0)
         let task = CacheTask(onCancelBeforeStart: { fired.withLock { $0 += 1 } })
         DispatchQueue.concurrentPerform(iterations: 8) { _ in task.cancel() }
         #expect(fired.withLock { $0 } == 1)
@@ -49,19 +48,22 @@ struct HybridCacheCancellationTests {
         let f = HybridCacheFixture()
         let cache = f.cache
         let events = Recorder<String>()
-        cache.debugSleep(seconds: 0.3) { _ in events.append("sleep done") }
-        let outcome = Mutex<Result<HybridCache.StoreResult, CacheError>?>(nil)
+        let gate = DispatchSemaphore(value: 0)
+        cache.ioQueue.async { gate.wait() }  // holds the ioQueue until the checks below are done
+        cache.debugSleep(seconds: 0.01) { _ in events.append("sleep done") }
+        let outcome = Locked<Result<HybridCache.StoreResult, CacheError>?>(nil)
         let task = cache.store(CacheEntry(bytes: [1]), forKey: "k") { r in
             outcome.withLock { $0 = r }
             events.append("store answered")
         }
         let removeTask = cache.remove(forKey: "never-there") { _ in events.append("remove answered") }
         task.cancel()
-        // .untouch: the cancelled completion ran inside cancel(), long before the ioQueue is free.
+        // .untouch: the cancelled completion ran inside cancel(), while the ioQueue is still held.
         #expect(outcome.withLock { $0 }?.error == .cancelled(started: false))
         #expect(events.all == ["store answered"])
         #expect(cache.stats().writesQueued == 2)
         _ = removeTask
+        gate.signal()
         await f.drain()
         #expect(events.all == ["store answered", "sleep done", "remove answered"])
         #expect(!cache.memoryStorage.isCached(forKey: "k"))
@@ -94,7 +96,7 @@ struct HybridCacheCancellationTests {
         let cache = f.cache
         let callbacks = DispatchQueue(label: "halcyon.tests.suspended")
         callbacks.suspend()
-        let outcome = Mutex<Result<HybridCache.StoreResult, CacheError>?>(nil)
+        let outcome = Locked<Result<HybridCache.StoreResult, CacheError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = cache.store(CacheEntry(bytes: [4]), forKey: "k", callbackQueue: .dispatch(callbacks)) { r in
             outcome.withLock { $0 = r }
@@ -110,7 +112,7 @@ struct HybridCacheCancellationTests {
 
         // The same for a memory hit answered at once.
         callbacks.suspend()
-        let read = Mutex<Result<HybridCache.RetrieveResult, CacheError>?>(nil)
+        let read = Locked<Result<HybridCache.RetrieveResult, CacheError>?>(nil)
         let hit = cache.retrieve(forKey: "k", callbackQueue: .dispatch(callbacks)) { r in
             read.withLock { $0 = r }
             done.signal()
@@ -121,11 +123,14 @@ struct HybridCacheCancellationTests {
         #expect(read.withLock { $0 }?.error == .cancelled(started: true))
     }
 
-    /// Per task: how often its completion ran, and whether a success began after the
-    /// cancelling thread had seen `cancel()` return.
+    /// Per task: how often its completion ran, whether it succeeded, and whether the task
+    /// was still unsettled (its delivery not yet claimed) right after `cancel()` returned.
+    /// Unsettled then means the claim came after the cancel, so it must not be a success.
+    /// (Checking a flag inside the completion instead would race with the few instructions
+    /// between the claim and the completion's first line, and raise false alarms.)
     final class Probe: Sendable {
-        struct State { var cancelReturned = false; var completions = 0; var successes = 0; var lateSuccess = false }
-        let state = Mutex(State())
+        struct State { var unsettledAfterCancel = false; var completions = 0; var successes = 0 }
+        let state = Locked(State())
     }
 
     @Test func noSuccessAfterCancelReturnedAndExactlyOneCompletion() async throws {
@@ -144,14 +149,9 @@ struct HybridCacheCancellationTests {
             let probe = probes[i]
             group.enter()
             let completion: @Sendable (Bool) -> Void = { success in
-                // First thing in the completion: the only window for a false alarm is the
-                // few instructions between the task's claim and this lock.
                 probe.state.withLock { s in
                     s.completions += 1
-                    if success {
-                        s.successes += 1
-                        if s.cancelReturned { s.lateSuccess = true }
-                    }
+                    if success { s.successes += 1 }
                 }
                 group.leave()
             }
@@ -165,14 +165,15 @@ struct HybridCacheCancellationTests {
             cancellers.async {
                 if i % 3 != 0 { usleep(UInt32(i % 7) * 20) }
                 task.cancel()
-                probe.state.withLock { $0.cancelReturned = true }
+                let settled = task.isSettled
+                probe.state.withLock { $0.unsettledAfterCancel = !settled }
             }
         }
         #expect(group.wait(timeout: .now() + 30) == .success)
         await f.drain()
         let states = probes.map { $0.state.withLock { $0 } }
         #expect(states.allSatisfy { $0.completions == 1 })
-        #expect(states.filter(\.lateSuccess).isEmpty)
+        #expect(states.filter { $0.unsettledAfterCancel && $0.successes > 0 }.isEmpty)
         #expect(cache.stats().writesQueued == 0)
         // Both outcomes happened, so the cancels really raced the deliveries.
         let successes = states.filter { $0.successes == 1 }.count

@@ -5,7 +5,6 @@
 // shared by the other HybridCache suites.
 
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HalcyonCache
@@ -59,23 +58,41 @@ struct HybridCacheTests {
         let cache = f.cache
         var options = HybridCache.Options()
         options.toDisk = false
-        let inline = Mutex<HybridCache.StoreResult?>(nil)
+        let inline = Locked<HybridCache.StoreResult?>(nil)
         cache.store(CacheEntry(bytes: [7]), forKey: "m", options: options) { r in inline.withLock { $0 = r.value } }
         #expect(inline.withLock { $0 }?.stored == true)  // completed before store returned
         #expect(cache.memoryStorage.isCached(forKey: "m"))
         #expect(!cache.diskStorage.isCached(forKey: "m"))
     }
 
+    @Test func toDiskFalseRemovesTheDiskCopySoAnEvictionMissesInsteadOfGoingBack() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        _ = await result { cache.store(CacheEntry(bytes: utf8Bytes("old")), forKey: "k", completion: $0) }
+        var options = HybridCache.Options()
+        options.toDisk = false
+        let done: HybridCache.StoreResult? = await withCheckedContinuation { c in
+            cache.store(CacheEntry(bytes: utf8Bytes("new")), forKey: "k", options: options) { r in c.resume(returning: r.value) }
+        }
+        #expect(done?.stored == true)
+        #expect(!cache.diskStorage.isCached(forKey: "k"))
+        cache.memoryStorage.removeAll()  // as memory pressure would
+        let got = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
+        #expect(got.cacheType == CacheType.none)
+    }
+
     @Test func toDiskFalseQueuesBehindAWriteToTheSameKey() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
-        cache.debugSleep(seconds: 0.2)
+        let gate = DispatchSemaphore(value: 0)
+        cache.ioQueue.async { gate.wait() }  // holds the ioQueue until the checks below are done
         cache.store(CacheEntry(bytes: utf8Bytes("disk")), forKey: "k")
         var options = HybridCache.Options()
         options.toDisk = false
         let order = Recorder<String>()
         cache.store(CacheEntry(bytes: utf8Bytes("memory")), forKey: "k", options: options) { _ in order.append("memory-store") }
         #expect(order.all.isEmpty)  // not inline: a write to "k" is queued
+        gate.signal()
         let got = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
         #expect(got.entry?.bytes == utf8Bytes("memory"))
         #expect(order.all == ["memory-store"])
@@ -205,7 +222,7 @@ struct HybridCacheTests {
         var options = HybridCache.Options()
         options.loadDiskFileSynchronously = true
         let caller = pthread_self()
-        let seen = Mutex<(HybridCache.RetrieveResult?, Bool)>((nil, false))
+        let seen = Locked<(HybridCache.RetrieveResult?, Bool)>((nil, false))
         cache.retrieve(forKey: "k", options: options) { r in
             seen.withLock { $0 = (r.value, pthread_equal(pthread_self(), caller) != 0) }
         }
@@ -213,6 +230,28 @@ struct HybridCacheTests {
         #expect(got?.cacheType == .disk)
         #expect(got?.entry?.bytes == [5])
         #expect(sameThread)
+    }
+
+    @Test func memoryHitCompletesOnTheCallersThreadWhileTheIOQueueIsBusy() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        var options = HybridCache.Options()
+        options.diskExpiration = .never
+        options.memoryExpiration = .never
+        _ = await result { cache.store(CacheEntry(bytes: [3]), forKey: "k", options: options, completion: $0) }
+        cache.debugSleep(seconds: 0.3)  // not a write: reads of "k" need not wait for it
+        let caller = pthread_self()
+        let seen = Locked<(HybridCache.RetrieveResult?, Bool)>((nil, false))
+        cache.retrieve(forKey: "k") { r in seen.withLock { $0 = (r.value, pthread_equal(pthread_self(), caller) != 0) } }
+        let (got, sameThread) = seen.withLock { $0 }
+        #expect(got?.cacheType == .memory)
+        #expect(got?.expiresAt == nil)  // never
+        #expect(sameThread)
+        let described = Locked<HybridCache.EntryDescription?>(nil)
+        cache.describe(forKey: "absent", options: { var o = HybridCache.Options(); o.fromMemoryOnly = true; return o }()) { r in
+            described.withLock { $0 = r.value }
+        }
+        #expect(described.withLock { $0 }?.cacheType == CacheType.none)
     }
 
     @Test func completionsRunWhereTheCallbackQueueSays() async throws {
@@ -235,13 +274,36 @@ struct HybridCacheTests {
         #expect(mainHit)
     }
 
+    @Test func operationQueueDeliveriesFollowTheRequestPriority() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        let deliveries = OperationQueue()
+        deliveries.maxConcurrentOperationCount = 1
+        deliveries.isSuspended = true
+        let order = Recorder<String>()
+        let group = DispatchGroup()
+        for (name, priority) in [("low", Operation.QueuePriority.low), ("high", .high), ("normal", .normal)] {
+            var options = HybridCache.Options()
+            options.priority = priority
+            group.enter()
+            cache.retrieve(forKey: name, options: options, callbackQueue: .operationQueue(deliveries)) { _ in
+                order.append(name)
+                group.leave()
+            }
+        }
+        await f.drain()  // all three answered (misses) and waiting on the suspended queue
+        deliveries.isSuspended = false
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(order.all == ["high", "normal", "low"])
+    }
+
     @Test func wholeCacheWriteMakesEveryReadQueue() async throws {
         let f = HybridCacheFixture()
         let cache = f.cache
         _ = await result { cache.store(CacheEntry(bytes: [1]), forKey: "k", completion: $0) }
         cache.debugSleep(seconds: 0.1)
         cache.clear()
-        let answeredInline = Mutex(false)
+        let answeredInline = Locked(false)
         let got: HybridCache.RetrieveResult? = await withCheckedContinuation { c in
             cache.retrieve(forKey: "k") { r in
                 answeredInline.withLock { $0 = !HybridCacheFixture.onIOQueue }
