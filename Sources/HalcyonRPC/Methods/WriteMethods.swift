@@ -30,7 +30,7 @@ extension Dispatcher {
                     w.beginObject()
                     w.field("stored", r.stored)
                     w.field("size", r.size)
-                    w.field("expiresAt", time: r.expiresAt)
+                    w.field("expiresAt", expiresAt: r.expiresAt)
                     w.endObject()
                 }
             }
@@ -49,7 +49,7 @@ extension Dispatcher {
                 responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("touched", r.touched)
-                    w.field("expiresAt", time: r.expiresAt)
+                    w.field("expiresAt", expiresAt: r.expiresAt)
                     w.endObject()
                 }
             }
