@@ -9,6 +9,7 @@
 
 import Foundation
 import HalcyonJSON
+import HalcyonRPC
 import Testing
 
 /// One step of a `wire` block: a line to send, or a group of replies to read.
@@ -162,6 +163,28 @@ struct ProtocolDocTests {
         #expect(methods.subtracting(doc.methodsSent).isEmpty, "not run: \(methods.subtracting(doc.methodsSent))")
         let codes: Set<Int64> = [-32700, -32600, -32601, -32602, -32800, -32004]
         #expect(codes.subtracting(doc.errorCodesShown).isEmpty, "not shown: \(codes.subtracting(doc.errorCodesShown))")
+    }
+
+    /// Every `data.reason` the code can produce is in the doc's error table (§3), so a new
+    /// reason cannot ship undocumented. The free-standing reasons (made by factory
+    /// functions rather than enums) are listed by hand.
+    @Test func docNamesEveryErrorReason() throws {
+        let markdown = try String(contentsOf: Self.docURL, encoding: .utf8)
+        let table = markdown.components(separatedBy: "## 3. Errors").dropFirst().first?
+            .components(separatedBy: "\n## ").first ?? ""
+        var reasons = Set(JSONParseError.Reason.allCases.map(\.rawValue))
+        reasons.formUnion(RPCError.InvalidRequestReason.allCases.map(\.rawValue))
+        reasons.formUnion(RPCError.InvalidParamsReason.allCases.map(\.rawValue))
+        // tooManyInFlight is declared but never sent: --max-in-flight is back-pressure.
+        reasons.formUnion(RPCError.OverloadReason.allCases.map(\.rawValue).filter { $0 != "tooManyInFlight" })
+        reasons.formUnion([
+            "lineTooLong", "batchTooLarge", "methodNotFound", "debugMethodsDisabled", "internalError",
+            "requestCancelled", "shuttingDown", "cannotEncode", "diskStorageIsNotReady",
+            "cannotCreateCacheFile", "cannotSetCacheFileAttribute", "cannotRemoveCacheFile",
+            "cannotLoadDataFromDisk",
+        ])
+        let missing = reasons.filter { !table.contains("`\($0)`") }.sorted()
+        #expect(missing.isEmpty, "not in the §3 table: \(missing)")
     }
 
     /// Runs every `wire` block, in order, on one connection to a fresh daemon.
