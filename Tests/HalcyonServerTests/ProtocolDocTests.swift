@@ -325,4 +325,42 @@ struct ProtocolDocSpecPointTests {
         let removed = try client.result("cache.removeExpired", #"{"referenceDate":\#(later)}"#)
         #expect(removed["removed"]?.int64 == 1, "\(removed.compactText)")
     }
+
+    /// -32002 and -32003 reach the wire with their reasons and errno names. Even as root,
+    /// a directory where the cache file goes cannot be renamed over, and a symlink loop
+    /// cannot be opened, so both are reproducible without permissions or a full disk.
+    @Test func storageErrorsReachTheWire() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        let folder = try #require(try client.result("server.info")["cacheFolder"]?.string)
+        let files = FileManager.default
+        func regularFiles() throws -> Set<String> {
+            Set(try files.contentsOfDirectory(atPath: folder).filter { name in
+                var isDirectory: ObjCBool = false
+                return files.fileExists(atPath: folder + "/" + name, isDirectory: &isDirectory) && !isDirectory.boolValue
+            })
+        }
+
+        _ = try client.result("cache.set", #"{"key":"w","value":"v"}"#)
+        let wFile = try #require(try regularFiles().first)
+        try files.removeItem(atPath: folder + "/" + wFile)
+        try files.createDirectory(atPath: folder + "/" + wFile + "/sub", withIntermediateDirectories: true)
+        let cannotWrite = try client.call("cache.set", #"{"key":"w","value":"v2"}"#)
+        #expect(cannotWrite["error"]?["code"]?.int64 == -32002, "\(cannotWrite.compactText)")
+        #expect(cannotWrite["error"]?["data"]?["reason"]?.string == "cannotCreateCacheFile")
+        #expect(cannotWrite["error"]?["data"]?["errnoName"]?.string == "EISDIR")
+
+        let before = try regularFiles()
+        _ = try client.result("cache.set", #"{"key":"r","value":"v"}"#)
+        let rFile = try #require(try regularFiles().subtracting(before).first)
+        _ = try client.result("cache.remove", #"{"key":"r","fromDisk":false}"#)
+        let path = folder + "/" + rFile
+        try files.removeItem(atPath: path)
+        try files.createSymbolicLink(atPath: path, withDestinationPath: path)
+        let cannotRead = try client.call("cache.get", #"{"key":"r"}"#)
+        #expect(cannotRead["error"]?["code"]?.int64 == -32003, "\(cannotRead.compactText)")
+        #expect(cannotRead["error"]?["data"]?["reason"]?.string == "cannotLoadDataFromDisk")
+        #expect(cannotRead["error"]?["data"]?["errnoName"]?.string == "ELOOP")
+    }
 }
