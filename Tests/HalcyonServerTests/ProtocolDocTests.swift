@@ -1,11 +1,12 @@
 // Keeps Docs/PROTOCOL.md honest: every example exchange in it is sent to a real halcyond,
 // and each reply must have the shape and the values the doc shows.
 //
-// The doc's marker format (described in the doc itself, §0): a fenced block opened with
+// The doc's marker format (described at the top of the doc itself): a fenced block opened with
 // ```wire is run; inside it, `→ ` lines are sent verbatim and `← ` lines are the replies
-// expected after them. Blocks with any other fence (```text) are illustrations and are
-// only read. A string value "<time>", "<int>", "<number>", "<string>" or "<any>" in a
-// `←` line stands for a value that varies from run to run.
+// expected after them. Blocks with any other fence (```text) are illustrations: not run,
+// but their `←` lines must be JSON-RPC errors with a known reason. A string value
+// "<time>", "<int>", "<number>", "<string>" or "<any>" in a `←` line stands for a value
+// that varies from run to run.
 
 import Foundation
 import HalcyonJSON
@@ -32,6 +33,9 @@ struct DocExamples {
     var steps: [DocStep] = []
     /// Problems with the doc itself (a malformed `←` line, text inside a `wire` block).
     var problems: [String] = []
+    /// The `←` lines of illustration (```text) blocks, which cannot be run but must still
+    /// be well-formed replies.
+    var illustrations: [(line: Int, value: JSONValue)] = []
 
     init(markdown: String) {
         var inFence = false
@@ -49,7 +53,15 @@ struct DocExamples {
                 }
                 continue
             }
-            guard runnable else { continue }
+            guard runnable else {
+                if inFence, line.hasPrefix("← ") {
+                    switch JSONValue.parse(String(line.dropFirst(2))) {
+                    case .success(let value): illustrations.append((number, value))
+                    case .failure: problems.append("line \(number): an illustrated reply is not JSON")
+                    }
+                }
+                continue
+            }
             if line.hasPrefix("→ ") {
                 steps.append(DocStep(kind: .send(String(line.dropFirst(2))), line: number))
             } else if line.hasPrefix("← ") {
@@ -185,6 +197,17 @@ struct ProtocolDocTests {
         ])
         let missing = reasons.filter { !table.contains("`\($0)`") }.sorted()
         #expect(missing.isEmpty, "not in the §3 table: \(missing)")
+
+        // Illustrated error replies are JSON-RPC 2.0 errors with a reason the code knows.
+        let doc = try Self.examples()
+        #expect(!doc.illustrations.isEmpty)
+        for (line, reply) in doc.illustrations {
+            let error = reply["error"]
+            #expect(reply["jsonrpc"]?.string == "2.0" && reply["id"] != nil, "Docs/PROTOCOL.md:\(line)")
+            #expect(error?["code"]?.int64 != nil && error?["message"]?.string != nil, "Docs/PROTOCOL.md:\(line)")
+            let reason = error?["data"]?["reason"]?.string ?? "(none)"
+            #expect(reasons.contains(reason), "Docs/PROTOCOL.md:\(line): unknown reason \(reason)")
+        }
     }
 
     /// Runs every `wire` block, in order, on one connection to a fresh daemon.
