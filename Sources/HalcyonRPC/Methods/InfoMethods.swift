@@ -22,10 +22,10 @@ extension Dispatcher {
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 stats.write(to: &w)
-                w.field("connections", live.connections)
                 w.field("inFlight", live.inFlight)
+                w.field("connections", live.connections)
                 w.field("refusedPeers", live.refusedPeers)
-                w.key("uptime"); w.double(uptime.rounded(.down))
+                w.field("uptime", Int(uptime.rounded(.down)))
                 w.endObject()
             })
             return nil
@@ -50,7 +50,7 @@ extension Dispatcher {
                 w.field("pid", Int(getpid()))
                 w.field("socket", facts.socketPath)
                 w.field("cacheFolder", folder)
-                w.field("startedAt", time: facts.startedAt)
+                w.field("startedAt", roundedDown: facts.startedAt)
                 w.key("limits"); w.beginObject()
                 for (name, value) in facts.limits { w.key(name); w.int(value) }
                 w.endObject()
@@ -142,8 +142,8 @@ extension CacheStats {
         w.field("bytes", diskBytes); w.field("entries", diskEntries)
         w.field("evictions", diskEvictions); w.field("expirations", diskExpirations)
         w.endObject()
-        w.field("hits", memoryHits + diskHits)
-        w.field("misses", diskMisses)
+        // Totals only where they add up: a read that missed memory and then hit disk is
+        // one memory miss and one disk hit, so an overall "misses" would be ambiguous.
         w.field("sets", sets)
         w.field("removals", removals)
         w.field("evictions", memoryEvictions + diskEvictions)

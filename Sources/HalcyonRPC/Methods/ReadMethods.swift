@@ -35,7 +35,7 @@ extension Dispatcher {
                     )
                     w.field("encoding", shown.rawValue)
                     w.field("cacheType", found.cacheType.rawValue)
-                    w.field("expiresAt", time: found.expiresAt)
+                    w.field("expiresAt", expiresAt: found.expiresAt)
                     w.endObject()
                 }
             }
@@ -75,8 +75,8 @@ extension Dispatcher {
                     if d.cacheType != .none {
                         w.field("size", d.size)
                         w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
-                        w.field("expiresAt", time: d.expiresAt)
-                        w.field("lastAccessAt", time: d.lastAccessAt)
+                        w.field("expiresAt", expiresAt: d.expiresAt)
+                        w.field("lastAccessAt", roundedDown: d.lastAccessAt)
                     }
                     w.endObject()
                 }

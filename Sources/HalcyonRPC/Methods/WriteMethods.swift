@@ -14,10 +14,8 @@ extension Dispatcher {
         ) { dispatcher, call throws(RPCError) in
             let key = try call.params.key()
             let encoding = try call.params.encoding("encoding") ?? .utf8
-            guard let raw = call.params.value("value") else {
-                throw .missingParam("value")
-            }
-            let bytes = try encoding.decode(raw)
+            // Not `value(_:)`, which reads null as absent: with "json", null is a value.
+            let bytes = try call.params.valueBytes(encoding: encoding)
             var options = call.options
             options.diskExpiration = try call.params.expiration("expiration")
             options.memoryExpiration = try call.params.expiration("memoryExpiration")
@@ -30,7 +28,7 @@ extension Dispatcher {
                     w.beginObject()
                     w.field("stored", r.stored)
                     w.field("size", r.size)
-                    w.field("expiresAt", time: r.expiresAt)
+                    w.field("expiresAt", expiresAt: r.expiresAt)
                     w.endObject()
                 }
             }
@@ -49,7 +47,7 @@ extension Dispatcher {
                 responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("touched", r.touched)
-                    w.field("expiresAt", time: r.expiresAt)
+                    w.field("expiresAt", expiresAt: r.expiresAt)
                     w.endObject()
                 }
             }
