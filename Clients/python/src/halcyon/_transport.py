@@ -77,13 +77,14 @@ class Connection:
             sock.close()
 
     def exchange(
-        self, payload: bytes, want: Iterable[int], timeout: Optional[float]
+        self, payload: bytes, want: Iterable[int], timeout: Optional[float], *, batch: bool = False
     ) -> Tuple[Dict[int, Dict[str, Any]], List[Dict[str, Any]]]:
         """Write ``payload`` and read until every id in ``want`` is answered.
 
         Returns the replies by id and the error replies with ``id: null`` (a line the
         daemon could not take: too long, a batch too large). Reading stops early once
-        replies plus null-id errors account for every wanted id.
+        replies plus null-id errors account for every wanted id, or, for a ``batch``
+        (one line holding every request), at the first null-id error.
 
         ``timeout`` bounds the time without progress (no byte written or read), so a
         large pipeline that keeps moving is not cut off; ``None`` waits forever.
@@ -105,7 +106,7 @@ class Connection:
         deadline = None if timeout is None else time.monotonic() + timeout
         writing = False
         try:
-            while sent < len(view) or len(got) + len(nulls) < len(wanted):
+            while sent < len(view) or (len(got) + len(nulls) < len(wanted) and not (batch and nulls)):
                 need_write = sent < len(view)
                 if need_write != writing:
                     events = selectors.EVENT_READ | (selectors.EVENT_WRITE if need_write else 0)

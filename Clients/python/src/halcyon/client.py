@@ -116,9 +116,10 @@ class Client:
                 raise result
         return conn
 
-    def _exchange(self, conn: Connection, payload: bytes, ids: List[int], timeout: Optional[float]) -> Any:
+    def _exchange(self, conn: Connection, payload: bytes, ids: List[int], timeout: Optional[float],
+                  batch: bool = False) -> Any:
         try:
-            return conn.exchange(payload, ids, timeout)
+            return conn.exchange(payload, ids, timeout, batch=batch)
         except Timeout as exc:
             raise errors.HalcyonTimeoutError(
                 f"halcyond did not answer within {timeout} s ({len(exc.missing)} request(s) cancelled)",
@@ -143,7 +144,7 @@ class Client:
                 else:
                     payload = b"".join(_wire.dumps(c.request(i)) for c, i in zip(commands, ids))
                 try:
-                    got, nulls = self._exchange(conn, payload, ids, wait)
+                    got, nulls = self._exchange(conn, payload, ids, wait, batch)
                     break
                 except Broken as exc:
                     self._conn = None

@@ -15,6 +15,9 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 
 def _canonical(value: Any) -> Any:
+    # Equal arguments must give equal keys, as in functools.lru_cache: 1 == 1.0.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, (bytes, bytearray)):
