@@ -200,7 +200,9 @@ class AsyncClient:
                 self._pending.pop(rid, None)
             raise _Broken(f"write failed: {exc}", delivered=True) from exc
         try:
-            replies = await asyncio.wait_for(asyncio.gather(*futures), timeout)
+            # return_exceptions: when the connection drops every future fails at once,
+            # and each failure must be retrieved, not left to warn at collection.
+            replies = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
         except asyncio.TimeoutError:
             missing = [rid for rid, fut in zip(ids, futures) if not fut.done()]
             for rid in ids:
@@ -211,9 +213,13 @@ class AsyncClient:
                 f"halcyond did not answer within {timeout} s ({len(missing)} request(s) cancelled)",
                 reason="timeout",
             ) from None
+        for r in replies:
+            if isinstance(r, BaseException):
+                raise r
+        ok = cast(List[Dict[str, Any]], replies)
         return [
             errors.from_reply(r["error"]) if r.get("id") is None and "error" in r else _wire.outcome(r, c)
-            for r, c in zip(replies, commands)
+            for r, c in zip(ok, commands)
         ]
 
     async def _outcomes(self, commands: List[Command], timeout: Optional[float], batch: bool) -> List[Any]:

@@ -137,13 +137,13 @@ class Client:
             attempt = 0
             while True:
                 attempt += 1
-                conn = self._connection(wait)
                 ids = [next(self._ids) for _ in commands]
                 if batch:
                     payload = _wire.dumps([c.request(i) for c, i in zip(commands, ids)])
                 else:
                     payload = b"".join(_wire.dumps(c.request(i)) for c, i in zip(commands, ids))
                 try:
+                    conn = self._connection(wait)
                     got, nulls = self._exchange(conn, payload, ids, wait, batch)
                     break
                 except Broken as exc:
