@@ -22,9 +22,9 @@ def cli(binary: str, sock: str, args: List[str], stdin: bytes = b"") -> subproce
 
 
 @pytest.fixture
-def run(daemon: Daemon, halcyon_bin: str):  # type: ignore[no-untyped-def]
+def run(daemon: Daemon, cli_bin: str):  # type: ignore[no-untyped-def]
     def go(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:  # type: ignore[type-arg]
-        return cli(halcyon_bin, daemon.socket, list(args), stdin)
+        return cli(cli_bin, daemon.socket, list(args), stdin)
     return go
 
 
@@ -80,14 +80,14 @@ def test_errors_exit_2_with_reason(run) -> None:  # type: ignore[no-untyped-def]
     assert r.returncode == 2 and b"methodNotFound" in r.stderr
 
 
-def test_unreachable_daemon_exits_2(halcyon_bin: str) -> None:
-    r = cli(halcyon_bin, "/tmp/halcyon-no-such-dir/h.sock", ["ping"])
+def test_unreachable_daemon_exits_2(cli_bin: str) -> None:
+    r = cli(cli_bin, "/tmp/halcyon-no-such-dir/h.sock", ["ping"])
     assert r.returncode == 2 and r.stderr
 
 
-def test_socket_from_environment(halcyon_bin: str, daemon: Daemon) -> None:
+def test_socket_from_environment(cli_bin: str, daemon: Daemon) -> None:
     env: Dict[str, str] = dict(os.environ, HALCYON_SOCKET=daemon.socket)
-    r = subprocess.run([halcyon_bin, "ping"], capture_output=True, env=env, timeout=30)
+    r = subprocess.run([cli_bin, "ping"], capture_output=True, env=env, timeout=30)
     assert r.returncode == 0
 
 

@@ -11,7 +11,7 @@ from typing import Dict, List
 import pytest
 
 import halcyon
-from conftest import REPO, Daemon
+from conftest import REPO
 
 LIBRARY = REPO / "Clients" / "shell" / "halcyon.sh"
 EXAMPLES = REPO / "Clients" / "shell" / "examples"
@@ -24,8 +24,9 @@ def sh(script: str, daemon_socket: str, cli: str, stdin: bytes = b"", args: List
 
 
 @pytest.fixture
-def env(daemon: Daemon, halcyon_bin: str) -> Dict[str, str]:
-    return {"daemon_socket": daemon.socket, "cli": halcyon_bin}
+def env(server_path: str, cli_bin: str) -> Dict[str, str]:
+    """Every test runs with each CLI (Swift, Python) against each server (fake, real)."""
+    return {"daemon_socket": server_path, "cli": cli_bin}
 
 
 def test_set_get_rm_exists(env: Dict[str, str], key: str) -> None:
@@ -76,8 +77,8 @@ def test_cached_does_not_cache_failures(env: Dict[str, str], key: str, tmp_path:
         assert not c.exists(key)
 
 
-def test_cached_runs_command_when_daemon_is_down(halcyon_bin: str, key: str) -> None:
-    r = sh('halcyon_cached 1m "$1" -- echo fresh', "/tmp/halcyon-no-such-dir/h.sock", halcyon_bin, args=[key])
+def test_cached_runs_command_when_daemon_is_down(cli_bin: str, key: str) -> None:
+    r = sh('halcyon_cached 1m "$1" -- echo fresh', "/tmp/halcyon-no-such-dir/h.sock", cli_bin, args=[key])
     assert r.returncode == 0 and r.stdout == b"fresh\n"
 
 
