@@ -132,3 +132,10 @@ def test_connection_refused() -> None:
         with pytest.raises(halcyon.HalcyonConnectionError):
             await c.ping()
     run(main())
+
+
+def test_client_survives_a_new_event_loop(fake: FakeServer) -> None:
+    c = AsyncClient(fake.path)
+    assert run(c.ping())
+    assert run(c.ping())
+    run(c.close())

@@ -321,3 +321,20 @@ def test_configure_reapplied_after_reconnect(fake: FakeServer) -> None:
         assert c.ping()
     configures = [m for m in fake.received if m.get("method") == "connection.configure"]
     assert len(configures) == 2 and configures[1]["params"] == {"loadDiskFileSynchronously": True}
+
+
+def test_forked_child_gets_its_own_connection(fake: FakeServer, key: str) -> None:
+    import os
+    with halcyon.Client(fake.path) as c:
+        c.set(key, "parent")
+        pid = os.fork()
+        if pid == 0:  # child: exit code says whether it could talk to the server
+            try:
+                ok = c.get(key) == "parent" and c.set(key, "child")
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert c.get(key) == "child"
+        assert fake.connections == 2

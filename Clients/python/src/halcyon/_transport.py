@@ -59,7 +59,9 @@ class Connection:
         sock.setblocking(False)
         self.sock: Optional[socket.socket] = sock
         self._buffer = bytearray()
-        self._selector = selectors.DefaultSelector()
+        # poll keeps no kernel state, so a forked child closing its copy cannot
+        # disturb the parent (an epoll set would be shared between them).
+        self._selector = selectors.PollSelector()
         self._selector.register(sock, selectors.EVENT_READ)
 
     @property

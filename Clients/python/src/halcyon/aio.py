@@ -65,6 +65,7 @@ class AsyncClient:
         self._pending: Dict[int, Tuple["asyncio.Future[Dict[str, Any]]", int]] = {}
         self._connect_lock: Optional[asyncio.Lock] = None
         self._configure: Optional[Command] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     # ------------------------------------------------------------ plumbing
 
@@ -79,6 +80,10 @@ class AsyncClient:
         writer, task = self._writer, self._reader_task
         self._writer = self._reader = None
         self._reader_task = None
+        if self._loop is not asyncio.get_running_loop():
+            # They belong to a loop that is gone; its end already closed them.
+            writer = task = None
+            self._pending = {}
         if task is not None:
             task.cancel()
             try:
@@ -100,6 +105,15 @@ class AsyncClient:
                 fut.set_exception(exc)
 
     async def _connection(self, timeout: Optional[float]) -> asyncio.StreamWriter:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            # Streams, futures and the lock belong to one loop; a client reused under a
+            # new loop (a second asyncio.run) starts over instead of failing.
+            self._loop = loop
+            self._reader = self._writer = None
+            self._reader_task = None
+            self._pending = {}
+            self._connect_lock = None
         if self._writer is not None and not self._writer.is_closing():
             return self._writer
         if self._connect_lock is None:

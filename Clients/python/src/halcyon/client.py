@@ -60,8 +60,9 @@ class Client:
             reads and writes of one key, ``server.*``), never for ``clear``,
             ``remove_expired``, ``trim`` or :meth:`call`.
 
-    The connection is opened lazily on the first call and reopened after it breaks.
-    Thread-safe (see the module docstring); use as a context manager to close it.
+    The connection is opened lazily on the first call and reopened after it breaks,
+    and a forked child opens its own. Thread-safe (see the module docstring); use as a
+    context manager to close it.
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class Client:
         self._conn: Optional[Connection] = None
         self._ids = itertools.count(1)
         self._configure: Optional[Command] = None
+        self._pid = os.getpid()
 
     # ------------------------------------------------------------ plumbing
 
@@ -102,6 +104,14 @@ class Client:
         return self.timeout if timeout is None else float(timeout)
 
     def _connection(self, timeout: Optional[float]) -> Connection:
+        if self._pid != os.getpid():
+            # A forked child must not talk on its parent's connection: both would read
+            # each other's replies. Drop the inherited one (closing the child's copy of
+            # the descriptor leaves the parent's open) and start fresh.
+            self._pid = os.getpid()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
         conn = self._conn
         if conn is not None and not conn.closed:
             return conn
