@@ -10,6 +10,8 @@ import uuid
 from typing import Any, List
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import halcyon
 from halcyon import errors
@@ -338,3 +340,37 @@ def test_forked_child_gets_its_own_connection(fake: FakeServer, key: str) -> Non
         assert os.waitstatus_to_exitcode(status) == 0
         assert c.get(key) == "child"
         assert fake.connections == 2
+
+
+# ------------------------------------------------ properties
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=65536))
+def test_any_bytes_round_trip(server_path: str, data: bytes) -> None:
+    with halcyon.Client(server_path) as c:
+        k = f"bytes-{uuid.uuid4().hex}"
+        c.set(k, data)
+        assert c.get(k) == data
+
+
+# At most 1024 code points of at most 4 UTF-8 bytes: every key is 1..4096 bytes.
+keys = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=1024)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=keys, value=st.text())
+def test_any_unicode_key_round_trips(server_path: str, key: str, value: str) -> None:
+    with halcyon.Client(server_path) as c:
+        c.set(key, value)
+        assert c.get(key) == value
+        assert c.exists(key)
+        assert c.delete(key)
+
+
+def test_large_values(client: halcyon.Client, key: str) -> None:
+    big = bytes(range(256)) * (8 * 4096)  # 8 MiB
+    client.set(key, big, timeout=60)
+    assert client.get(key, timeout=60) == big
+    text = "ü" * (1 << 20)
+    client.set(key, text, timeout=60)
+    assert client.get(key, timeout=60) == text

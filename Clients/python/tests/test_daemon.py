@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import halcyon
 from halcyon import errors
@@ -122,26 +119,3 @@ def test_configure_connection(daemon: Daemon, key: str) -> None:
         assert isinstance(settings_now, dict)
         c.set(key, 1)
         assert c.get(key) == 1
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(max_size=65536))
-def test_any_bytes_round_trip(daemon: Daemon, data: bytes) -> None:
-    with halcyon.Client(daemon.socket) as c:
-        k = f"bytes-{uuid.uuid4().hex}"
-        c.set(k, data)
-        assert c.get(k) == data
-
-
-keys = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=4096).filter(
-    lambda k: 1 <= len(k.encode("utf-8")) <= 4096)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=keys, value=st.text())
-def test_any_unicode_key_round_trips(daemon: Daemon, key: str, value: str) -> None:
-    with halcyon.Client(daemon.socket) as c:
-        c.set(key, value)
-        assert c.get(key) == value
-        assert c.exists(key)
-        assert c.delete(key)

@@ -143,7 +143,10 @@ class Connection:
                             self.close()
                             raise Broken("halcyond closed the connection", delivered=sent > 0)
                         self._buffer += data
-                        self._drain_buffer(wanted, got, nulls)
+                        # Only a chunk that ends a line can complete a reply; a large
+                        # value arrives in many chunks that need no scan.
+                        if b"\n" in data:
+                            self._drain_buffer(wanted, got, nulls)
                         progress = True
                 if progress and timeout is not None:
                     deadline = time.monotonic() + timeout

@@ -148,6 +148,8 @@ class AsyncClient:
                 if not data:
                     raise _Broken("halcyond closed the connection", delivered=True)
                 buffer += data
+                if b"\n" not in data:
+                    continue
                 end = buffer.rfind(b"\n")
                 if end < 0:
                     continue
