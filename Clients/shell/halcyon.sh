@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # halcyon.sh: a bash library for scripts that keep values in Halcyon.
 #
 #   source Clients/shell/halcyon.sh

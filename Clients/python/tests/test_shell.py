@@ -101,3 +101,12 @@ def test_example_once_per(env: Dict[str, str], tmp_path: Path) -> None:
     for _ in range(2):
         assert subprocess.run(cmd, capture_output=True, env=run_env, timeout=60).returncode == 0
     assert marker.read_text() == "x\n"
+
+
+def test_library_and_examples_pass_shellcheck() -> None:
+    import shutil
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    files = [str(LIBRARY), *sorted(str(p) for p in EXAMPLES.glob("*.sh"))]
+    r = subprocess.run(["shellcheck", "-x", "-P", "SCRIPTDIR", *files], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stdout.decode()

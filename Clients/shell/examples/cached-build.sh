@@ -5,6 +5,7 @@
 #
 #   Clients/shell/examples/cached-build.sh SRC_DIR > out.tar.gz
 set -euo pipefail
+# shellcheck source=../halcyon.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../halcyon.sh"
 
 src=${1:?usage: cached-build.sh SRC_DIR}

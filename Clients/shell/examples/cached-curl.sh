@@ -4,6 +4,7 @@
 #
 #   Clients/shell/examples/cached-curl.sh https://example.com/ 10m
 set -euo pipefail
+# shellcheck source=../halcyon.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../halcyon.sh"
 
 url=${1:?usage: cached-curl.sh URL [TTL]}

@@ -5,6 +5,7 @@
 #
 #   Clients/shell/examples/once-per.sh 1h disk-alert -- mail -s "disk full" ops@example.com
 set -euo pipefail
+# shellcheck source=../halcyon.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../halcyon.sh"
 
 if [ $# -lt 4 ] || [ "$3" != "--" ]; then
