@@ -183,6 +183,20 @@ class FakeServer:
             return None
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
+    @staticmethod
+    def _convert(value: Any, have: str, want: str) -> Any:
+        import base64
+        raw = (base64.b64decode(value) if have == "base64" else
+               value.encode() if have == "utf8" else json.dumps(value, separators=(",", ":")).encode())
+        try:
+            if want == "base64":
+                return base64.b64encode(raw).decode()
+            if want == "utf8":
+                return raw.decode()
+            return json.loads(raw)
+        except ValueError:
+            raise RPCError(-32004, "cannotEncode") from None
+
     def _key(self, params: Dict[str, Any]) -> str:
         key = params.get("key")
         if not isinstance(key, str):
@@ -220,6 +234,9 @@ class FakeServer:
             if key not in self.store:
                 return {"found": False}
             value, encoding = self.store[key]
+            wanted = p.get("encoding")
+            if wanted is not None and wanted != encoding:
+                value, encoding = self._convert(value, encoding, wanted), wanted
             return {"found": True, "value": value, "encoding": encoding, "cacheType": "memory", "expiresAt": None}
         if method == "cache.isCached":
             key = self._key(p)

@@ -374,3 +374,14 @@ def test_large_values(client: halcyon.Client, key: str) -> None:
     text = "ü" * (1 << 20)
     client.set(key, text, timeout=60)
     assert client.get(key, timeout=60) == text
+
+
+def test_get_entry_in_another_encoding(client: halcyon.Client, key: str) -> None:
+    client.set(key, {"a": 1})
+    entry = client.get_entry(key, encoding="base64")
+    assert entry is not None and entry.value == b'{"a":1}' and entry.encoding == "base64"
+    client.set(key, b"\xff")
+    with pytest.raises(errors.CannotEncodeError):
+        client.get_entry(key, encoding="utf8")
+    with pytest.raises(ValueError):
+        client.get_entry(key, encoding="hex")

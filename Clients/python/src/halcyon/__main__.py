@@ -87,17 +87,11 @@ def run(argv: Optional[List[str]] = None) -> int:
         with Client(args.socket, timeout=args.timeout) as c:
             cmd = args.command
             if cmd == "get":
-                entry = c.get_entry(args.key)
+                # base64 gives the stored bytes exactly, whatever the entry's encoding.
+                entry = c.get_entry(args.key, encoding="base64")
                 if entry is None:
                     return 1
-                value = entry.value
-                if isinstance(value, str):
-                    data = value.encode("utf-8")
-                elif isinstance(value, bytes):
-                    data = value
-                else:
-                    data = json.dumps(value, separators=(",", ":")).encode("utf-8")
-                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.write(entry.value)
                 sys.stdout.buffer.flush()
                 return 0
             if cmd == "set":

@@ -291,8 +291,9 @@ def cmd_set(key: str, value: Any, expire: Expire = None, *, memory_expire: Expir
     return Command("cache.set", params, lambda r: bool(_as_dict(r)["stored"]), True)
 
 
-def _get_params(key: str, extend: Any, memory_only: Optional[bool]) -> Dict[str, Any]:
+def _get_params(key: str, extend: Any, memory_only: Optional[bool], encoding: Optional[str] = None) -> Dict[str, Any]:
     params: Dict[str, Any] = {"key": _key(key)}
+    _put(params, "encoding", encoding)
     _put(params, "extendingExpiration", to_extending(extend))
     _put(params, "fromMemoryOnly", memory_only or None)
     return params
@@ -319,8 +320,11 @@ def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: O
     return Command("cache.get", _get_params(key, extend, memory_only), decode, True)
 
 
-def cmd_get_entry(key: str, *, extend: Any = None, memory_only: Optional[bool] = None) -> Command:
-    return Command("cache.get", _get_params(key, extend, memory_only), _entry, True)
+def cmd_get_entry(key: str, *, extend: Any = None, memory_only: Optional[bool] = None,
+                  encoding: Optional[str] = None) -> Command:
+    if encoding not in (None, "utf8", "base64", "json"):
+        raise ValueError(f"encoding must be 'utf8', 'base64' or 'json', not {encoding!r}")
+    return Command("cache.get", _get_params(key, extend, memory_only, encoding), _entry, True)
 
 
 def cmd_exists(key: str) -> Command:

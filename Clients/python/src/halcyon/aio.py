@@ -268,10 +268,11 @@ class AsyncClient:
         return await self._run(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only), timeout)
 
     async def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
+                        encoding: Optional[str] = None,
                         timeout: Optional[float] = None) -> Optional[Entry]:
         """See :meth:`halcyon.Client.get_entry`."""
         return cast(Optional[Entry], await self._run(
-            _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only), timeout))
+            _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
 
     async def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
                   to_disk: Optional[bool] = None, timeout: Optional[float] = None) -> bool:
@@ -427,9 +428,10 @@ class AsyncPipeline:
         """Queue :meth:`AsyncClient.get`."""
         return self._add(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only))
 
-    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False) -> "AsyncPipeline":
+    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
+                  encoding: Optional[str] = None) -> "AsyncPipeline":
         """Queue :meth:`AsyncClient.get_entry`."""
-        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only))
+        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding))
 
     def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
             to_disk: Optional[bool] = None) -> "AsyncPipeline":

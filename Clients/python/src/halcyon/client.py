@@ -193,12 +193,15 @@ class Client:
         return self._run(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only), timeout)
 
     def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
+                  encoding: Optional[str] = None,
                   timeout: Any = None) -> Optional[Entry]:
         """Like :meth:`get` but returns an :class:`~halcyon.Entry` (value, encoding,
         tier, expiry) on a hit and ``None`` on a miss, so a stored ``None`` is told
-        apart from a miss."""
+        apart from a miss. ``encoding`` asks for the value in another encoding than
+        its own (``"base64"``: the stored bytes exactly, as ``bytes``); a value that
+        cannot be shown that way raises :class:`~halcyon.errors.CannotEncodeError`."""
         return cast(Optional[Entry], self._run(
-            _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only), timeout))
+            _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
 
     def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
             to_disk: Optional[bool] = None, timeout: Any = None) -> bool:
@@ -442,9 +445,10 @@ class Pipeline:
         """Queue :meth:`Client.get`."""
         return self._add(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only))
 
-    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False) -> "Pipeline":
+    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
+                  encoding: Optional[str] = None) -> "Pipeline":
         """Queue :meth:`Client.get_entry`."""
-        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only))
+        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding))
 
     def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
             to_disk: Optional[bool] = None) -> "Pipeline":
