@@ -139,3 +139,21 @@ def test_client_survives_a_new_event_loop(fake: FakeServer) -> None:
     assert run(c.ping())
     assert run(c.ping())
     run(c.close())
+
+
+def test_cancelled_task_cancels_its_request(fake: FakeServer, key: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(fake.path) as c:
+            await c.ping()
+            holder = _hold_io(fake.path, 1.0)
+            task = asyncio.ensure_future(c.set(key, "x"))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.get_running_loop().run_in_executor(None, holder.join)
+            assert await c.ping()
+    run(main())
+    sets = [m for m in fake.received if m.get("method") == "cache.set"]
+    cancels = [m for m in fake.received if m.get("method") == "$/cancelRequest"]
+    assert cancels and cancels[0]["params"]["id"] == sets[0]["id"]

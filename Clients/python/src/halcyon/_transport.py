@@ -159,6 +159,10 @@ class Connection:
                 if progress and timeout is not None:
                     deadline = time.monotonic() + timeout
         finally:
+            if 0 < sent < len(view):
+                # Interrupted (KeyboardInterrupt, a signal handler's exception) with
+                # half a line written: the next request would be glued to it.
+                self.close()
             if writing and self.sock is not None:
                 self._selector.modify(self.sock, selectors.EVENT_READ)
         return got, nulls

@@ -219,12 +219,12 @@ class AsyncClient:
             # return_exceptions: when the connection drops every future fails at once,
             # and each failure must be retrieved, not left to warn at collection.
             replies = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
+        except asyncio.CancelledError:
+            # The caller's task was cancelled: cancel its requests on the daemon too.
+            self._abandon(ids, writer)
+            raise
         except asyncio.TimeoutError:
-            missing = [rid for rid, fut in zip(ids, futures) if not fut.done()]
-            for rid in ids:
-                self._pending.pop(rid, None)
-            if missing and not writer.is_closing():
-                writer.write(b"".join(_wire.cancel_line(i) for i in missing))
+            missing = self._abandon(ids, writer)
             raise errors.HalcyonTimeoutError(
                 f"halcyond did not answer within {timeout} s ({len(missing)} request(s) cancelled)",
                 reason="timeout",
@@ -237,6 +237,17 @@ class AsyncClient:
             errors.from_reply(r["error"]) if r.get("id") is None and "error" in r else _wire.outcome(r, c)
             for r, c in zip(ok, commands)
         ]
+
+    def _abandon(self, ids: List[int], writer: asyncio.StreamWriter) -> List[int]:
+        """Stop waiting for ``ids`` and send ``$/cancelRequest`` for those unanswered."""
+        missing = []
+        for rid in ids:
+            entry = self._pending.pop(rid, None)
+            if entry is not None:
+                missing.append(rid)
+        if missing and not writer.is_closing():
+            writer.write(b"".join(_wire.cancel_line(i) for i in missing))
+        return missing
 
     async def _outcomes(self, commands: List[Command], timeout: Optional[float], batch: bool) -> List[Any]:
         if not commands:
