@@ -385,3 +385,10 @@ def test_get_entry_in_another_encoding(client: halcyon.Client, key: str) -> None
         client.get_entry(key, encoding="utf8")
     with pytest.raises(ValueError):
         client.get_entry(key, encoding="hex")
+
+
+def test_notifications_get_no_reply(client: halcyon.Client) -> None:
+    client.notify("$/cancelRequest", {"id": 987654321})  # unknown id: silently ignored
+    client.notify("server.ping")                          # a notification is never answered
+    client.notify("no.such.method")                       # not even with an error
+    assert client.ping()
