@@ -20,7 +20,7 @@ from fakeserver import FakeServer
 VALUES: List[Any] = [
     b"", b"\x00\x01\xfe\xff" * 10, bytes(range(256)),
     "", "plain", "ünïcödé ✓ 🚀", "line\nbreaks\r\n\t",
-    None, True, False, 0, -17, 2**53, 3.25, [], [1, "two", None, [3.5]], {}, {"nested": {"a": [1, 2]}, "b": None},
+    None, True, False, 0, -17, 2**53, 2**63 - 1, -(2**63), 3.25, 0.1, [], [1, "two", None, [3.5]], {}, {"nested": {"a": [1, 2]}, "b": None},
 ]
 
 

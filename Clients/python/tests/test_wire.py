@@ -55,7 +55,8 @@ def test_encoding_rule(value: object, encoding: str) -> None:
     assert _wire.encode_value(value)[1] == encoding
 
 
-@pytest.mark.parametrize("value", [object(), {1, 2}, float("nan"), float("inf"), {"a": object()}])
+@pytest.mark.parametrize("value", [object(), {1, 2}, float("nan"), float("inf"), {"a": object()},
+                                   2**63, [-(2**63) - 1], {"a": [2**64]}])
 def test_unstorable_values_raise_type_error(value: object) -> None:
     with pytest.raises(TypeError):
         _wire.encode_value(value)
@@ -67,7 +68,7 @@ def test_bytes_encode_decode_exactly(data: bytes) -> None:
     assert _wire.decode_value(json.loads(json.dumps(wire)), encoding) == data
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text() |
+@given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text() |
                     st.floats(allow_nan=False, allow_infinity=False),
                     lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=20))
 def test_json_values_decode_as_stored(value: object) -> None:

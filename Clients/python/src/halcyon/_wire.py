@@ -83,7 +83,25 @@ def encode_value(value: Any) -> Tuple[Any, str]:
         raise TypeError(
             f"halcyon can store bytes, str or JSON-able values, not {type(value).__name__}: {exc}"
         ) from None
+    _check_integers(value)
     return value, "json"
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _check_integers(value: Any) -> None:
+    # The daemon's JSON parser holds 64-bit integers; a larger one would fail the whole
+    # request line as a parse error, so refuse it here with a clear message.
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value not in _INT64:
+            raise TypeError(f"integer {value} does not fit in 64 bits; store it as a str")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_integers(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_integers(item)
 
 
 def decode_value(wire: Any, encoding: Optional[str]) -> Any:
