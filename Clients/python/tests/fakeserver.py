@@ -202,7 +202,7 @@ class FakeServer:
         if not isinstance(key, str):
             raise RPCError(-32602, "missingParam")
         if not key:
-            raise RPCError(-32602, "invalidKey")
+            raise RPCError(-32602, "emptyKey")
         if len(key.encode()) > 4096:
             raise RPCError(-32602, "keyTooLong")
         return key

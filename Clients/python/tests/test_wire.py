@@ -161,9 +161,13 @@ def test_errors_by_reason_and_family() -> None:
     assert isinstance(e, errors.CannotWriteError) and isinstance(e, halcyon.StorageError) and e.errno == 28
     e = _err(-32800, "requestCancelled", started=True)
     assert isinstance(e, halcyon.CancelledError) and e.started is True
-    assert isinstance(_err(-32005, "tooManyInFlight"), halcyon.OverloadedError)
+    assert type(_err(-32005, "tooManyInFlight")) is errors.TooManyInFlightError
+    assert isinstance(_err(-32005, "shuttingDown"), halcyon.OverloadedError)
+    assert type(_err(-32004, "cannotEncode")) is errors.CannotEncodeError
     assert isinstance(_err(-32004, "notUTF8"), errors.CannotEncodeError)
-    assert isinstance(_err(-32601, "methodNotFound"), halcyon.MethodNotFoundError)
+    assert type(_err(-32601, "methodNotFound")) is halcyon.MethodNotFoundError
+    assert type(_err(-32602, "emptyKey")) is errors.EmptyKeyError
+    assert type(_err(-32601, "debugMethodsDisabled")) is errors.DebugMethodsDisabledError
 
 
 def test_unknown_reason_gets_one_stable_class() -> None:

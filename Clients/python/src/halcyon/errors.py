@@ -20,8 +20,8 @@ The hierarchy by code::
     +-- ProtocolError            -32700 / -32600 / -32601 / -32602 / -32603
     |   +-- ParseError           -32700
     |   +-- InvalidRequestError  -32600 (LineTooLongError, BatchTooLargeError)
-    |   +-- MethodNotFoundError  -32601
-    |   +-- InvalidParamsError   -32602 (KeyTooLongError, UnknownParamError, ...)
+    |   +-- MethodNotFoundError  -32601 (DebugMethodsDisabledError)
+    |   +-- InvalidParamsError   -32602 (KeyTooLongError, EmptyKeyError, UnknownParamError, ...)
     |   +-- InternalError        -32603
     +-- CancelledError           -32800 (not asyncio.CancelledError)
     +-- StorageError             -32001 .. -32004
@@ -29,7 +29,7 @@ The hierarchy by code::
     |   +-- CannotWriteError     -32002 (CannotCreateCacheFileError, ...)
     |   +-- CannotReadError      -32003 (CannotLoadDataFromDiskError)
     |   +-- CannotEncodeError    -32004
-    +-- OverloadedError          -32005
+    +-- OverloadedError          -32005 (TooManyInFlightError, TooManyConnectionsError, ShuttingDownError)
     +-- HalcyonConnectionError   (also a builtin ConnectionError): cannot reach the daemon
     +-- HalcyonTimeoutError      (also a builtin TimeoutError): no answer in time
 
@@ -71,6 +71,11 @@ __all__ = [
     "CannotLoadDataFromDiskError",
     "CannotRemoveCacheFileError",
     "RequestCancelledError",
+    "EmptyKeyError",
+    "TooManyConnectionsError",
+    "TooManyInFlightError",
+    "ShuttingDownError",
+    "DebugMethodsDisabledError",
     "for_reason",
     "from_reply",
 ]
@@ -201,6 +206,26 @@ class UnknownParamError(InvalidParamsError):
     """``unknownParam``: the params object held a member the method does not take."""
 
 
+class EmptyKeyError(InvalidParamsError):
+    """``emptyKey``: the key is the empty string."""
+
+
+class TooManyConnectionsError(OverloadedError):
+    """``tooManyConnections``: the daemon is at ``--max-connections``."""
+
+
+class TooManyInFlightError(OverloadedError):
+    """``tooManyInFlight``: the daemon is at ``--max-in-flight`` requests."""
+
+
+class ShuttingDownError(OverloadedError):
+    """``shuttingDown``: the daemon is draining after SIGTERM; reconnect later."""
+
+
+class DebugMethodsDisabledError(MethodNotFoundError):
+    """``debugMethodsDisabled``: ``debug.*`` needs ``halcyond --enable-debug-methods``."""
+
+
 class DiskStorageIsNotReadyError(StorageNotReadyError):
     """``diskStorageIsNotReady``: the cache folder is unusable."""
 
@@ -254,6 +279,15 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("cannotLoadDataFromDisk", -32003): CannotLoadDataFromDiskError,
     ("cannotRemoveCacheFile", -32002): CannotRemoveCacheFileError,
     ("requestCancelled", -32800): RequestCancelledError,
+    ("emptyKey", -32602): EmptyKeyError,
+    ("tooManyConnections", -32005): TooManyConnectionsError,
+    ("tooManyInFlight", -32005): TooManyInFlightError,
+    ("shuttingDown", -32005): ShuttingDownError,
+    ("debugMethodsDisabled", -32601): DebugMethodsDisabledError,
+    # Reasons that name their whole code family map to the family's class itself.
+    ("methodNotFound", -32601): MethodNotFoundError,
+    ("internalError", -32603): InternalError,
+    ("cannotEncode", -32004): CannotEncodeError,
 }
 # A known reason keeps its class whatever code it arrives with.
 _KNOWN_REASONS: Dict[str, Type[HalcyonError]] = {r: c for (r, _), c in _BY_REASON.items()}
