@@ -363,7 +363,7 @@ def test_forked_child_gets_its_own_connection(fake: FakeServer, key: str) -> Non
 
 # ------------------------------------------------ properties
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=65536))
 def test_any_bytes_round_trip(server_path: str, data: bytes) -> None:
     with halcyon.Client(server_path) as c:
@@ -376,7 +376,7 @@ def test_any_bytes_round_trip(server_path: str, data: bytes) -> None:
 keys = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=1024)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=keys, value=st.text())
 def test_any_unicode_key_round_trips(server_path: str, key: str, value: str) -> None:
     with halcyon.Client(server_path) as c:
@@ -387,10 +387,10 @@ def test_any_unicode_key_round_trips(server_path: str, key: str, value: str) -> 
 
 
 def test_large_values(client: halcyon.Client, key: str) -> None:
-    big = bytes(range(256)) * (8 * 4096)  # 8 MiB
+    big = bytes(range(256)) * (2 * 4096)  # 2 MiB
     client.set(key, big, timeout=60)
     assert client.get(key, timeout=60) == big
-    text = "ü" * (1 << 20)
+    text = "ü" * (1 << 19)
     client.set(key, text, timeout=60)
     assert client.get(key, timeout=60) == text
 

@@ -72,6 +72,8 @@ __all__ = [
     "CannotRemoveCacheFileError",
     "RequestCancelledError",
     "EmptyKeyError",
+    "MissingParamError",
+    "WrongTypeError",
     "TooManyConnectionsError",
     "TooManyInFlightError",
     "ShuttingDownError",
@@ -206,6 +208,14 @@ class UnknownParamError(InvalidParamsError):
     """``unknownParam``: the params object held a member the method does not take."""
 
 
+class MissingParamError(InvalidParamsError):
+    """``missingParam``: a required member (``data.param``) is absent."""
+
+
+class WrongTypeError(InvalidParamsError):
+    """``wrongType``: a member has the wrong JSON type (``data.expected``)."""
+
+
 class EmptyKeyError(InvalidParamsError):
     """``emptyKey``: the key is the empty string."""
 
@@ -280,6 +290,8 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("cannotRemoveCacheFile", -32002): CannotRemoveCacheFileError,
     ("requestCancelled", -32800): RequestCancelledError,
     ("emptyKey", -32602): EmptyKeyError,
+    ("missingParam", -32602): MissingParamError,
+    ("wrongType", -32602): WrongTypeError,
     ("tooManyConnections", -32005): TooManyConnectionsError,
     ("tooManyInFlight", -32005): TooManyInFlightError,
     ("shuttingDown", -32005): ShuttingDownError,
