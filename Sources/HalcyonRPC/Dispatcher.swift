@@ -12,29 +12,33 @@ public struct RPCReply: Sendable {
     public var id: RPCID?
     /// The response object's bytes.
     public var bytes: [UInt8]
-    /// True for a result, false for an error. The transport withdraws a success whose
-    /// request was cancelled meanwhile and writes `-32800` instead.
-    public var isSuccess: Bool
+    /// The error this reply carries; nil for a result. The transport withdraws a success
+    /// whose request was cancelled meanwhile (writing `-32800` instead) and counts storage
+    /// errors for its warnings.
+    public var error: RPCError?
 
-    public init(id: RPCID?, bytes: [UInt8], isSuccess: Bool) {
+    /// True for a result, false for an error.
+    public var isSuccess: Bool { error == nil }
+
+    public init(id: RPCID?, bytes: [UInt8], error: RPCError?) {
         self.id = id
         self.bytes = bytes
-        self.isSuccess = isSuccess
+        self.error = error
     }
 
     /// An error reply.
     public static func error(id: RPCID?, _ error: RPCError) -> RPCReply {
         var writer = JSONWriter()
         RPCResponseWriter.error(id: id, error, into: &writer)
-        return RPCReply(id: id, element: writer.bytes, isSuccess: false)
+        return RPCReply(id: id, element: writer.bytes, error: error)
     }
 
     /// The response writer ends a top-level object with its line's `\n`; a reply element
     /// is kept without it, since the transport frames lines and batches itself.
-    init(id: RPCID?, element: [UInt8], isSuccess: Bool) {
+    init(id: RPCID?, element: [UInt8], error: RPCError?) {
         var bytes = element
         if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-        self.init(id: id, bytes: bytes, isSuccess: isSuccess)
+        self.init(id: id, bytes: bytes, error: error)
     }
 
     /// A success reply whose result `write` produces; if `write` throws, the reply is that
@@ -44,7 +48,7 @@ public struct RPCReply: Sendable {
     ) -> RPCReply {
         var writer = JSONWriter()
         let failure = RPCResponseWriter.success(id: id ?? .null, into: &writer, result: write)
-        return RPCReply(id: id, element: writer.bytes, isSuccess: failure == nil)
+        return RPCReply(id: id, element: writer.bytes, error: failure)
     }
 }
 

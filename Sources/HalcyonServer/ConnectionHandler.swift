@@ -277,6 +277,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
         counters.requestsFinished()
 
+        if let error = reply.error, (-32003 ... -32001).contains(error.code) {
+            counters.storageErrorReplied("\(error.reason): \(error.message)")
+        }
         var reply = reply
         if entry.cancelled, reply.isSuccess {
             reply = .error(id: entry.id, .cancelled(started: true))

@@ -128,6 +128,7 @@ public final class Daemon: Sendable {
             logger.error("the disk tier is not ready; disk requests will fail with diskStorageIsNotReady",
                          metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
         }
+        PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue).start()
         Systemd.notifyReady()
     }
 

@@ -11,6 +11,8 @@ final class ServerCounters: Sendable {
         var connections = 0
         var inFlight = 0
         var refusedPeers = 0
+        var storageErrors = 0
+        var lastStorageError = ""
     }
 
     private let state = NIOLockedValueBox(State())
@@ -28,6 +30,19 @@ final class ServerCounters: Sendable {
     func requestStarted(_ n: Int = 1) { state.withLockedValue { $0.inFlight += n } }
     func requestsFinished(_ n: Int = 1) { state.withLockedValue { $0.inFlight -= n } }
     func peerRefused() { state.withLockedValue { $0.refusedPeers += 1 } }
+
+    /// A request failed in the storage engine (not ready, cannot write, cannot read).
+    func storageErrorReplied(_ description: String) {
+        state.withLockedValue {
+            $0.storageErrors += 1
+            $0.lastStorageError = description
+        }
+    }
+
+    /// Storage errors so far and the latest one's description.
+    var storageErrors: (count: Int, last: String) {
+        state.withLockedValue { ($0.storageErrors, $0.lastStorageError) }
+    }
 
     var snapshot: (connections: Int, inFlight: Int, refusedPeers: Int) {
         state.withLockedValue { ($0.connections, $0.inFlight, $0.refusedPeers) }
