@@ -1,0 +1,74 @@
+// Running one invocation: parse, resolve the context, execute, map the outcome to an
+// exit status and at most one stderr line.
+
+import ArgumentParser
+
+/// The whole life of one `halcyon` process, as a function from arguments to exit status.
+///
+/// Threading: main thread only; nothing here is concurrent.
+enum CLIMain {
+    /// Options that may come before the command name and take a value.
+    private static let leadingOptionsWithValue: Set<String> = ["--socket", "--timeout"]
+    /// Flags that may come before the command name.
+    private static let leadingFlags: Set<String> = ["-v", "--verbose"]
+
+    /// Runs `arguments` (without the program name) and returns the exit status.
+    static func run(_ arguments: [String], environment: [String: String]) -> Int32 {
+        let command: ParsableCommand
+        do {
+            command = try HalcyonCommand.parseAsRoot(reorder(arguments))
+        } catch {
+            let code = HalcyonCommand.exitCode(for: error)
+            if code == .success {
+                Output.line(HalcyonCommand.fullMessage(for: error))
+                return 0
+            }
+            let message = HalcyonCommand.message(for: error)
+            let firstLine = message.split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? "invalid arguments"
+            Output.error(CLIError.usage(firstLine.trimmingPrefix("Error: ").description).line!)
+            return 2
+        }
+        guard let subcommand = command as? any HalcyonSubcommand else {
+            Output.error(CLIError.usage("missing command; see 'halcyon --help'").line!)
+            return 2
+        }
+        do {
+            let context = try CommandContext(options: subcommand.global, environment: environment)
+            try subcommand.execute(context)
+            return 0
+        } catch {
+            if let line = error.line { Output.error(line) }
+            return error.exitCode
+        }
+    }
+
+    /// Moves global options written before the command name to just after it, where
+    /// each command's `GlobalOptions` group parses them: `--socket P get k` becomes
+    /// `get --socket P k`. Anything else (help, an unknown option) is left in place for
+    /// ArgumentParser to judge.
+    static func reorder(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            if leadingOptionsWithValue.contains(name) {
+                if argument.contains("=") {
+                    leading.append(argument)
+                    index += 1
+                } else {
+                    guard index + 1 < arguments.count else { break }
+                    leading.append(contentsOf: arguments[index...(index + 1)])
+                    index += 2
+                }
+            } else if leadingFlags.contains(argument) {
+                leading.append(argument)
+                index += 1
+            } else {
+                break
+            }
+        }
+        guard index < arguments.count, !leading.isEmpty, !arguments[index].hasPrefix("-") else { return arguments }
+        return [arguments[index]] + leading + arguments[(index + 1)...]
+    }
+}
