@@ -14,23 +14,25 @@ enum CLIMain {
 
     /// Runs `arguments` (without the program name) and returns the exit status.
     static func run(_ arguments: [String], environment: [String: String]) -> Int32 {
-        let command: ParsableCommand
+        var command: ParsableCommand
         do {
             command = try HalcyonCommand.parseAsRoot(reorder(arguments))
         } catch {
-            let code = HalcyonCommand.exitCode(for: error)
-            if code == .success {
-                Output.line(HalcyonCommand.fullMessage(for: error))
-                return 0
-            }
-            let message = HalcyonCommand.message(for: error)
-            let firstLine = message.split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? "invalid arguments"
-            Output.error(CLIError.usage(firstLine.trimmingPrefix("Error: ").description).line!)
-            return 2
+            return report(parserError: error)
         }
         guard let subcommand = command as? any HalcyonSubcommand else {
-            Output.error(CLIError.usage("missing command; see 'halcyon --help'").line!)
-            return 2
+            if arguments.isEmpty {
+                Output.error(CLIError.usage("missing command; see 'halcyon --help'").line!)
+                return 2
+            }
+            // `--help`, `help set`, `--version`: ArgumentParser hands back a command of its
+            // own whose run() prints the text (by throwing a clean exit).
+            do {
+                try command.run()
+                return 0
+            } catch {
+                return report(parserError: error)
+            }
         }
         do {
             let context = try CommandContext(options: subcommand.global, environment: environment)
@@ -40,6 +42,20 @@ enum CLIMain {
             if let line = error.line { Output.error(line) }
             return error.exitCode
         }
+    }
+
+    /// Prints what ArgumentParser reports: help on stdout with status 0, anything else
+    /// as one `usage:` line with status 2 (ArgumentParser's own status would be 64).
+    private static func report(parserError error: any Error) -> Int32 {
+        let code = HalcyonCommand.exitCode(for: error)
+        if code == .success {
+            Output.line(HalcyonCommand.fullMessage(for: error))
+            return 0
+        }
+        let message = HalcyonCommand.message(for: error)
+        let firstLine = message.split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? "invalid arguments"
+        Output.error(CLIError.usage(String(firstLine.trimmingPrefix("Error: "))).line!)
+        return 2
     }
 
     /// Moves global options written before the command name to just after it, where

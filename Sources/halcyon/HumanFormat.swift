@@ -33,11 +33,14 @@ enum HumanFormat {
         return delta >= 0 ? "in \(Durations.describe(delta)) (\(when))" : "expired \(Durations.describe(-delta)) ago (\(when))"
     }
 
-    /// A past instant: `3s ago (2026-11-23 09:59:57 UTC)`.
+    /// A past instant: `3s ago (2026-11-23 09:59:57 UTC)`. The disk tier rounds times up
+    /// to whole seconds, so an access a moment ago may lie up to a second ahead: that
+    /// reads `just now`, not `in 0.4s`.
     static func pastTime(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
         guard let value, let time = value.double else { return "unknown" }
         let delta = now - time
         let when = Durations.formatUTC(time)
+        if abs(delta) < 1 { return "just now (\(when))" }
         return delta >= 0 ? "\(Durations.describe(delta)) ago (\(when))" : "in \(Durations.describe(-delta)) (\(when))"
     }
 
@@ -70,6 +73,9 @@ enum HumanFormat {
         if let integer = value.int64, integer >= 1024,
            leaf.contains("bytes") || leaf.contains("size") || leaf == "memorylimit" {
             return size(integer)
+        }
+        if leaf.hasSuffix("at"), let time = value.double, time > 1_000_000_000 {
+            return "\(value.compactText) (\(Durations.formatUTC(time)))"
         }
         if leaf == "uptime", let seconds = value.double {
             return "\(value.compactText) (\(Durations.describe(seconds)))"

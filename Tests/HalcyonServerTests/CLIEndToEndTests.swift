@@ -142,13 +142,17 @@ struct CLIEndToEndTests {
         #expect(human.stdoutText.contains("tier:        memory"))
         #expect(human.stdoutText.contains("expires:     in "))
         #expect(human.stdoutText.contains("last access: "))
+        // The memory tier answers with its own (shorter) expiry; ask the disk tier.
+        #expect(try CLIProcess.run(["clear", "--memory-only"], socket: s).status == 0)
         let raw = try json(CLIProcess.run(["describe", "k", "--json"], socket: s))
+        #expect(raw["cacheType"]?.string == "disk")
         let now = Date().timeIntervalSince1970
         let expiresAt = try #require(raw["expiresAt"]?.double)
         #expect(abs(expiresAt - (now + 600)) < 30)
 
         let touched = try CLIProcess.run(["touch", "k", "never"], socket: s)
         #expect(touched.status == 0)
+        #expect(try CLIProcess.run(["clear", "--memory-only"], socket: s).status == 0)
         #expect(try json(CLIProcess.run(["describe", "k", "--json"], socket: s))["expiresAt"]?.isNull == true)
         #expect(try CLIProcess.run(["touch", "k", "2h", "-v"], socket: s).stdoutText.hasPrefix("in 2h"))
         #expect(try CLIProcess.run(["touch", "missing", "1h"], socket: s).status == 1)
@@ -170,16 +174,18 @@ struct CLIEndToEndTests {
         let s = daemon.socketPath
         let now = Date().timeIntervalSince1970
 
+        let at = Int(now) + 86_400
         #expect(try CLIProcess.run(["set", "a", "x", "--ttl", "1h30m"], socket: s).status == 0)
+        #expect(try CLIProcess.run(["set", "b", "x", "--expires-at", String(at)], socket: s).status == 0)
+        #expect(try CLIProcess.run(["set", "c", "x", "--never"], socket: s).status == 0)
+        #expect(try CLIProcess.run(["set", "i", "x", "--expires-at", "2100-01-01T00:00:00Z"], socket: s).status == 0)
+        // The memory tier answers with its own (shorter) expiry; ask the disk tier.
+        #expect(try CLIProcess.run(["clear", "--memory-only"], socket: s).status == 0)
         let a = try #require(try json(CLIProcess.run(["describe", "a", "--json"], socket: s))["expiresAt"]?.double)
         #expect(abs(a - (now + 5400)) < 30)
-
-        let at = Int(now) + 86_400
-        #expect(try CLIProcess.run(["set", "b", "x", "--expires-at", String(at)], socket: s).status == 0)
         #expect(try json(CLIProcess.run(["describe", "b", "--json"], socket: s))["expiresAt"]?.int64 == Int64(at))
-
-        #expect(try CLIProcess.run(["set", "c", "x", "--never"], socket: s).status == 0)
         #expect(try json(CLIProcess.run(["describe", "c", "--json"], socket: s))["expiresAt"]?.isNull == true)
+        #expect(try json(CLIProcess.run(["describe", "i", "--json"], socket: s))["expiresAt"]?.int64 == 4_102_444_800)
 
         // A past instant stores nothing and still succeeds, as the protocol says.
         let past = try CLIProcess.run(["set", "d", "x", "--expires-at", "2001-01-01T00:00:00Z", "-v"], socket: s)

@@ -48,8 +48,8 @@ enum CLIProcess {
         let outURL = folder.appendingPathComponent("out")
         let errURL = folder.appendingPathComponent("err")
         try Data(stdin ?? []).write(to: inURL)
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
 
         let process = Process()
         process.executableURL = binary
