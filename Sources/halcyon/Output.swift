@@ -51,6 +51,9 @@ enum Output {
     /// and files always get the exact bytes.
     static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
+    /// Whether stdin is a terminal (nothing piped in).
+    static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
     /// Reads stdin to its end.
     /// - Throws: `CLIError.input` when the read fails.
     static func readStandardInput() throws(CLIError) -> [UInt8] {

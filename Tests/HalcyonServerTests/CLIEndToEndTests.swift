@@ -207,6 +207,26 @@ struct CLIEndToEndTests {
         }
     }
 
+    @Test func durationForms() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let s = daemon.socketPath
+        let forms: [(String, Double)] = [
+            ("90", 90), ("1.5m", 90), ("2m30s", 150), ("1h30m", 5400), ("2h", 7200), ("7d", 604_800), ("1w", 604_800),
+        ]
+        let now = Date().timeIntervalSince1970
+        for (index, form) in forms.enumerated() {
+            let run = try CLIProcess.run(["set", "d\(index)", "x", "--ttl", form.0], socket: s)
+            #expect(run.status == 0, "\(form.0): \(run.stderrText)")
+        }
+        #expect(try CLIProcess.run(["clear", "--memory-only"], socket: s).status == 0)
+        for (index, form) in forms.enumerated() {
+            let described = try json(CLIProcess.run(["describe", "d\(index)", "--json"], socket: s))
+            let expiresAt = try #require(described["expiresAt"]?.double, "\(form.0)")
+            #expect(abs(expiresAt - (now + form.1)) < 30, "\(form.0)")
+        }
+    }
+
     // MARK: Server and maintenance
 
     @Test func pingInfoStatsClearTrimSize() throws {

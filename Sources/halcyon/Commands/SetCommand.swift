@@ -46,6 +46,14 @@ struct SetCommand: HalcyonSubcommand {
     func execute(_ context: CommandContext) throws(CLIError) {
         let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
         let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
+        // A missing VALUE with a terminal on stdin is almost always a forgotten argument;
+        // `-` still reads the terminal for those who mean it.
+        if value == nil, Output.stdinIsTerminal {
+            throw .usage("missing VALUE: give it as an argument, '-' to type it, or pipe it on stdin")
+        }
+        // Connect before reading stdin, so `slow-producer | halcyon set k` fails at once
+        // when the daemon is down instead of after the producer is done.
+        let connection = try context.connect()
         let bytes: [UInt8]
         if let value, value != "-" {
             bytes = Array(value.utf8)
@@ -53,7 +61,6 @@ struct SetCommand: HalcyonSubcommand {
             bytes = try Output.readStandardInput()
         }
         let encodedValue = try EncodedValue(bytes, asJSON: json)
-        let connection = try context.connect()
         let result = try connection.call("cache.set") { writer in
             writer.key("key"); writer.string(key)
             writer.key("value")
