@@ -1,6 +1,6 @@
 // A small blocking client for the daemon's Unix socket: connect, write one request
 // line, read lines until the reply with our id arrives. Every wait is a poll() bounded
-// by one deadline, so `--timeout` covers connecting, sending and receiving together.
+// by `--timeout`: the command gives up when the daemon makes no progress for that long.
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,9 @@ import HalcyonJSON
 /// One connection to `halcyond`, used for one request at a time.
 ///
 /// The socket is non-blocking and every wait goes through `poll`, because a plain
-/// blocking `read` cannot honour a timeout without signals. Writes use `MSG_NOSIGNAL`,
+/// blocking `read` cannot honour a timeout without signals. The timeout is one of
+/// inactivity, not a total: a 60 MiB value that streams steadily must not fail because
+/// it takes longer than a ping, while a daemon that stops answering is caught. Writes use `MSG_NOSIGNAL`,
 /// so a daemon that goes away yields EPIPE (an error line), not a silent SIGPIPE death.
 ///
 /// Threading: not thread-safe; the CLI uses it only from the main thread.
@@ -21,9 +23,7 @@ final class Connection {
     private let fd: Int32
     /// Bytes read past the end of the last line.
     private var pending: [UInt8] = []
-    /// When the current operation must be done, on the monotonic clock.
-    private var deadline: timespec
-    /// The `--timeout` in seconds, for messages.
+    /// The `--timeout` in seconds: the longest wait for any progress.
     private let timeout: Double
     /// The next request id.
     private var nextID: Int64 = 1
@@ -31,13 +31,13 @@ final class Connection {
     /// Connects to `path`.
     /// - Parameters:
     ///   - path: the socket file; must fit in `sockaddr_un.sun_path` (107 bytes).
-    ///   - timeout: seconds allowed for the connect and for each `call` after it.
+    ///   - timeout: the longest the connect, or any step of a `call`, may wait for the
+    ///     daemon.
     /// - Throws: `CLIError.transport` with the complete error line, e.g.
     ///   `cannot connect to /tmp/x.sock: No such file or directory (daemon not running?)`.
     init(path: String, timeout: Double) throws(CLIError) {
         self.path = path
         self.timeout = timeout
-        self.deadline = Self.deadline(after: timeout)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(path.utf8)
@@ -126,7 +126,6 @@ final class Connection {
     /// Writes `line`, then reads lines until the reply for `id` (or an error with a null
     /// id, which is how the daemon refuses a whole connection or line) arrives.
     private func exchange(line: [UInt8], id: Int64) throws(CLIError) -> JSONValue {
-        deadline = Self.deadline(after: timeout)
         try send(line)
         while true {
             let replyLine = try readLine()
@@ -180,7 +179,12 @@ final class Connection {
         var searchFrom = 0
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            if let newline = pending[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
+            // memchr, not firstIndex: a large value's reply is tens of MiB of one line.
+            let found: Int? = pending.withUnsafeBytes { raw in
+                guard searchFrom < raw.count, let hit = memchr(raw.baseAddress! + searchFrom, 0x0A, raw.count - searchFrom) else { return nil }
+                return raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
+            }
+            if let newline = found {
                 var line = Array(pending[..<newline])
                 pending.removeSubrange(...newline)
                 if line.last == UInt8(ascii: "\r") { line.removeLast() }
@@ -206,8 +210,9 @@ final class Connection {
         }
     }
 
-    /// Polls for `events` until the deadline.
+    /// Polls for `events` for at most `timeout` seconds.
     private func wait(for events: Int16, doing what: String) throws(CLIError) {
+        let deadline = Self.deadline(after: timeout)
         while true {
             let remaining = Self.millisecondsUntil(deadline)
             if remaining <= 0 {

@@ -16,7 +16,7 @@ struct GlobalOptions: ParsableArguments {
         valueName: "path"))
     var socket: String?
 
-    @Option(help: ArgumentHelp("Seconds (or a duration such as 500ms, 2m) to wait for the daemon.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Give up when the daemon makes no progress for this long: seconds, or a duration such as 500ms, 2m (default 30).", valueName: "seconds"))
     var timeout: String?
 
     @Flag(name: .shortAndLong, help: "Print more: the result of writes, the tier of a hit.")
@@ -29,13 +29,14 @@ struct GlobalOptions: ParsableArguments {
 struct CommandContext {
     /// The socket path after `--socket`, `HALCYON_SOCKET` and the default.
     let socketPath: String
-    /// Seconds allowed for the connect and for each request.
+    /// The longest wait for any progress (connecting, sending, receiving).
     let timeout: Double
     /// `-v`/`--verbose`.
     let verbose: Bool
 
-    /// The default `--timeout`: long enough for a 64 MiB value on a busy disk, short
-    /// enough that a wedged daemon does not hang a script forever.
+    /// The default `--timeout`: long enough for the daemon to store a 64 MiB value on a
+    /// busy disk before it answers, short enough that a wedged daemon does not hang a
+    /// script forever.
     static let defaultTimeout = 30.0
 
     /// Resolves `options` against the environment.
