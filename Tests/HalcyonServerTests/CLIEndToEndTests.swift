@@ -323,11 +323,10 @@ struct CLIEndToEndTests {
         #expect(try CLIProcess.run(["get", "k"], socket: path).status == 2)
     }
 
-    @Test func silentServerTimesOut() throws {
-        // A listening socket that never accepts: connect succeeds (backlog), no reply comes.
-        let path = "/tmp/hc-mute-\(UUID().uuidString.prefix(8)).sock"
+    /// A listening Unix socket at a fresh path that never answers anything.
+    private func listeningSocket(_ name: String) throws -> (fd: Int32, path: String) {
+        let path = "/tmp/hc-\(name)-\(UUID().uuidString.prefix(8)).sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd); unlink(path) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -336,12 +335,37 @@ struct CLIEndToEndTests {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        #expect(bound == 0)
-        #expect(listen(fd, 8) == 0)
+        try #require(bound == 0)
+        try #require(listen(fd, 8) == 0)
+        return (fd, path)
+    }
+
+    @Test func silentServerTimesOut() throws {
+        // Never accepted: connect succeeds (backlog), no reply comes.
+        let (fd, path) = try listeningSocket("mute")
+        defer { close(fd); unlink(path) }
         let run = try CLIProcess.run(["--timeout", "300ms", "ping"], socket: path)
         #expect(run.status == 2)
         #expect(run.stderrLines.count == 1)
         #expect(run.stderrText.hasPrefix("halcyon: timeout: "), "\(run.stderrText)")
+    }
+
+    @Test func serverHangingUpIsAClearError() throws {
+        // Accepts, reads the request, and closes without a reply.
+        let (fd, path) = try listeningSocket("hangup")
+        defer { close(fd); unlink(path) }
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let peer = accept(fd, nil, nil)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = buffer.withUnsafeMutableBytes { read(peer, $0.baseAddress, $0.count) }
+            close(peer)
+            done.signal()
+        }
+        let run = try CLIProcess.run(["ping"], socket: path)
+        done.wait()
+        #expect(run.status == 2)
+        #expect(run.stderrText == "halcyon: connectionClosed: the daemon closed the connection (\(path))\n")
     }
 
     @Test func usageErrorsExitTwoWithOneLine() throws {
