@@ -14,9 +14,16 @@ enum CLIMain {
 
     /// Runs `arguments` (without the program name) and returns the exit status.
     static func run(_ arguments: [String], environment: [String: String]) -> Int32 {
+        let reordered: [String]
+        do {
+            reordered = try reorder(arguments)
+        } catch {
+            Output.error(error.line!)
+            return error.exitCode
+        }
         var command: ParsableCommand
         do {
-            command = try HalcyonCommand.parseAsRoot(reorder(arguments))
+            command = try HalcyonCommand.parseAsRoot(reordered)
         } catch {
             return report(parserError: error)
         }
@@ -62,7 +69,9 @@ enum CLIMain {
     /// each command's `GlobalOptions` group parses them: `--socket P get k` becomes
     /// `get --socket P k`. Anything else (help, an unknown option) is left in place for
     /// ArgumentParser to judge.
-    static func reorder(_ arguments: [String]) -> [String] {
+    /// - Throws: `CLIError.usage` for a missing command, an unknown command name, or a
+    ///   leading option without its value, which ArgumentParser would report less clearly.
+    static func reorder(_ arguments: [String]) throws(CLIError) -> [String] {
         var leading: [String] = []
         var index = 0
         while index < arguments.count {
@@ -73,7 +82,7 @@ enum CLIMain {
                     leading.append(argument)
                     index += 1
                 } else {
-                    guard index + 1 < arguments.count else { break }
+                    guard index + 1 < arguments.count else { throw .usage("missing value for \(argument)") }
                     leading.append(contentsOf: arguments[index...(index + 1)])
                     index += 2
                 }
@@ -84,7 +93,25 @@ enum CLIMain {
                 break
             }
         }
-        guard index < arguments.count, !leading.isEmpty, !arguments[index].hasPrefix("-") else { return arguments }
-        return [arguments[index]] + leading + arguments[(index + 1)...]
+        guard index < arguments.count else {
+            if leading.isEmpty { return arguments }
+            throw .usage("missing command; see 'halcyon --help'")
+        }
+        let commandName = arguments[index]
+        if commandName.hasPrefix("-") { return arguments }
+        guard commandNames.contains(commandName) else {
+            throw .usage("unknown command '\(commandName)'; see 'halcyon --help'")
+        }
+        return [commandName] + leading + arguments[(index + 1)...]
     }
+
+    /// Every name and alias of a subcommand, and ArgumentParser's `help`.
+    private static let commandNames: Set<String> = {
+        var names: Set<String> = ["help"]
+        for command in HalcyonCommand.configuration.subcommands {
+            if let name = command.configuration.commandName { names.insert(name) }
+            names.formUnion(command.configuration.aliases)
+        }
+        return names
+    }()
 }

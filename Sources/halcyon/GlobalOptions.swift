@@ -19,7 +19,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Give up when the daemon makes no progress for this long: seconds, or a duration such as 500ms, 2m (default 30).", valueName: "seconds"))
     var timeout: String?
 
-    @Flag(name: .shortAndLong, help: "Print more: the result of writes, the tier of a hit.")
+    @Flag(name: .shortAndLong, help: "Print more: the result of set, the new expiry of touch, the tier for exists.")
     var verbose = false
 }
 

@@ -369,17 +369,21 @@ struct CLIEndToEndTests {
     }
 
     @Test func usageErrorsExitTwoWithOneLine() throws {
-        for arguments in [[], ["bogus"], ["get"], ["get", "a", "--encoding", "latin1"], ["--timeout", "soon", "ping"], ["touch", "k"]] {
+        for arguments in [[], ["bogus"], ["get"], ["get", "a", "--encoding", "latin1"], ["--timeout", "soon", "ping"], ["touch", "k"], ["--socket"], ["-v"], ["get", "a", "b"]] {
             let run = try CLIProcess.run(arguments, socket: "/tmp/hc-unused.sock")
             #expect(run.status == 2, "\(arguments)")
             #expect(run.stderrLines.count == 1, "\(arguments): \(run.stderrText)")
             #expect(run.stderrText.hasPrefix("halcyon: usage: "), "\(arguments): \(run.stderrText)")
         }
+        let unknown = try CLIProcess.run(["bogus"])
+        #expect(unknown.stderrText == "halcyon: usage: unknown command 'bogus'; see 'halcyon --help'\n")
         let help = try CLIProcess.run(["--help"])
         #expect(help.status == 0)
         #expect(help.stdoutText.contains("describe"))
         let subHelp = try CLIProcess.run(["set", "--help"])
         #expect(subHelp.status == 0 && subHelp.stdoutText.contains("--ttl"))
+        let helpCommand = try CLIProcess.run(["help", "touch"])
+        #expect(helpCommand.status == 0 && helpCommand.stdoutText.contains("<ttl>"))
     }
 
     // MARK: Finding the socket

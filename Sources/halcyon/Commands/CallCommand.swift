@@ -10,7 +10,7 @@ struct CallCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "call", abstract: "Call any method and print the result JSON (an error exits 2).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The method, e.g. cache.get.") var method: String
     @Argument(help: "The params as JSON; '-' reads them from stdin.") var params: String?
 

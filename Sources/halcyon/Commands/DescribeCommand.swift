@@ -10,7 +10,7 @@ struct DescribeCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "describe", abstract: "Show a key's size, encoding, tier, expiry and last access (exit 1 on a miss).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
     @Flag(help: "Print the raw result JSON.") var json = false
 

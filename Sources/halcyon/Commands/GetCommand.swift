@@ -21,7 +21,7 @@ struct GetCommand: HalcyonSubcommand {
             instead: utf8 as text, base64 and json as one line.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
 
     @Argument(help: "The key.")
     var key: String

@@ -9,7 +9,7 @@ struct RemoveCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "rm", abstract: "Remove a key (exit 1 if nothing was removed).", aliases: ["del"])
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
     @Flag(help: "Remove from the memory tier only.") var memoryOnly = false
     @Flag(help: "Remove from the disk tier only.") var diskOnly = false
@@ -33,7 +33,7 @@ struct ExistsCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "exists", abstract: "Exit 0 if the key is cached, 1 if not (-v prints memory or disk).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
 
     func execute(_ context: CommandContext) throws(CLIError) {
@@ -50,7 +50,7 @@ struct TouchCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "touch", abstract: "Give a key a new expiration from now (exit 1 on a miss).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
     @Argument(help: "The new time to live: a duration (10m, 1h30m) or 'never'.") var ttl: String
     @Option(name: .customLong("memory-ttl"), help: ArgumentHelp("A new memory-tier expiration too.", valueName: "duration"))

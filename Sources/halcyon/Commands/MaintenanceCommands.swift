@@ -7,7 +7,7 @@ import HalcyonJSON
 struct ClearCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(commandName: "clear", abstract: "Remove every entry (prints how many).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Clear the memory tier only.") var memoryOnly = false
     @Flag(help: "Clear the disk tier only.") var diskOnly = false
     @Flag(help: "Print the raw result JSON.") var json = false
@@ -30,7 +30,7 @@ struct TrimCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "trim", abstract: "Shrink the disk tier to half its limit if it is over it (least recently used first).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Print the raw result JSON.") var json = false
 
     func execute(_ context: CommandContext) throws(CLIError) {
@@ -45,7 +45,7 @@ struct TrimCommand: HalcyonSubcommand {
 struct RemoveExpiredCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(commandName: "remove-expired", abstract: "Remove expired entries now (prints how many).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Print the raw result JSON.") var json = false
 
     func execute(_ context: CommandContext) throws(CLIError) {
@@ -58,7 +58,7 @@ struct RemoveExpiredCommand: HalcyonSubcommand {
 struct SizeCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(commandName: "size", abstract: "Show the disk tier's total size and entry count.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Print the raw result JSON.") var json = false
 
     func execute(_ context: CommandContext) throws(CLIError) {

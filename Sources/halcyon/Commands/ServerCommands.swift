@@ -7,7 +7,7 @@ import HalcyonJSON
 struct PingCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(commandName: "ping", abstract: "Check that the daemon answers (prints PONG).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.ping")
@@ -20,7 +20,7 @@ struct PingCommand: HalcyonSubcommand {
 struct InfoCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(commandName: "info", abstract: "Show the daemon's version, paths, limits and defaults.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Print the raw result JSON.") var json = false
 
     func execute(_ context: CommandContext) throws(CLIError) {
@@ -33,7 +33,7 @@ struct InfoCommand: HalcyonSubcommand {
 struct StatsCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(commandName: "stats", abstract: "Show hit/miss counters, sizes and load by tier.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Print the raw result JSON.") var json = false
 
     func execute(_ context: CommandContext) throws(CLIError) {

@@ -17,7 +17,7 @@ struct SetCommand: HalcyonSubcommand {
             Without --ttl/--expires-at/--never the daemon's default disk expiration applies.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
 
     @Argument(help: "The key.")
     var key: String
