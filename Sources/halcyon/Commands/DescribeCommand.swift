@@ -25,12 +25,16 @@ struct DescribeCommand: HalcyonSubcommand {
             return
         }
         guard found else { throw .miss }
+        let tier = result["cacheType"]?.string ?? "unknown"
+        // A memory hit reports the memory copy's expiry, which is usually shorter than the
+        // disk copy's (default 300 s): say so, or `--ttl 10m` would seem to read "in 5m".
+        let expiryNote = tier == "memory" ? " (memory copy)" : ""
         let rows: [(String, String)] = [
             ("key", key),
-            ("tier", result["cacheType"]?.string ?? "unknown"),
+            ("tier", tier),
             ("size", result["size"]?.int64.map(HumanFormat.size) ?? "unknown"),
             ("encoding", result["encoding"]?.string ?? "unknown"),
-            ("expires", HumanFormat.expiry(result["expiresAt"])),
+            ("expires", HumanFormat.expiry(result["expiresAt"]) + expiryNote),
             ("last access", HumanFormat.pastTime(result["lastAccessAt"])),
         ]
         for (name, text) in rows {
