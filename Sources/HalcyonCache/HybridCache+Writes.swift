@@ -51,7 +51,9 @@ extension HybridCache {
             let result = options.toDisk
                 ? storeInBothTiers(entry, forKey: key, options: options)
                 : storeInMemoryOnly(entry, forKey: key, options: options)
-            counters.withLock { $0.sets += 1 }
+            // A set is a store that completed: `stored: false` (already expired) counts, a
+            // disk error does not (the key is then in neither tier, or memory only).
+            if case .success = result { counters.withLock { $0.sets += 1 } }
             return result
         }
     }
