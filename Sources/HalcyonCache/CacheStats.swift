@@ -14,7 +14,8 @@ public struct CacheStats: Sendable, Equatable {
     public var diskHits: Int = 0
     /// Reads the disk tier could not answer either.
     public var diskMisses: Int = 0
-    /// Completed stores (stored or not).
+    /// Stores that completed: stored, or not stored because the expiration was already
+    /// over. A store that failed (a disk error) or was cancelled before it ran is not a set.
     public var sets: Int = 0
     /// Removals that found the key in at least one tier.
     public var removals: Int = 0

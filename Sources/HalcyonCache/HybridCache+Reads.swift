@@ -25,7 +25,10 @@ extension HybridCache {
 
     /// Reads `key`: memory first, then disk. A disk hit is put back into memory with the
     /// memory expiration (`options.memoryExpiration` or the tier's), never outliving the
-    /// disk copy. The tier that answered extends the entry per `options.extendingExpiration`.
+    /// disk copy. The tier that answered extends the entry per `options.extendingExpiration`;
+    /// a memory entry that mirrors a disk copy is never extended past that copy's
+    /// expiration as last known (the read does not look at the disk), so `expiresAt` is
+    /// always an instant the cache honours.
     ///
     /// A memory hit completes at once through `callbackQueue`; a memory miss reads the disk
     /// on the ioQueue, or on the caller's thread when `options.loadDiskFileSynchronously`.
@@ -168,10 +171,11 @@ extension HybridCache {
                 return .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
             }
             counters.withLock { $0.diskHits += 1 }
-            let expiration = cappedMemoryExpiration(options.memoryExpiration, diskExpiresAt: meta.expiration)
+            let expiration = options.memoryExpiration ?? config.memory.expiration
             writes.withLock { book in
                 if putBackIf(book) {
-                    memoryStorage.store(entry, forKey: key, expiration: expiration)
+                    // Capped at the disk copy's expiry, so no later memory hit outlives it.
+                    memoryStorage.store(entry, forKey: key, expiration: expiration, expirationCap: meta.expiration)
                 }
             }
             return .success(RetrieveResult(cacheType: .disk, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))

@@ -51,7 +51,9 @@ extension HybridCache {
             let result = options.toDisk
                 ? storeInBothTiers(entry, forKey: key, options: options)
                 : storeInMemoryOnly(entry, forKey: key, options: options)
-            counters.withLock { $0.sets += 1 }
+            // A set is a store that completed: `stored: false` (already expired) counts, a
+            // disk error does not (the key is then in neither tier, or memory only).
+            if case .success = result { counters.withLock { $0.sets += 1 } }
             return result
         }
     }
@@ -60,7 +62,8 @@ extension HybridCache {
     ///
     /// Runs on the ioQueue. The disk gets `options.diskExpiration` (nil: the disk tier's
     /// rule), memory gets `options.memoryExpiration` (nil: the entry's own), capped at the
-    /// disk's new expiration.
+    /// disk's new expiration, which also becomes the memory entry's cap for later reads.
+    /// When the disk holds no copy the memory entry keeps the cap it had.
     @discardableResult
     public func touch(
         forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
@@ -71,10 +74,8 @@ extension HybridCache {
             do throws(CacheError) {
                 let diskMeta = try diskStorage.touch(
                     forKey: key, expiration: options.diskExpiration, forcedExtension: options.forcedExtension)
-                var memoryDate = memoryStorage.touch(forKey: key, expiration: options.memoryExpiration)
-                if let diskMeta, let date = memoryDate, date > diskMeta.expiration {
-                    memoryDate = memoryStorage.touch(forKey: key, expiration: .date(diskMeta.expiration))
-                }
+                let memoryDate = memoryStorage.touch(
+                    forKey: key, expiration: options.memoryExpiration, expirationCap: diskMeta?.expiration)
                 let expiresAt = diskMeta.map(\.expiration) ?? memoryDate
                 return .success(TouchResult(
                     touched: diskMeta != nil || memoryDate != nil,
@@ -114,6 +115,7 @@ extension HybridCache {
 
     private func storeInMemory(_ entry: CacheEntry, forKey key: String, options: Options) -> StoreResult {
         let expiration = options.memoryExpiration ?? config.memory.expiration
+        // No cap: this value has no disk copy whose expiry a read could outrun.
         let stored = memoryStorage.store(entry, forKey: key, expiration: expiration)
         let expiresAt = stored ? memoryStorage.meta(forKey: key)?.expiration : nil
         return StoreResult(stored: stored, size: entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate))
@@ -152,8 +154,8 @@ extension HybridCache {
             }
             adjustDiskUsage(replacing: old, with: meta)
             memoryStorage.store(
-                entry, forKey: key,
-                expiration: cappedMemoryExpiration(options.memoryExpiration, diskExpiresAt: meta.expiration))
+                entry, forKey: key, expiration: options.memoryExpiration ?? config.memory.expiration,
+                expirationCap: meta.expiration)
             enforceDiskSizeLimit()
             return .success(StoreResult(
                 stored: true, size: entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration)))
@@ -164,14 +166,6 @@ extension HybridCache {
             }
             return .failure(error)
         }
-    }
-
-    /// The memory expiration to use for a value whose disk copy expires at `diskExpiresAt`:
-    /// the requested (or default) one, unless that would outlive the disk copy.
-    func cappedMemoryExpiration(_ requested: StorageExpiration?, diskExpiresAt: Date) -> StorageExpiration {
-        let expiration = requested ?? config.memory.expiration
-        let now = config.memory.clock.now()
-        return expiration.estimatedExpirationSince(now) > diskExpiresAt ? .date(diskExpiresAt) : expiration
     }
 
     /// After a store: keeps the disk tier within its size limit now, not at the next

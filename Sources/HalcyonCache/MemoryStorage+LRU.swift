@@ -15,7 +15,14 @@ extension MemoryStorage {
         /// The expiration the entry was stored with, kept so a `.cacheTime` read can
         /// restart the same span from the read's instant.
         var expiration: StorageExpiration
+        /// Never later than `cap`: every place that sets it takes the minimum.
         var expiresAt: Date
+        /// The latest instant this entry may live to: the expiration of the disk copy it
+        /// mirrors, as known when it was stored, put back or touched (`distantFuture` for an
+        /// entry without a disk copy). A read extends the memory entry without touching the
+        /// disk, so without the cap a slide or a `.never` would promise a life the disk copy
+        /// does not have.
+        var cap: Date
         var lastAccess: Date
         /// Towards the most recently used end; `nil` at the head.
         var newer: Int32
@@ -25,7 +32,9 @@ extension MemoryStorage {
         var cost: Int { entry.bytes.count }
 
         func meta() -> Meta {
-            Meta(size: entry.bytes.count, flags: entry.flags, expiration: expiresAt, lastAccess: lastAccess)
+            Meta(
+                size: entry.bytes.count, flags: entry.flags, expiration: expiresAt,
+                expirationCap: cap == .distantFuture ? nil : cap, lastAccess: lastAccess)
         }
     }
 
@@ -62,8 +71,9 @@ extension MemoryStorage {
         func slot(forKey key: String) -> Int32? { index[key] }
 
         /// Inserts or replaces `key`, makes it the most recently used. Returns the change in cost.
+        /// `expiresAt` must already be capped at `cap` (the caller checked it is in the future).
         mutating func set(
-            key: String, entry: CacheEntry, expiration: StorageExpiration, expiresAt: Date, now: Date
+            key: String, entry: CacheEntry, expiration: StorageExpiration, expiresAt: Date, cap: Date, now: Date
         ) -> (costDelta: Int, countDelta: Int) {
             if let slot = index[key] {
                 let i = Int(slot)
@@ -71,13 +81,14 @@ extension MemoryStorage {
                 nodes[i].entry = entry
                 nodes[i].expiration = expiration
                 nodes[i].expiresAt = expiresAt
+                nodes[i].cap = cap
                 nodes[i].lastAccess = now
                 moveToFront(slot)
                 totalCost += entry.bytes.count - old
                 return (entry.bytes.count - old, 0)
             }
             let node = Node(
-                key: key, entry: entry, expiration: expiration, expiresAt: expiresAt, lastAccess: now,
+                key: key, entry: entry, expiration: expiration, expiresAt: expiresAt, cap: cap, lastAccess: now,
                 newer: LRUState.none, older: LRUState.none)
             let slot: Int32
             if let reused = free.popLast() {
@@ -93,7 +104,8 @@ extension MemoryStorage {
             return (node.cost, 1)
         }
 
-        /// Marks `slot` used now and optionally moves its expiration.
+        /// Marks `slot` used now and optionally moves its expiration, never past its cap
+        /// (one comparison: the cap costs the hit path nothing else).
         mutating func markRead(_ slot: Int32, now: Date, extending: ExpirationExtending) {
             let i = Int(slot)
             nodes[i].lastAccess = now
@@ -101,20 +113,29 @@ extension MemoryStorage {
             case .none:
                 break
             case .cacheTime:
-                nodes[i].expiresAt = nodes[i].expiration.estimatedExpirationSince(now)
+                nodes[i].expiresAt = min(nodes[i].expiration.estimatedExpirationSince(now), nodes[i].cap)
             case .expirationTime(let expiration):
                 nodes[i].expiration = expiration
-                nodes[i].expiresAt = expiration.estimatedExpirationSince(now)
+                nodes[i].expiresAt = min(expiration.estimatedExpirationSince(now), nodes[i].cap)
             }
             moveToFront(slot)
         }
 
-        /// Gives `slot` a new expiration counted from `now`; does not count as a read.
-        mutating func setExpiration(_ slot: Int32, _ expiration: StorageExpiration, now: Date) -> Date {
+        /// The instant `expiration` counted from `now` gives `slot`, capped at `cap` when
+        /// given, else at the entry's own cap.
+        func cappedExpiration(_ slot: Int32, _ expiration: StorageExpiration, cap: Date?, now: Date) -> Date {
+            min(expiration.estimatedExpirationSince(now), cap ?? nodes[Int(slot)].cap)
+        }
+
+        /// Gives `slot` a new expiration counted from `now`, and a new cap when `cap` is
+        /// non-nil; does not count as a read. Returns the new (capped) expiration instant.
+        mutating func setExpiration(_ slot: Int32, _ expiration: StorageExpiration, cap: Date?, now: Date) -> Date {
             let i = Int(slot)
+            let expiresAt = cappedExpiration(slot, expiration, cap: cap, now: now)
+            if let cap { nodes[i].cap = cap }
             nodes[i].expiration = expiration
-            nodes[i].expiresAt = expiration.estimatedExpirationSince(now)
-            return nodes[i].expiresAt
+            nodes[i].expiresAt = expiresAt
+            return expiresAt
         }
 
         /// Unlinks and frees `slot`; returns the removed node's cost.

@@ -1,7 +1,8 @@
 // The memory tier: an LRU of byte values with a total-cost limit, a count limit, a
-// per-entry expiration that a read can slide forward, and a periodic sweep of expired
-// entries. Split into lock-guarded shards so readers on different threads rarely meet
-// (see `Config.shardCount` and Docs/ARCHITECTURE-hybrid.md for the measurement).
+// per-entry expiration that a read can slide forward (never past the entry's cap, the
+// expiry of the disk copy it mirrors), and a periodic sweep of expired entries. Split
+// into lock-guarded shards so readers on different threads rarely meet (see
+// `Config.shardCount` and Docs/ARCHITECTURE-hybrid.md for the measurement).
 
 import Foundation
 import Synchronization
@@ -14,8 +15,11 @@ public enum MemoryStorage {
         public var size: Int
         /// The entry's opaque flags.
         public var flags: UInt32
-        /// When the entry expires; `Date.distantFuture` for never.
+        /// When the entry expires; `Date.distantFuture` for never. Never after `expirationCap`.
         public var expiration: Date
+        /// The latest instant any extension may move `expiration` to: the expiration of the
+        /// disk copy this entry mirrors (see `Backend.store`); nil = no cap.
+        public var expirationCap: Date?
         /// The last store, read or touch.
         public var lastAccess: Date
     }
@@ -86,6 +90,8 @@ public enum MemoryStorage {
     /// let memory = MemoryStorage.Backend(config: .init(totalCostLimit: 64 << 20))
     /// memory.store(CacheEntry(bytes: [1, 2, 3]), forKey: "k", expiration: .seconds(60))
     /// let entry = memory.value(forKey: "k")   // slides the expiration by default
+    /// // A copy of a disk entry that expires at `diskDate`: no read may extend it beyond.
+    /// memory.store(entry!, forKey: "k", expiration: .never, expirationCap: diskDate)
     /// ```
     public final class Backend: Sendable {
         /// The settings fixed at init.
@@ -130,14 +136,22 @@ public enum MemoryStorage {
         ///
         /// - Parameters:
         ///   - expiration: counted from now; `nil` uses `config.expiration`.
-        /// - Returns: false when nothing was stored: the expiration is already over, or the
-        ///   entry alone exceeds `totalCostLimit`. In both cases an older entry under `key`
-        ///   is removed too, so a reader never sees a value older than this write.
+        ///   - expirationCap: the instant the entry must not outlive, whatever a later read
+        ///     or touch asks: the expiration of the disk copy this value mirrors. The
+        ///     expiration is capped at it now, and every extension is capped at it later
+        ///     (until a touch gives a new cap, or a store replaces the entry). `nil` = no cap,
+        ///     for a value that lives in memory only.
+        /// - Returns: false when nothing was stored: the (capped) expiration is already over,
+        ///   or the entry alone exceeds `totalCostLimit`. In both cases an older entry under
+        ///   `key` is removed too, so a reader never sees a value older than this write.
         @discardableResult
-        public func store(_ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil) -> Bool {
+        public func store(
+            _ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil, expirationCap: Date? = nil
+        ) -> Bool {
             let expiration = expiration ?? config.expiration
             let now = clock.now()
-            let expiresAt = expiration.estimatedExpirationSince(now)
+            let cap = expirationCap ?? .distantFuture
+            let expiresAt = min(expiration.estimatedExpirationSince(now), cap)
             if expiration.isExpired || expiresAt <= now
                 || (config.totalCostLimit > 0 && entry.bytes.count > config.totalCostLimit)
             {
@@ -145,7 +159,7 @@ public enum MemoryStorage {
                 return false
             }
             let delta = shard(for: key).state.withLock {
-                $0.set(key: key, entry: entry, expiration: expiration, expiresAt: expiresAt, now: now)
+                $0.set(key: key, entry: entry, expiration: expiration, expiresAt: expiresAt, cap: cap, now: now)
             }
             globalCost.add(delta.costDelta, ordering: .relaxed)
             globalCount.add(delta.countDelta, ordering: .relaxed)
@@ -155,12 +169,16 @@ public enum MemoryStorage {
 
         /// Gives `key` a new expiration counted from now, without reading it.
         ///
-        /// - Parameter expiration: `nil` restarts the entry's own expiration from now.
-        ///   An already-over expiration removes the entry.
+        /// - Parameters:
+        ///   - expiration: `nil` restarts the entry's own expiration from now.
+        ///     An already-over expiration removes the entry.
+        ///   - expirationCap: non-nil replaces the entry's cap (the disk copy was touched
+        ///     too; `distantFuture` lifts the cap); nil keeps it. The new expiration is
+        ///     capped either way, and a cap already over removes the entry.
         /// - Returns: the new expiration instant, or nil when the key is absent or expired
-        ///   (or was removed by an already-over `expiration`).
+        ///   (or was removed by an already-over expiration or cap).
         @discardableResult
-        public func touch(forKey key: String, expiration: StorageExpiration? = nil) -> Date? {
+        public func touch(forKey key: String, expiration: StorageExpiration? = nil, expirationCap: Date? = nil) -> Date? {
             let now = clock.now()
             let (result, removedCost) = shard(for: key).state.withLock { state -> (Date?, Int?) in
                 guard let slot = state.slot(forKey: key) else { return (nil, nil) }
@@ -169,11 +187,11 @@ public enum MemoryStorage {
                     return (nil, state.remove(slot))
                 }
                 let newExpiration = expiration ?? state[slot].expiration
-                let newDate = newExpiration.estimatedExpirationSince(now)
+                let newDate = state.cappedExpiration(slot, newExpiration, cap: expirationCap, now: now)
                 if newExpiration.isExpired || newDate <= now {
                     return (nil, state.remove(slot))
                 }
-                return (state.setExpiration(slot, newExpiration, now: now), nil)
+                return (state.setExpiration(slot, newExpiration, cap: expirationCap, now: now), nil)
             }
             if let removedCost { accountRemoval(cost: removedCost, count: 1) }
             return result

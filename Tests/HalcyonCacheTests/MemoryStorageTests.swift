@@ -159,6 +159,51 @@ struct MemoryStorageTests {
         #expect(memory.count == 0)
     }
 
+    @Test(arguments: designs) func capBoundsTheStoreAndEveryExtension(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        let cap = clock.now().addingTimeInterval(100)
+        #expect(memory.store(Self.entry(1), forKey: "k", expiration: .seconds(300), expirationCap: cap))
+        #expect(memory.meta(forKey: "k")?.expiration == cap)
+        #expect(memory.meta(forKey: "k")?.expirationCap == cap)
+        // A slide that would pass the cap stops at it; a shorter one is untouched.
+        clock.advance(by: 50)
+        #expect(memory.valueAndMeta(forKey: "k")?.meta.expiration == cap)
+        #expect(memory.valueAndMeta(forKey: "k", extendingExpiration: .expirationTime(.seconds(10)))?.meta.expiration
+            == clock.now().addingTimeInterval(10))
+        // "Never" and a later date are capped too.
+        #expect(memory.valueAndMeta(forKey: "k", extendingExpiration: .expirationTime(.never))?.meta.expiration == cap)
+        #expect(memory.valueAndMeta(
+            forKey: "k", extendingExpiration: .expirationTime(.date(cap.addingTimeInterval(1))))?.meta.expiration == cap)
+        // A touch without a new cap keeps the old one.
+        #expect(memory.touch(forKey: "k", expiration: .days(1)) == cap)
+        // Past the cap the entry is gone, however it was extended.
+        clock.set(cap)
+        #expect(memory.value(forKey: "k") == nil)
+        #expect(memory.count == 0)
+    }
+
+    @Test(arguments: designs) func touchReplacesOrLiftsTheCap(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        let now = clock.now()
+        memory.store(Self.entry(1), forKey: "k", expiration: .never, expirationCap: now.addingTimeInterval(10))
+        #expect(memory.touch(forKey: "k", expirationCap: now.addingTimeInterval(60)) == now.addingTimeInterval(60))
+        #expect(memory.meta(forKey: "k")?.expirationCap == now.addingTimeInterval(60))
+        #expect(memory.touch(forKey: "k", expiration: .seconds(30), expirationCap: .distantFuture) == now.addingTimeInterval(30))
+        #expect(memory.meta(forKey: "k")?.expirationCap == nil)
+        #expect(memory.valueAndMeta(forKey: "k", extendingExpiration: .expirationTime(.never))?.meta.expiration == .distantFuture)
+        // A cap already over removes the entry.
+        #expect(memory.touch(forKey: "k", expirationCap: now) == nil)
+        #expect(!memory.isCached(forKey: "k"))
+        // A store replaces the cap; without one the entry has none.
+        memory.store(Self.entry(1), forKey: "k", expiration: .seconds(5), expirationCap: now.addingTimeInterval(1))
+        memory.store(Self.entry(1), forKey: "k", expiration: .seconds(5))
+        #expect(memory.meta(forKey: "k")?.expirationCap == nil)
+        #expect(memory.meta(forKey: "k")?.expiration == now.addingTimeInterval(5))
+        // A cap already over stores nothing and removes the older value.
+        #expect(!memory.store(Self.entry(1), forKey: "k", expiration: .never, expirationCap: now))
+        #expect(!memory.isCached(forKey: "k"))
+    }
+
     @Test(arguments: designs) func removals(shards: Int) {
         let (memory, clock) = Self.make(shards: shards)
         for i in 0..<20 {
