@@ -157,79 +157,57 @@ struct ExecutionEndToEndTests {
     @Test func readYourWritesAcrossSixteenConnections() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
-        let failures = LockedCounter()
-        let socketPath = daemon.socketPath
-        DispatchQueue.concurrentPerform(iterations: 16) { worker in
-            do {
-                let client = try TestClient(path: socketPath)
-                for round in 0..<60 {
-                    let key = "shared\(round % 4)-\(worker % 2)"
-                    let value = "w\(worker)-r\(round)"
-                    let encoding = round % 3 == 0 ? #","toDisk":false"# : ""
-                    try client.request("cache.set", #"{"key":"\#(key)","value":"\#(value)"\#(encoding)}"#, id: 2 * round)
-                    try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 2 * round + 1)
-                    var replies: [Int64: JSONValue] = [:]
-                    for _ in 0..<2 {
-                        let r = try client.readReply()
-                        replies[r["id"]?.int64 ?? -1] = r
-                    }
-                    if replies[Int64(2 * round)]?["result"]?["stored"]?.bool != true { failures.add() }
-                    // Pipelined set then get of the client's own key must agree.
-                    try client.request("cache.set", #"{"key":"own\#(worker)","value":"\#(round)"}"#, id: 9000)
-                    try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 9001)
-                    var got: String?
-                    for _ in 0..<2 {
-                        let r = try client.readReply()
-                        if r["id"]?.int64 == 9001 { got = r["result"]?["value"]?.string }
-                    }
-                    if got != "\(round)" { failures.add() }
+        let failureCount = failuresAcrossClients(socketPath: daemon.socketPath, workers: 16) { worker, client, failures in
+            for round in 0..<60 {
+                let key = "shared\(round % 4)-\(worker % 2)"
+                let value = "w\(worker)-r\(round)"
+                let encoding = round % 3 == 0 ? #","toDisk":false"# : ""
+                try client.request("cache.set", #"{"key":"\#(key)","value":"\#(value)"\#(encoding)}"#, id: 2 * round)
+                try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 2 * round + 1)
+                var replies: [Int64: JSONValue] = [:]
+                for _ in 0..<2 {
+                    let r = try client.readReply()
+                    replies[r["id"]?.int64 ?? -1] = r
                 }
-            } catch {
-                failures.add()
+                if replies[Int64(2 * round)]?["result"]?["stored"]?.bool != true { failures.add() }
+                // Pipelined set then get of the client's own key must agree.
+                try client.request("cache.set", #"{"key":"own\#(worker)","value":"\#(round)"}"#, id: 9000)
+                try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 9001)
+                var got: String?
+                for _ in 0..<2 {
+                    let r = try client.readReply()
+                    if r["id"]?.int64 == 9001 { got = r["result"]?["value"]?.string }
+                }
+                if got != "\(round)" { failures.add() }
             }
         }
-        #expect(failures.value == 0)
+        #expect(failureCount == 0)
     }
 
     /// 64 clients with mixed requests; every reply is checked.
     @Test func sixtyFourClientsHammering() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
-        let failures = LockedCounter()
-        let socketPath = daemon.socketPath
-        DispatchQueue.concurrentPerform(iterations: 64) { worker in
-            do {
-                let client = try TestClient(path: socketPath)
-                for i in 0..<40 {
-                    let key = "h\(worker)-\(i % 7)"
-                    switch i % 5 {
-                    case 0, 1:
-                        let r = try client.result("cache.set", #"{"key":"\#(key)","value":"\#(worker):\#(i)"}"#)
-                        if r["stored"]?.bool != true { failures.add() }
-                    case 2:
-                        let r = try client.result("cache.get", #"{"key":"\#(key)"}"#)
-                        if let v = r["value"]?.string, !v.hasPrefix("\(worker):") { failures.add() }
-                    case 3:
-                        let r = try client.result("cache.describe", #"{"key":"\#(key)"}"#)
-                        if r["found"]?.bool == nil { failures.add() }
-                    default:
-                        let r = try client.result("cache.remove", #"{"key":"\#(key)"}"#)
-                        if r["removed"]?.bool == nil { failures.add() }
-                    }
+        let failureCount = failuresAcrossClients(socketPath: daemon.socketPath, workers: 64) { worker, client, failures in
+            for i in 0..<40 {
+                let key = "h\(worker)-\(i % 7)"
+                switch i % 5 {
+                case 0, 1:
+                    let r = try client.result("cache.set", #"{"key":"\#(key)","value":"\#(worker):\#(i)"}"#)
+                    if r["stored"]?.bool != true { failures.add() }
+                case 2:
+                    let r = try client.result("cache.get", #"{"key":"\#(key)"}"#)
+                    if let v = r["value"]?.string, !v.hasPrefix("\(worker):") { failures.add() }
+                case 3:
+                    let r = try client.result("cache.describe", #"{"key":"\#(key)"}"#)
+                    if r["found"]?.bool == nil { failures.add() }
+                default:
+                    let r = try client.result("cache.remove", #"{"key":"\#(key)"}"#)
+                    if r["removed"]?.bool == nil { failures.add() }
                 }
-            } catch {
-                failures.add()
             }
         }
-        #expect(failures.value == 0)
+        #expect(failureCount == 0)
         #expect(try daemon.client().result("server.ping")["pong"]?.bool == true)
     }
-}
-
-/// A counter many threads can bump. Threading: thread-safe; `lock` guards `count`.
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
