@@ -55,11 +55,7 @@ struct ExecutionEndToEndTests {
         try client.request("debug.sleep", #"{"seconds":0.5}"#, id: 1)
         try client.request("cache.set", #"{"key":"c","value":"v"}"#, id: 2)
         try client.send(#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<2 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(2)
         #expect(replies[2]?["error"]?["code"]?.int64 == -32800)
         #expect(replies[2]?["error"]?["data"]?["started"]?.bool == false)
         #expect(try client.result("cache.isCached", #"{"key":"c"}"#)["cached"]?.bool == false)
@@ -78,11 +74,7 @@ struct ExecutionEndToEndTests {
         try client.request("cache.set", #"{"key":"c","value":"done"}"#, id: 2)
         usleep(200_000)
         try client.send(#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<2 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(2)
         #expect(replies[2]?["error"]?["code"]?.int64 == -32800)
         #expect(replies[2]?["error"]?["data"]?["started"]?.bool == true)
         #expect(try client.result("cache.get", #"{"key":"c"}"#)["value"]?.string == "done")
@@ -144,11 +136,7 @@ struct ExecutionEndToEndTests {
         try client.request("debug.sleep", #"{"seconds":0.3}"#, id: 1)
         try client.request("cache.set", #"{"key":"k","value":"new"}"#, id: 2)
         try client.request("cache.get", #"{"key":"k","options":{"loadDiskFileSynchronously":true}}"#, id: 3)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<3 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(3)
         #expect(replies[3]?["result"]?["value"]?.string == "new")
     }
 
