@@ -86,6 +86,24 @@ final class Connection {
     ///   `CLIError.transport` for timeouts and broken connections, `CLIError.badReply`
     ///   for a reply that is not a JSON-RPC response.
     func call(_ method: String, params: ((inout JSONWriter) -> Void)? = nil) throws(CLIError) -> JSONValue {
+        guard let params else { return try request(method, params: nil) }
+        return try request(method) { writer in
+            writer.beginObject()
+            params(&writer)
+            writer.endObject()
+        }
+    }
+
+    /// Sends one request whose params are given as parsed JSON (any JSON value, sent as
+    /// is, so the daemon judges it) and returns its `result`. See `call(_:params:)`.
+    func call(_ method: String, rawParams: JSONValue?) throws(CLIError) -> JSONValue {
+        guard let rawParams else { return try request(method, params: nil) }
+        return try request(method) { writer in writer.value(rawParams) }
+    }
+
+    /// The one place a request line is built, so both `call` forms number and frame
+    /// requests alike: `params` writes the whole `params` value; nil leaves the member out.
+    private func request(_ method: String, params: ((inout JSONWriter) -> Void)?) throws(CLIError) -> JSONValue {
         var writer = JSONWriter(capacity: 256)
         writer.beginObject()
         writer.key("jsonrpc"); writer.string("2.0")
@@ -95,28 +113,7 @@ final class Connection {
         writer.key("method"); writer.string(method)
         if let params {
             writer.key("params")
-            writer.beginObject()
             params(&writer)
-            writer.endObject()
-        }
-        writer.endObject()
-        writer.newline()
-        return try exchange(line: writer.bytes, id: id)
-    }
-
-    /// Sends one request whose params are given as parsed JSON (any JSON value, sent as
-    /// is, so the daemon judges it) and returns its `result`. See `call(_:params:)`.
-    func call(_ method: String, rawParams: JSONValue?) throws(CLIError) -> JSONValue {
-        var writer = JSONWriter(capacity: 256)
-        writer.beginObject()
-        writer.key("jsonrpc"); writer.string("2.0")
-        let id = nextID
-        nextID += 1
-        writer.key("id"); writer.int(id)
-        writer.key("method"); writer.string(method)
-        if let rawParams {
-            writer.key("params")
-            writer.value(rawParams)
         }
         writer.endObject()
         writer.newline()

@@ -55,11 +55,7 @@ struct ExecutionEndToEndTests {
         try client.request("debug.sleep", #"{"seconds":0.5}"#, id: 1)
         try client.request("cache.set", #"{"key":"c","value":"v"}"#, id: 2)
         try client.send(#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<2 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(2)
         #expect(replies[2]?["error"]?["code"]?.int64 == -32800)
         #expect(replies[2]?["error"]?["data"]?["started"]?.bool == false)
         #expect(try client.result("cache.isCached", #"{"key":"c"}"#)["cached"]?.bool == false)
@@ -78,11 +74,7 @@ struct ExecutionEndToEndTests {
         try client.request("cache.set", #"{"key":"c","value":"done"}"#, id: 2)
         usleep(200_000)
         try client.send(#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<2 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(2)
         #expect(replies[2]?["error"]?["code"]?.int64 == -32800)
         #expect(replies[2]?["error"]?["data"]?["started"]?.bool == true)
         #expect(try client.result("cache.get", #"{"key":"c"}"#)["value"]?.string == "done")
@@ -144,11 +136,7 @@ struct ExecutionEndToEndTests {
         try client.request("debug.sleep", #"{"seconds":0.3}"#, id: 1)
         try client.request("cache.set", #"{"key":"k","value":"new"}"#, id: 2)
         try client.request("cache.get", #"{"key":"k","options":{"loadDiskFileSynchronously":true}}"#, id: 3)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<3 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(3)
         #expect(replies[3]?["result"]?["value"]?.string == "new")
     }
 
@@ -157,79 +145,57 @@ struct ExecutionEndToEndTests {
     @Test func readYourWritesAcrossSixteenConnections() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
-        let failures = LockedCounter()
-        let socketPath = daemon.socketPath
-        DispatchQueue.concurrentPerform(iterations: 16) { worker in
-            do {
-                let client = try TestClient(path: socketPath)
-                for round in 0..<60 {
-                    let key = "shared\(round % 4)-\(worker % 2)"
-                    let value = "w\(worker)-r\(round)"
-                    let encoding = round % 3 == 0 ? #","toDisk":false"# : ""
-                    try client.request("cache.set", #"{"key":"\#(key)","value":"\#(value)"\#(encoding)}"#, id: 2 * round)
-                    try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 2 * round + 1)
-                    var replies: [Int64: JSONValue] = [:]
-                    for _ in 0..<2 {
-                        let r = try client.readReply()
-                        replies[r["id"]?.int64 ?? -1] = r
-                    }
-                    if replies[Int64(2 * round)]?["result"]?["stored"]?.bool != true { failures.add() }
-                    // Pipelined set then get of the client's own key must agree.
-                    try client.request("cache.set", #"{"key":"own\#(worker)","value":"\#(round)"}"#, id: 9000)
-                    try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 9001)
-                    var got: String?
-                    for _ in 0..<2 {
-                        let r = try client.readReply()
-                        if r["id"]?.int64 == 9001 { got = r["result"]?["value"]?.string }
-                    }
-                    if got != "\(round)" { failures.add() }
+        let failureCount = failuresAcrossClients(socketPath: daemon.socketPath, workers: 16) { worker, client, failures in
+            for round in 0..<60 {
+                let key = "shared\(round % 4)-\(worker % 2)"
+                let value = "w\(worker)-r\(round)"
+                let encoding = round % 3 == 0 ? #","toDisk":false"# : ""
+                try client.request("cache.set", #"{"key":"\#(key)","value":"\#(value)"\#(encoding)}"#, id: 2 * round)
+                try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 2 * round + 1)
+                var replies: [Int64: JSONValue] = [:]
+                for _ in 0..<2 {
+                    let r = try client.readReply()
+                    replies[r["id"]?.int64 ?? -1] = r
                 }
-            } catch {
-                failures.add()
+                if replies[Int64(2 * round)]?["result"]?["stored"]?.bool != true { failures.add() }
+                // Pipelined set then get of the client's own key must agree.
+                try client.request("cache.set", #"{"key":"own\#(worker)","value":"\#(round)"}"#, id: 9000)
+                try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 9001)
+                var got: String?
+                for _ in 0..<2 {
+                    let r = try client.readReply()
+                    if r["id"]?.int64 == 9001 { got = r["result"]?["value"]?.string }
+                }
+                if got != "\(round)" { failures.add() }
             }
         }
-        #expect(failures.value == 0)
+        #expect(failureCount == 0)
     }
 
     /// 64 clients with mixed requests; every reply is checked.
     @Test func sixtyFourClientsHammering() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
-        let failures = LockedCounter()
-        let socketPath = daemon.socketPath
-        DispatchQueue.concurrentPerform(iterations: 64) { worker in
-            do {
-                let client = try TestClient(path: socketPath)
-                for i in 0..<40 {
-                    let key = "h\(worker)-\(i % 7)"
-                    switch i % 5 {
-                    case 0, 1:
-                        let r = try client.result("cache.set", #"{"key":"\#(key)","value":"\#(worker):\#(i)"}"#)
-                        if r["stored"]?.bool != true { failures.add() }
-                    case 2:
-                        let r = try client.result("cache.get", #"{"key":"\#(key)"}"#)
-                        if let v = r["value"]?.string, !v.hasPrefix("\(worker):") { failures.add() }
-                    case 3:
-                        let r = try client.result("cache.describe", #"{"key":"\#(key)"}"#)
-                        if r["found"]?.bool == nil { failures.add() }
-                    default:
-                        let r = try client.result("cache.remove", #"{"key":"\#(key)"}"#)
-                        if r["removed"]?.bool == nil { failures.add() }
-                    }
+        let failureCount = failuresAcrossClients(socketPath: daemon.socketPath, workers: 64) { worker, client, failures in
+            for i in 0..<40 {
+                let key = "h\(worker)-\(i % 7)"
+                switch i % 5 {
+                case 0, 1:
+                    let r = try client.result("cache.set", #"{"key":"\#(key)","value":"\#(worker):\#(i)"}"#)
+                    if r["stored"]?.bool != true { failures.add() }
+                case 2:
+                    let r = try client.result("cache.get", #"{"key":"\#(key)"}"#)
+                    if let v = r["value"]?.string, !v.hasPrefix("\(worker):") { failures.add() }
+                case 3:
+                    let r = try client.result("cache.describe", #"{"key":"\#(key)"}"#)
+                    if r["found"]?.bool == nil { failures.add() }
+                default:
+                    let r = try client.result("cache.remove", #"{"key":"\#(key)"}"#)
+                    if r["removed"]?.bool == nil { failures.add() }
                 }
-            } catch {
-                failures.add()
             }
         }
-        #expect(failures.value == 0)
+        #expect(failureCount == 0)
         #expect(try daemon.client().result("server.ping")["pong"]?.bool == true)
     }
-}
-
-/// A counter many threads can bump. Threading: thread-safe; `lock` guards `count`.
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }

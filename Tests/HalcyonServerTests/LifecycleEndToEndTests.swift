@@ -14,11 +14,7 @@ struct LifecycleEndToEndTests {
         try client.request("cache.set", #"{"key":"drained","value":"v"}"#, id: 2)
         usleep(100_000)
         kill(daemon.process.processIdentifier, SIGTERM)
-        var replies: [Int64: JSONValue] = [:]
-        for _ in 0..<2 {
-            let reply = try client.readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
-        }
+        let replies = try client.readReplies(2)
         #expect(replies[2]?["result"]?["stored"]?.bool == true)
         daemon.process.waitUntilExit()
         #expect(daemon.process.terminationStatus == 0)

@@ -121,22 +121,24 @@ def _start_daemon(extra: Optional[List[str]] = None) -> Daemon:
     return daemon
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[Daemon]:
-    """One daemon for the whole session (tests use unique keys)."""
+def _daemon_until_done() -> Iterator[Daemon]:
+    """A started daemon for a fixture to yield; stopped and its folder removed after."""
     d = _start_daemon()
     yield d
     d.stop()
     shutil.rmtree(d.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    """One daemon for the whole session (tests use unique keys)."""
+    yield from _daemon_until_done()
 
 
 @pytest.fixture
 def fresh_daemon() -> Iterator[Daemon]:
     """A daemon of this test's own (restarts, clear, limits)."""
-    d = _start_daemon()
-    yield d
-    d.stop()
-    shutil.rmtree(d.folder, ignore_errors=True)
+    yield from _daemon_until_done()
 
 
 @pytest.fixture

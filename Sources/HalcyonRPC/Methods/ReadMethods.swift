@@ -42,12 +42,9 @@ extension Dispatcher {
         },
         MethodSpec(
             name: "cache.isCached",
-            params: ["key", "forcedExtension", "referenceDate", "options"]
+            params: MethodCall.lookupParams
         ) { dispatcher, call throws(RPCError) in
-            let key = try call.params.key()
-            var options = call.options
-            options.forcedExtension = try call.params.string("forcedExtension")
-            options.referenceDate = try call.params.date("referenceDate")
+            let (key, options) = try call.keyAndLookupOptions()
             let responder = call.responder
             return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (type, w) throws(RPCError) in
@@ -60,12 +57,9 @@ extension Dispatcher {
         },
         MethodSpec(
             name: "cache.describe",
-            params: ["key", "forcedExtension", "referenceDate", "options"]
+            params: MethodCall.lookupParams
         ) { dispatcher, call throws(RPCError) in
-            let key = try call.params.key()
-            var options = call.options
-            options.forcedExtension = try call.params.string("forcedExtension")
-            options.referenceDate = try call.params.date("referenceDate")
+            let (key, options) = try call.keyAndLookupOptions()
             let responder = call.responder
             return dispatcher.cache.describe(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (d, w) throws(RPCError) in

@@ -16,9 +16,7 @@ extension Dispatcher {
             let encoding = try call.params.encoding("encoding") ?? .utf8
             // Not `value(_:)`, which reads null as absent: with "json", null is a value.
             let bytes = try call.params.valueBytes(encoding: encoding)
-            var options = call.options
-            options.diskExpiration = try call.params.expiration("expiration")
-            options.memoryExpiration = try call.params.expiration("memoryExpiration")
+            var options = try call.optionsWithExpirations()
             options.toDisk = try call.params.bool("toDisk", default: true)
             options.forcedExtension = try call.params.string("forcedExtension")
             let entry = CacheEntry(bytes: bytes, flags: encoding.flags)
@@ -38,9 +36,7 @@ extension Dispatcher {
             params: ["key", "expiration", "memoryExpiration", "forcedExtension", "options"]
         ) { dispatcher, call throws(RPCError) in
             let key = try call.params.key()
-            var options = call.options
-            options.diskExpiration = try call.params.expiration("expiration")
-            options.memoryExpiration = try call.params.expiration("memoryExpiration")
+            var options = try call.optionsWithExpirations()
             options.forcedExtension = try call.params.string("forcedExtension")
             let responder = call.responder
             return dispatcher.cache.touch(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in

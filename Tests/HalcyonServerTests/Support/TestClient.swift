@@ -3,6 +3,7 @@
 
 import Foundation
 import HalcyonJSON
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -111,6 +112,17 @@ final class TestClient {
             let reply = try readReply()
             if reply["id"]?.int64 == Int64(id) { return reply }
         }
+    }
+
+    /// The next `count` replies, keyed by id, for requests sent pipelined whose replies may
+    /// come in any order. A reply without a numeric id fails the test.
+    func readReplies(_ count: Int) throws -> [Int64: JSONValue] {
+        var replies: [Int64: JSONValue] = [:]
+        for _ in 0..<count {
+            let reply = try readReply()
+            replies[try #require(reply["id"]?.int64)] = reply
+        }
+        return replies
     }
 
     /// The `result` of a call that must succeed.

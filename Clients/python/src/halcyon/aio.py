@@ -16,6 +16,7 @@ import os
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, cast
 
 from . import _wire, errors
+from ._pipeline import PipelineQueue, raise_first_error
 from ._wire import Command, Description, Entry, Expire
 from .client import DEFAULT_TIMEOUT
 from .memoize import function_prefix, make_key
@@ -396,23 +397,15 @@ class AsyncClient:
         return decorate
 
 
-class AsyncPipeline:
+class AsyncPipeline(PipelineQueue):
     """Calls queued on an :class:`AsyncClient` and written together; ``await
     p.execute()`` or leave an ``async with`` block. Queueing methods are plain (not
     coroutines) and return the pipeline."""
 
     def __init__(self, client: AsyncClient, *, batch: bool, raise_on_error: bool,
                  timeout: Optional[float]) -> None:
+        super().__init__(batch=batch, raise_on_error=raise_on_error, timeout=timeout)
         self._client = client
-        self._batch = batch
-        self._raise = raise_on_error
-        self._timeout = timeout
-        self._commands: List[Command] = []
-        #: Every outcome of the last :meth:`execute`, in call order.
-        self.results: List[Any] = []
-
-    def __len__(self) -> int:
-        return len(self._commands)
 
     async def __aenter__(self) -> "AsyncPipeline":
         return self
@@ -423,48 +416,7 @@ class AsyncPipeline:
 
     async def execute(self) -> List[Any]:
         """Send the queued calls; results in call order (see :meth:`halcyon.Client.pipeline`)."""
-        commands, self._commands = self._commands, []
-        self.results = await self._client._outcomes(commands, self._timeout, self._batch)
+        self.results = await self._client._outcomes(self._take(), self._timeout, self._batch)
         if self._raise:
-            for result in self.results:
-                if isinstance(result, errors.HalcyonError):
-                    raise result
+            raise_first_error(self.results)
         return self.results
-
-    def _add(self, command: Command) -> "AsyncPipeline":
-        self._commands.append(command)
-        return self
-
-    def get(self, key: str, default: Any = None, *, extend: Any = None, memory_only: bool = False) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.get`."""
-        return self._add(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only))
-
-    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
-                  encoding: Optional[str] = None) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.get_entry`."""
-        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding))
-
-    def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
-            to_disk: Optional[bool] = None) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.set`."""
-        return self._add(_wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk))
-
-    def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.delete`."""
-        return self._add(_wire.cmd_delete(key, memory=memory, disk=disk))
-
-    def exists(self, key: str) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.exists`."""
-        return self._add(_wire.cmd_exists(key))
-
-    def describe(self, key: str) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.describe`."""
-        return self._add(_wire.cmd_describe(key))
-
-    def touch(self, key: str, expire: Expire = None, *, memory_expire: Expire = None) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.touch`."""
-        return self._add(_wire.cmd_touch(key, expire, memory_expire=memory_expire))
-
-    def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> "AsyncPipeline":
-        """Queue :meth:`AsyncClient.call`."""
-        return self._add(_wire.cmd_call(method, params))

@@ -17,6 +17,7 @@ from typing import (
 )
 
 from . import _wire, errors
+from ._pipeline import PipelineQueue, raise_first_error
 from ._transport import Broken, Connection, Timeout
 from ._wire import Command, Description, Entry, Expire
 from .memoize import function_prefix, make_key
@@ -396,7 +397,7 @@ class Client:
         return decorate
 
 
-class Pipeline:
+class Pipeline(PipelineQueue):
     """Calls queued on a :class:`Client` and sent together (see :meth:`Client.pipeline`).
 
     Each method takes the same arguments as the client's and returns the pipeline, so
@@ -405,16 +406,8 @@ class Pipeline:
     """
 
     def __init__(self, client: Client, *, batch: bool, raise_on_error: bool, timeout: Any) -> None:
+        super().__init__(batch=batch, raise_on_error=raise_on_error, timeout=timeout)
         self._client = client
-        self._batch = batch
-        self._raise = raise_on_error
-        self._timeout = timeout
-        self._commands: List[Command] = []
-        #: Every outcome of the last :meth:`execute`, in call order.
-        self.results: List[Any] = []
-
-    def __len__(self) -> int:
-        return len(self._commands)
 
     def __enter__(self) -> "Pipeline":
         return self
@@ -423,57 +416,20 @@ class Pipeline:
         if exc_type is None:
             self.execute()
 
-    def _add(self, command: Command) -> "Pipeline":
-        self._commands.append(command)
-        return self
-
     def execute(self) -> List[Any]:
         """Send the queued calls and return their results in call order (see
         :meth:`Client.pipeline` for errors). The queue is emptied."""
-        commands, self._commands = self._commands, []
-        self.results = self._client._outcomes(commands, self._timeout, self._batch)
+        self.results = self._client._outcomes(self._take(), self._timeout, self._batch)
         if self._raise:
-            for result in self.results:
-                if isinstance(result, errors.HalcyonError):
-                    raise result
+            raise_first_error(self.results)
         return self.results
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.results)
 
-    def get(self, key: str, default: Any = None, *, extend: Any = None, memory_only: bool = False) -> "Pipeline":
-        """Queue :meth:`Client.get`."""
-        return self._add(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only))
-
-    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
-                  encoding: Optional[str] = None) -> "Pipeline":
-        """Queue :meth:`Client.get_entry`."""
-        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding))
-
-    def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
-            to_disk: Optional[bool] = None) -> "Pipeline":
-        """Queue :meth:`Client.set`."""
-        return self._add(_wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk))
-
-    def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
-        """Queue :meth:`Client.delete`."""
-        return self._add(_wire.cmd_delete(key, memory=memory, disk=disk))
-
-    def exists(self, key: str) -> "Pipeline":
-        """Queue :meth:`Client.exists`."""
-        return self._add(_wire.cmd_exists(key))
-
     def cached_type(self, key: str) -> "Pipeline":
         """Queue :meth:`Client.cached_type`."""
         return self._add(_wire.cmd_cached_type(key))
-
-    def describe(self, key: str) -> "Pipeline":
-        """Queue :meth:`Client.describe`."""
-        return self._add(_wire.cmd_describe(key))
-
-    def touch(self, key: str, expire: Expire = None, *, memory_expire: Expire = None) -> "Pipeline":
-        """Queue :meth:`Client.touch`."""
-        return self._add(_wire.cmd_touch(key, expire, memory_expire=memory_expire))
 
     def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
         """Queue :meth:`Client.clear`."""
@@ -502,7 +458,3 @@ class Pipeline:
     def info(self) -> "Pipeline":
         """Queue :meth:`Client.info`."""
         return self._add(_wire.cmd_info())
-
-    def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> "Pipeline":
-        """Queue :meth:`Client.call`."""
-        return self._add(_wire.cmd_call(method, params))
