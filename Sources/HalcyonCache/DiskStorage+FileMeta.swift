@@ -1,7 +1,7 @@
 // How an entry's metadata lives on disk: expiration in mtime, last access in atime,
 // flags in a small header at the start of the file. Also the arithmetic that turns
 // expirations into file times (rounding up, sliding, the "never" sentinel).
-// Docs/ARCHITECTURE-disk.md explains the choice.
+// Docs/ARCHITECTURE.md ("The disk tier") explains the choice.
 
 import Foundation
 

@@ -1,6 +1,6 @@
 // The disk tier: one key -> one file in one folder, with the entry's expiration, last
 // access and flags kept in the file itself, so they survive restarts without a database.
-// Writes are atomic (temp file + rename). See Docs/ARCHITECTURE-disk.md.
+// Writes are atomic (temp file + rename). See Docs/ARCHITECTURE.md ("The disk tier").
 
 import CHalcyonSystem
 import Dispatch

@@ -2,7 +2,7 @@
 // per-entry expiration that a read can slide forward (never past the entry's cap, the
 // expiry of the disk copy it mirrors), and a periodic sweep of expired entries. Split
 // into lock-guarded shards so readers on different threads rarely meet (see
-// `Config.shardCount` and Docs/ARCHITECTURE-hybrid.md for the measurement).
+// `Config.shardCount` and Docs/ARCHITECTURE.md ("Why 16 shards") for the measurement).
 
 import Foundation
 import Synchronization
