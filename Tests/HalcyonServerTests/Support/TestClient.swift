@@ -17,7 +17,10 @@ final class TestClient {
     private var nextID = 1
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        // The descriptor is stored only once connected: a throwing init of a class whose
+        // properties are all set still runs deinit, which would close it a second time,
+        // possibly under another thread that has just been given the same number.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -40,6 +43,7 @@ final class TestClient {
             Glibc.close(fd)
             throw POSIXError(.init(rawValue: e) ?? .EIO)
         }
+        self.fd = fd
     }
 
     deinit { Glibc.close(fd) }
