@@ -17,7 +17,8 @@
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
-# Environment: DISK_KEYS (keys per disk-read round, default 20000), KEYS (key space, default 10000).
+# Environment: DISK_KEYS (keys per disk-read round, default 20000), KEYS (key space, default 10000),
+#   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning").
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -99,7 +100,8 @@ mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
 start_halcyond() {
-    "$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" >"$tmp/halcyond.log" 2>&1 &
+    # shellcheck disable=SC2086  # HALCYOND_ARGS is a list of flags
+    "$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" ${HALCYOND_ARGS:-} >"$tmp/halcyond.log" 2>&1 &
     halcyond_pid=$!
     pids+=($halcyond_pid)
     wait_socket "$tmp/h.sock" $halcyond_pid halcyond
@@ -181,7 +183,7 @@ report="$tmp/report.md"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond); $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
-    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir …\` (defaults otherwise)."
+    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\` (defaults otherwise)."
     echo "- Each connection is one client thread sending batches of \`pipeline\` requests and reading all replies before the next batch; latency (µs) is that of one batch."
     echo
 } >"$report"
