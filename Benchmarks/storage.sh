@@ -27,7 +27,7 @@ mkdir -p "$(dirname "$out")"
     echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/storage.sh\` (package-benchmark, release build)"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r), $(findmnt -no FSTYPE,OPTIONS -T "${TMPDIR:-/tmp}" | cut -c1-60) under ${TMPDIR:-/tmp}"
     echo "- Halcyon: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?'); load average at start $load_start, at end $(cut -d' ' -f1-3 /proc/loadavg) (other builds share the 2 cores: noisy)"
-    echo "- Memory benchmarks: one iteration = 100,000 operations over all threads; operations/s = 100,000 × iterations/s."
+    echo "- Disk benchmarks: one store or read per iteration, one thread. Memory benchmarks: one iteration = 1,000,000 operations spread over the threads, scaled (\`.mega\`) so that time is per operation and throughput is operations/s."
     echo
     # Keep the harness's tables; drop its build log.
     sed -n '/^## /,$p' "$tmp"

@@ -52,7 +52,7 @@ func registerDiskBenchmarks() {
         Benchmark(
             "Disk store \(size.label)",
             configuration: .init(maxIterations: size.bytes > 100_000 ? 2_000 : 20_000),
-            closure: { benchmark, fixture in
+            closure: { (benchmark: Benchmark, fixture: DiskFixture) in
                 for _ in benchmark.scaledIterations {
                     do {
                         blackHole(try fixture.backend.store(value: fixture.value, forKey: fixture.nextKey()))
@@ -77,7 +77,7 @@ func registerDiskBenchmarks() {
         Benchmark(
             "Disk read \(size.label)",
             configuration: .init(maxIterations: size.bytes > 100_000 ? 5_000 : 20_000),
-            closure: { benchmark, fixture in
+            closure: { (benchmark: Benchmark, fixture: DiskFixture) in
                 for _ in benchmark.scaledIterations {
                     do {
                         guard let entry = try fixture.backend.value(forKey: fixture.nextKey()) else {

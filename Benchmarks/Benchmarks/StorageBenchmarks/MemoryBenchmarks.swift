@@ -2,15 +2,16 @@
 // tier's default sharded locks and with one global lock (shardCount 1), so the
 // choice of design stays measured.
 //
-// One iteration is 100,000 operations split evenly over the threads, so the
-// wall-clock time per iteration compares directly across thread counts:
-// operations per second = 100,000 / (time per iteration). This machine has
-// 2 cores, so 8 threads measure contention, not parallel speed-up.
+// One iteration is 1,000,000 operations split evenly over the threads, and the
+// scaling factor is `.mega`, so the harness reports wall-clock time per
+// operation and throughput in operations per second, comparable across thread
+// counts. This machine has 2 cores, so 8 threads measure contention, not
+// parallel speed-up.
 import Benchmark
 import Foundation
 import HalcyonCache
 
-let operationsPerIteration = 100_000
+let operationsPerIteration = 1_000_000
 
 /// A memory tier filled with `keyCount` 100-byte entries.
 /// Threading: the backend is thread-safe; the fixture itself is immutable.
@@ -35,12 +36,12 @@ func registerMemoryBenchmarks() {
         let design = shards == 1 ? "one lock" : "\(shards) shards"
         for threads in [1, 2, 8] {
             let perThread = operationsPerIteration / threads
-            let configuration = Benchmark.Configuration(maxIterations: 200)
+            let configuration = Benchmark.Configuration(scalingFactor: .mega, maxDuration: .seconds(3), maxIterations: 100)
 
             Benchmark(
                 "Memory get 100 B, \(threads) threads, \(design)",
                 configuration: configuration,
-                closure: { _, fixture in
+                closure: { (_: Benchmark, fixture: MemoryFixture) in
                     runOnThreads(threads) { index in
                         var random = FastRandom(seed: index)
                         let keys = fixture.keys
@@ -55,7 +56,7 @@ func registerMemoryBenchmarks() {
             Benchmark(
                 "Memory set 100 B, \(threads) threads, \(design)",
                 configuration: configuration,
-                closure: { _, fixture in
+                closure: { (_: Benchmark, fixture: MemoryFixture) in
                     runOnThreads(threads) { index in
                         var random = FastRandom(seed: index)
                         let keys = fixture.keys
