@@ -68,6 +68,7 @@ let package = Package(
                 "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

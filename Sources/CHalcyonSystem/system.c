@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "CHalcyonSystem.h"
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <errno.h>
 
 int hc_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
@@ -11,4 +13,40 @@ int hc_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     *uid = cred.uid;
     *gid = cred.gid;
     return 0;
+}
+
+int hc_open_noatime(const char *path) {
+    int fd;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    } while (fd < 0 && errno == EINTR);
+    if (fd >= 0 || errno != EPERM) return fd;
+    // Not the owner: the kernel may then update atime under relatime, which the
+    // caller accepts rather than failing the read.
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+long hc_utime_now(void) { return UTIME_NOW; }
+long hc_utime_omit(void) { return UTIME_OMIT; }
+
+int hc_futimens(int fd, int64_t atime_sec, long atime_nsec, int64_t mtime_sec, long mtime_nsec) {
+    struct timespec times[2];
+    times[0].tv_sec = (time_t)atime_sec;
+    times[0].tv_nsec = atime_nsec;
+    times[1].tv_sec = (time_t)mtime_sec;
+    times[1].tv_nsec = mtime_nsec;
+    return futimens(fd, times);
+}
+
+int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec,
+                 int64_t mtime_sec, long mtime_nsec) {
+    struct timespec times[2];
+    times[0].tv_sec = (time_t)atime_sec;
+    times[0].tv_nsec = atime_nsec;
+    times[1].tv_sec = (time_t)mtime_sec;
+    times[1].tv_nsec = mtime_nsec;
+    return utimensat(dirfd, path, times, AT_SYMLINK_NOFOLLOW);
 }

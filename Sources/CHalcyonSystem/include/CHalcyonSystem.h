@@ -4,6 +4,7 @@
 // import (O_NOATIME, UTIME_NOW/UTIME_OMIT, struct ucred). Each wrapper is a thin,
 // thread-safe pass-through; errors are reported through errno as usual.
 #include <sys/types.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -12,6 +13,28 @@ extern "C" {
 /// Reads the peer credentials of a connected Unix socket (SO_PEERCRED).
 /// Returns 0 on success, -1 with errno set on failure.
 int hc_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/// Opens `path` read-only and close-on-exec with O_NOATIME, so that reading the file
+/// never lets the kernel (relatime) overwrite the last-access time the disk tier keeps
+/// in atime. O_NOATIME is refused with EPERM to anyone but the file's owner (or a
+/// process with CAP_FOWNER); the call then retries without it.
+/// Returns the descriptor, or -1 with errno set.
+int hc_open_noatime(const char *path);
+
+/// The `UTIME_NOW` and `UTIME_OMIT` markers for `tv_nsec` in utimensat/futimens.
+long hc_utime_now(void);
+long hc_utime_omit(void);
+
+/// Sets a file's access and modification times on an open descriptor (futimens).
+/// Pass `hc_utime_omit()` as a nanosecond field to leave that time unchanged.
+/// Returns 0, or -1 with errno set.
+int hc_futimens(int fd, int64_t atime_sec, long atime_nsec, int64_t mtime_sec, long mtime_nsec);
+
+/// Sets a file's access and modification times by path, relative to the directory
+/// descriptor `dirfd` (utimensat, not following a final symbolic link).
+/// Returns 0, or -1 with errno set.
+int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec,
+                 int64_t mtime_sec, long mtime_nsec);
 
 #ifdef __cplusplus
 }

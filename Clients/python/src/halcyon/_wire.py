@@ -1,0 +1,437 @@
+"""What every Halcyon client shares: socket discovery, value and expiration encoding,
+request framing, and one :class:`Command` per protocol method.
+
+A :class:`Command` is a method name, its params and how to turn the result into the
+Python value the caller gets. The sync client, its pipeline and batch, and the asyncio
+client all build the same commands here, so the wire rules live in one place and the
+clients only differ in how they move bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+
+from . import errors
+
+__all__ = [
+    "default_socket_path",
+    "resolve_socket_path",
+    "encode_value",
+    "decode_value",
+    "to_expiration",
+    "to_extending",
+    "Entry",
+    "Description",
+    "Command",
+    "Expire",
+]
+
+#: What ``expire`` may be: seconds (int/float), a timedelta, an aware or naive
+#: datetime (naive = local time), ``"never"``, ``"expired"``, or a protocol object
+#: such as ``{"days": 7}``. ``None`` means "the daemon's default".
+Expire = Union[None, int, float, _dt.timedelta, _dt.datetime, str, Mapping[str, Any]]
+
+#: Sentinel for "argument not given" where ``None`` is meaningful.
+_MISSING: Any = object()
+
+
+def default_socket_path() -> str:
+    """The daemon's default socket: ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock``, else
+    ``/tmp/halcyon-<uid>/halcyon.sock`` (PROTOCOL.md section 1)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "halcyon", "halcyon.sock")
+    return f"/tmp/halcyon-{os.getuid()}/halcyon.sock"
+
+
+def resolve_socket_path(path: Optional[Union[str, "os.PathLike[str]"]] = None) -> str:
+    """Find the socket the way the daemon and the ``halcyon`` command do: the explicit
+    ``path``, then ``$HALCYON_SOCKET``, then :func:`default_socket_path`."""
+    if path is not None:
+        return os.fspath(path)
+    env = os.environ.get("HALCYON_SOCKET")
+    if env:
+        return env
+    return default_socket_path()
+
+
+# ---------------------------------------------------------------- values
+
+def encode_value(value: Any) -> Tuple[Any, str]:
+    """Return ``(wire_value, encoding)`` for a Python value.
+
+    ``bytes``/``bytearray``/``memoryview`` go as ``"base64"``, ``str`` as ``"utf8"``,
+    anything else JSON can hold (None, bool, int, float, list, tuple, dict with str
+    keys) as ``"json"``. NaN and infinities are refused (they are not JSON).
+
+    Raises:
+        TypeError: the value is not one of those.
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii"), "base64"
+    if isinstance(value, str):
+        return value, "utf8"
+    try:
+        # Checks JSON-ability now, so the error names the value, not the request.
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"halcyon can store bytes, str or JSON-able values, not {type(value).__name__}: {exc}"
+        ) from None
+    _check_integers(value)
+    return value, "json"
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _check_integers(value: Any) -> None:
+    # The daemon's JSON parser holds 64-bit integers; a larger one would fail the whole
+    # request line as a parse error, so refuse it here with a clear message.
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value not in _INT64:
+            raise TypeError(f"integer {value} does not fit in 64 bits; store it as a str")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_integers(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_integers(item)
+
+
+def decode_value(wire: Any, encoding: Optional[str]) -> Any:
+    """Turn a reply's ``value`` back into Python: base64 -> bytes, utf8 -> str, json -> the
+    JSON value (lists stay lists: a stored tuple comes back as a list)."""
+    if encoding == "base64":
+        if not isinstance(wire, str):
+            raise errors.ProtocolError(f"base64 value is not a string: {wire!r}")
+        return base64.b64decode(wire, validate=True)
+    if encoding == "utf8":
+        if not isinstance(wire, str):
+            raise errors.ProtocolError(f"utf8 value is not a string: {wire!r}")
+        return wire
+    return wire
+
+
+# ----------------------------------------------------------- expirations
+
+def to_expiration(expire: Expire) -> Any:
+    """Convert an ``expire`` argument to the protocol's ``StorageExpiration``.
+
+    Seconds (int/float/timedelta) that are 0 or less become ``"expired"`` (the daemon
+    then stores nothing). ``None`` returns ``None`` (leave the member out).
+
+    Raises:
+        TypeError: for any other type; ValueError for an unknown string.
+    """
+    if expire is None:
+        return None
+    if isinstance(expire, bool):
+        raise TypeError("expire must be seconds, a timedelta, a datetime or a protocol form, not bool")
+    if isinstance(expire, str):
+        if expire in ("never", "expired"):
+            return expire
+        raise ValueError(f"unknown expiration {expire!r}: use 'never', 'expired', seconds, timedelta or datetime")
+    if isinstance(expire, _dt.timedelta):
+        expire = expire.total_seconds()
+    if isinstance(expire, (int, float)):
+        if expire != expire or expire in (float("inf"), float("-inf")):
+            raise ValueError("expire must be finite")
+        return {"seconds": expire} if expire > 0 else "expired"
+    if isinstance(expire, _dt.datetime):
+        return {"date": expire.timestamp()}
+    if isinstance(expire, Mapping):
+        return dict(expire)
+    raise TypeError(f"unsupported expire type {type(expire).__name__}")
+
+
+def to_extending(extend: Any) -> Any:
+    """Convert an ``extend`` argument to the protocol's ``ExpirationExtending``.
+
+    ``None`` leaves it out (daemon default ``"cacheTime"``: sliding expiration);
+    ``False`` or ``"none"`` never extends; ``"cacheTime"`` is passed through; anything
+    :func:`to_expiration` accepts resets the expiration to that, counted from now.
+    """
+    if extend is None:
+        return None
+    if extend is False or extend == "none":
+        return "none"
+    if extend is True or extend == "cacheTime":
+        return "cacheTime"
+    if isinstance(extend, Mapping) and "expirationTime" in extend:
+        return dict(extend)
+    return {"expirationTime": to_expiration(extend)}
+
+
+# --------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class Entry:
+    """A hit from :meth:`halcyon.Client.get_entry`.
+
+    Attributes:
+        value: the value, decoded by its encoding (bytes, str or a JSON value).
+        encoding: ``"base64"``, ``"utf8"`` or ``"json"``.
+        cache_type: the tier that answered, ``"memory"`` or ``"disk"``.
+        expires_at: Unix time in seconds, or ``None`` for never.
+    """
+
+    value: Any
+    encoding: str
+    cache_type: str
+    expires_at: Optional[float]
+
+
+@dataclass(frozen=True)
+class Description:
+    """What :meth:`halcyon.Client.describe` knows about a stored entry (never loads it).
+
+    Attributes:
+        cache_type: ``"memory"`` or ``"disk"``.
+        size: the value's size in bytes.
+        encoding: the encoding it was written with.
+        expires_at: Unix seconds, or ``None`` for never.
+        last_access_at: Unix seconds of the last read or write.
+    """
+
+    cache_type: str
+    size: int
+    encoding: Optional[str]
+    expires_at: Optional[float]
+    last_access_at: Optional[float]
+
+
+def _number_or_none(value: Any) -> Optional[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _as_dict(result: Any) -> Dict[str, Any]:
+    if not isinstance(result, dict):
+        raise errors.ProtocolError(f"expected a result object, got {result!r}")
+    return result
+
+
+@dataclass(frozen=True)
+class Command:
+    """One request to send and how to read its result.
+
+    Attributes:
+        method: the JSON-RPC method.
+        params: the params object (``None``: no ``params`` member).
+        decode: turns the reply's ``result`` into the caller's value.
+        idempotent: running it twice has the effect of running it once, so the sync
+            and async clients may resend it once after the connection broke between
+            sending it and reading its reply.
+    """
+
+    method: str
+    params: Optional[Dict[str, Any]]
+    decode: Callable[[Any], Any]
+    idempotent: bool
+
+    def request(self, request_id: Optional[int]) -> Dict[str, Any]:
+        """The request object (a notification when ``request_id`` is None)."""
+        obj: Dict[str, Any] = {"jsonrpc": "2.0", "method": self.method}
+        if self.params is not None:
+            obj["params"] = self.params
+        if request_id is not None:
+            obj["id"] = request_id
+        return obj
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact UTF-8 JSON with the trailing newline that frames it."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+
+
+def cancel_line(request_id: int) -> bytes:
+    """The ``$/cancelRequest`` notification for a request we stopped waiting for."""
+    return dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+
+
+def parse_line(line: bytes) -> List[Dict[str, Any]]:
+    """Parse one reply line into its reply objects (a batch reply holds several)."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise errors.ProtocolError(f"daemon sent a line that is not JSON: {exc}") from None
+    items = obj if isinstance(obj, list) else [obj]
+    out: List[Dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
+        out.append(item)
+    return out
+
+
+def outcome(reply: Dict[str, Any], command: Command) -> Any:
+    """The decoded result of a reply, or the exception it carries (returned, not raised)."""
+    if "error" in reply:
+        return errors.from_reply(reply["error"])
+    try:
+        return command.decode(reply.get("result"))
+    except errors.HalcyonError as exc:
+        return exc
+    except (ValueError, KeyError, TypeError) as exc:
+        return errors.ProtocolError(f"unexpected result for {command.method}: {exc}")
+
+
+def _key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"keys are str, not {type(key).__name__}")
+    return key
+
+
+def _put(params: Dict[str, Any], name: str, value: Any) -> None:
+    # The daemon rejects unknown or null members it does not expect, so a member the
+    # caller left at its default is not sent at all.
+    if value is not None:
+        params[name] = value
+
+
+# -------------------------------------------------------------- commands
+# One builder per protocol method. Names follow the Python API, params the spec.
+
+def cmd_set(key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None) -> Command:
+    wire, encoding = encode_value(value)
+    params: Dict[str, Any] = {"key": _key(key), "value": wire, "encoding": encoding}
+    _put(params, "expiration", to_expiration(expire))
+    _put(params, "memoryExpiration", to_expiration(memory_expire))
+    _put(params, "toDisk", to_disk)
+    return Command("cache.set", params, lambda r: bool(_as_dict(r)["stored"]), True)
+
+
+def _get_params(key: str, extend: Any, memory_only: Optional[bool], encoding: Optional[str] = None) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"key": _key(key)}
+    _put(params, "encoding", encoding)
+    _put(params, "extendingExpiration", to_extending(extend))
+    _put(params, "fromMemoryOnly", memory_only or None)
+    return params
+
+
+def _entry(result: Any) -> Optional[Entry]:
+    r = _as_dict(result)
+    if not r.get("found"):
+        return None
+    encoding = r.get("encoding")
+    return Entry(
+        value=decode_value(r.get("value"), encoding if isinstance(encoding, str) else None),
+        encoding=str(encoding),
+        cache_type=str(r.get("cacheType")),
+        expires_at=_number_or_none(r.get("expiresAt")),
+    )
+
+
+def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None) -> Command:
+    def decode(result: Any) -> Any:
+        entry = _entry(result)
+        return default if entry is None else entry.value
+
+    return Command("cache.get", _get_params(key, extend, memory_only), decode, True)
+
+
+def cmd_get_entry(key: str, *, extend: Any = None, memory_only: Optional[bool] = None,
+                  encoding: Optional[str] = None) -> Command:
+    if encoding not in (None, "utf8", "base64", "json"):
+        raise ValueError(f"encoding must be 'utf8', 'base64' or 'json', not {encoding!r}")
+    return Command("cache.get", _get_params(key, extend, memory_only, encoding), _entry, True)
+
+
+def cmd_exists(key: str) -> Command:
+    return Command("cache.isCached", {"key": _key(key)}, lambda r: bool(_as_dict(r)["cached"]), True)
+
+
+def cmd_cached_type(key: str) -> Command:
+    return Command("cache.isCached", {"key": _key(key)}, lambda r: str(_as_dict(r)["cacheType"]), True)
+
+
+def _description(result: Any) -> Optional[Description]:
+    r = _as_dict(result)
+    if not r.get("found"):
+        return None
+    encoding = r.get("encoding")
+    size = r.get("size")
+    return Description(
+        cache_type=str(r.get("cacheType")),
+        size=int(size) if isinstance(size, (int, float)) else 0,
+        encoding=encoding if isinstance(encoding, str) else None,
+        expires_at=_number_or_none(r.get("expiresAt")),
+        last_access_at=_number_or_none(r.get("lastAccessAt")),
+    )
+
+
+def cmd_describe(key: str) -> Command:
+    return Command("cache.describe", {"key": _key(key)}, _description, True)
+
+
+def cmd_touch(key: str, expire: Expire = None, *, memory_expire: Expire = None) -> Command:
+    params: Dict[str, Any] = {"key": _key(key)}
+    _put(params, "expiration", to_expiration(expire))
+    _put(params, "memoryExpiration", to_expiration(memory_expire))
+    return Command("cache.touch", params, lambda r: bool(_as_dict(r)["touched"]), True)
+
+
+def cmd_delete(key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> Command:
+    params: Dict[str, Any] = {"key": _key(key)}
+    _put(params, "fromMemory", memory)
+    _put(params, "fromDisk", disk)
+    return Command("cache.remove", params, lambda r: bool(_as_dict(r)["removed"]), True)
+
+
+def _tiers(memory: Optional[bool], disk: Optional[bool]) -> Optional[Dict[str, Any]]:
+    params: Dict[str, Any] = {}
+    _put(params, "memory", memory)
+    _put(params, "disk", disk)
+    return params or None
+
+
+def _removed(result: Any) -> int:
+    return int(_as_dict(result)["removed"])
+
+
+def cmd_clear(*, memory: Optional[bool] = None, disk: Optional[bool] = None) -> Command:
+    return Command("cache.clear", _tiers(memory, disk), _removed, False)
+
+
+def cmd_remove_expired(*, memory: Optional[bool] = None, disk: Optional[bool] = None) -> Command:
+    return Command("cache.removeExpired", _tiers(memory, disk), _removed, False)
+
+
+def cmd_trim() -> Command:
+    return Command("cache.trim", None, _as_dict, False)
+
+
+def cmd_total_size() -> Command:
+    return Command("cache.totalSize", None, _as_dict, True)
+
+
+def cmd_stats() -> Command:
+    return Command("cache.stats", None, _as_dict, True)
+
+
+def cmd_ping() -> Command:
+    return Command("server.ping", None, lambda r: bool(_as_dict(r).get("pong")), True)
+
+
+def cmd_info() -> Command:
+    return Command("server.info", None, _as_dict, True)
+
+
+def cmd_configure(*, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None) -> Command:
+    params: Dict[str, Any] = {}
+    _put(params, "callbackQueue", callback_queue)
+    _put(params, "loadDiskFileSynchronously", load_disk_file_synchronously)
+    return Command("connection.configure", params, _as_dict, True)
+
+
+def cmd_call(method: str, params: Optional[Mapping[str, Any]] = None) -> Command:
+    # Arbitrary methods may have any effect, so they are never resent.
+    return Command(method, dict(params) if params is not None else None, lambda r: r, False)

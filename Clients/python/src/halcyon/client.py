@@ -1,0 +1,508 @@
+"""The blocking client: :class:`Client`, its :class:`Pipeline` and batch form.
+
+Threading: a :class:`Client` is safe to share between threads. It owns one connection
+and one lock; each call (or a whole pipeline) holds the lock from writing its request to
+reading its reply, so calls from several threads are serialised on that connection. For
+parallel requests use one client per thread, a pipeline, or :mod:`halcyon.aio`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import threading
+from typing import (
+    Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, cast,
+)
+
+from . import _wire, errors
+from ._transport import Broken, Connection, Timeout
+from ._wire import Command, Description, Entry, Expire
+from .memoize import function_prefix, make_key
+
+__all__ = ["Client", "Pipeline"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Default seconds a call may wait without progress before it times out.
+DEFAULT_TIMEOUT = 5.0
+
+
+class Client:
+    """A connection to ``halcyond``.
+
+    Example::
+
+        import halcyon
+        c = halcyon.Client()             # finds the socket like the daemon does
+        c.set("greeting", "hello", expire=60)
+        c.get("greeting")                # -> 'hello'
+        c["blob"] = b"\\x00\\xff"          # bytes come back as bytes
+        "blob" in c                      # -> True
+
+    Values: ``bytes`` are stored as base64, ``str`` as utf8 and any other JSON-able
+    value as json; the daemon remembers each entry's encoding, so ``get`` returns the
+    type that was stored (a tuple comes back as a list, dict keys are strings).
+
+    Args:
+        path: the socket; default ``$HALCYON_SOCKET``, then
+            ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock``, then
+            ``/tmp/halcyon-<uid>/halcyon.sock``.
+        timeout: seconds a call may go without progress before it raises
+            :class:`~halcyon.errors.HalcyonTimeoutError` (default 5; ``None`` waits
+            forever). Every method also takes ``timeout=`` for that one call
+            (``None`` there means the client's). A request
+            that times out is cancelled on the daemon with ``$/cancelRequest``.
+        retry: resend a request once on a fresh connection when the old one broke
+            (e.g. the daemon restarted). Always done when the request was not written
+            yet; after it was written, only for idempotent methods (all ``cache.*``
+            reads and writes of one key, ``server.*``), never for ``clear``,
+            ``remove_expired``, ``trim`` or :meth:`call`.
+
+    The connection is opened lazily on the first call and reopened after it breaks,
+    and a forked child opens its own. Thread-safe (see the module docstring); use as a
+    context manager to close it.
+    """
+
+    def __init__(
+        self,
+        path: Optional[Union[str, "os.PathLike[str]"]] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        *,
+        retry: bool = True,
+    ) -> None:
+        self.path = _wire.resolve_socket_path(path)
+        self.timeout = timeout
+        self.retry = retry
+        # Guards _conn, _ids and _configure; held for a whole request/reply exchange.
+        self._lock = threading.RLock()
+        self._conn: Optional[Connection] = None
+        self._ids = itertools.count(1)
+        self._configure: Optional[Command] = None
+        self._pid = os.getpid()
+
+    # ------------------------------------------------------------ plumbing
+
+    def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"halcyon.Client(path={self.path!r}, timeout={self.timeout!r})"
+
+    def _timeout(self, timeout: Optional[float]) -> Optional[float]:
+        return self.timeout if timeout is None else float(timeout)
+
+    def _connection(self, timeout: Optional[float]) -> Connection:
+        if self._pid != os.getpid():
+            # A forked child must not talk on its parent's connection: both would read
+            # each other's replies. Drop the inherited one (closing the child's copy of
+            # the descriptor leaves the parent's open) and start fresh.
+            self._pid = os.getpid()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            return conn
+        conn = Connection(self.path, timeout if timeout is not None else DEFAULT_TIMEOUT)
+        self._conn = conn
+        if self._configure is not None:
+            # Per-connection settings die with the connection: apply them again.
+            rid = next(self._ids)
+            got, nulls = self._exchange(conn, _wire.dumps(self._configure.request(rid)), [rid], timeout)
+            result = _wire.outcome(got[rid], self._configure) if rid in got else errors.from_reply(nulls[0]["error"])
+            if isinstance(result, errors.HalcyonError):
+                raise result
+        return conn
+
+    def _exchange(self, conn: Connection, payload: bytes, ids: List[int], timeout: Optional[float],
+                  batch: bool = False) -> Any:
+        try:
+            return conn.exchange(payload, ids, timeout, batch=batch)
+        except Timeout as exc:
+            raise errors.HalcyonTimeoutError(
+                f"halcyond did not answer within {timeout} s ({len(exc.missing)} request(s) cancelled)",
+                reason="timeout",
+            ) from None
+
+    def _outcomes(self, commands: Sequence[Command], timeout: Any, batch: bool) -> List[Any]:
+        """Send ``commands`` (one line each, or one batch line) and return each one's
+        decoded result or exception, in call order."""
+        if not commands:
+            return []
+        wait = self._timeout(timeout)
+        idempotent = all(c.idempotent for c in commands)
+        with self._lock:
+            attempt = 0
+            while True:
+                attempt += 1
+                ids = [next(self._ids) for _ in commands]
+                if batch:
+                    payload = _wire.dumps([c.request(i) for c, i in zip(commands, ids)])
+                else:
+                    payload = b"".join(_wire.dumps(c.request(i)) for c, i in zip(commands, ids))
+                try:
+                    conn = self._connection(wait)
+                    got, nulls = self._exchange(conn, payload, ids, wait, batch)
+                    break
+                except Broken as exc:
+                    self._conn = None
+                    if self.retry and attempt == 1 and (not exc.delivered or idempotent):
+                        continue
+                    raise errors.HalcyonConnectionError(str(exc), reason="connectionLost") from None
+        out: List[Any] = []
+        null_error = errors.from_reply(nulls[0]["error"]) if nulls else None
+        for command, rid in zip(commands, ids):
+            reply = got.get(rid)
+            if reply is None:
+                out.append(null_error or errors.ProtocolError("no reply for request"))
+            else:
+                out.append(_wire.outcome(reply, command))
+        return out
+
+    def _run(self, command: Command, timeout: Any) -> Any:
+        result = self._outcomes([command], timeout, batch=False)[0]
+        if isinstance(result, errors.HalcyonError):
+            raise result
+        return result
+
+    # ------------------------------------------------------------ methods
+
+    def get(self, key: str, default: Any = None, *, extend: Any = None,
+            memory_only: bool = False, timeout: Any = None) -> Any:
+        """Return the value stored under ``key``, or ``default`` on a miss.
+
+        Args:
+            extend: how a hit extends its expiration: ``None`` (the daemon's default,
+                ``"cacheTime"``: sliding), ``False``/``"none"``, or an ``expire`` value
+                to reset it to, counted from now.
+            memory_only: do not look in the disk tier.
+            timeout: seconds for this call (default: the client's).
+        """
+        return self._run(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only), timeout)
+
+    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
+                  encoding: Optional[str] = None,
+                  timeout: Any = None) -> Optional[Entry]:
+        """Like :meth:`get` but returns an :class:`~halcyon.Entry` (value, encoding,
+        tier, expiry) on a hit and ``None`` on a miss, so a stored ``None`` is told
+        apart from a miss. ``encoding`` asks for the value in another encoding than
+        its own (``"base64"``: the stored bytes exactly, as ``bytes``); a value that
+        cannot be shown that way raises :class:`~halcyon.errors.CannotEncodeError`."""
+        return cast(Optional[Entry], self._run(
+            _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
+
+    def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None, timeout: Any = None) -> bool:
+        """Store ``value`` under ``key``; returns whether it was stored (an expiration
+        already in the past stores nothing and returns ``False``).
+
+        Args:
+            expire: disk-tier expiration: seconds, ``timedelta``, ``datetime``,
+                ``"never"``, or a protocol form (``{"days": 7}``); ``None`` = the
+                daemon's default (7 days unless configured).
+            memory_expire: memory-tier expiration, same forms (daemon default 300 s).
+            to_disk: ``False`` keeps the value in memory only.
+        Raises:
+            TypeError: the value is not bytes, str or JSON-able.
+        """
+        return cast(bool, self._run(
+            _wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
+               timeout: Any = None) -> bool:
+        """Remove ``key`` (from both tiers unless told otherwise); returns whether
+        anything was removed."""
+        return cast(bool, self._run(_wire.cmd_delete(key, memory=memory, disk=disk), timeout))
+
+    def exists(self, key: str, *, timeout: Any = None) -> bool:
+        """Whether ``key`` is cached in either tier; never loads it, never extends it."""
+        return cast(bool, self._run(_wire.cmd_exists(key), timeout))
+
+    def cached_type(self, key: str, *, timeout: Any = None) -> str:
+        """Which tier holds ``key``: ``"memory"``, ``"disk"`` or ``"none"``."""
+        return cast(str, self._run(_wire.cmd_cached_type(key), timeout))
+
+    def describe(self, key: str, *, timeout: Any = None) -> Optional[Description]:
+        """Size, encoding, expiry and last access of ``key`` (``None`` on a miss);
+        never loads the value, never extends it."""
+        return cast(Optional[Description], self._run(_wire.cmd_describe(key), timeout))
+
+    def touch(self, key: str, expire: Expire = None, *, memory_expire: Expire = None,
+              timeout: Any = None) -> bool:
+        """Give ``key`` a new expiration counted from now without rewriting it
+        (``expire=None``: the daemon's default); returns ``False`` on a miss."""
+        return cast(bool, self._run(_wire.cmd_touch(key, expire, memory_expire=memory_expire), timeout))
+
+    def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
+              timeout: Any = None) -> int:
+        """Remove every entry (of both tiers unless told otherwise); returns how many."""
+        return cast(int, self._run(_wire.cmd_clear(memory=memory, disk=disk), timeout))
+
+    def remove_expired(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
+                       timeout: Any = None) -> int:
+        """Remove expired entries now instead of at the next sweep; returns how many."""
+        return cast(int, self._run(_wire.cmd_remove_expired(memory=memory, disk=disk), timeout))
+
+    def trim(self, *, timeout: Any = None) -> Dict[str, Any]:
+        """Bring the disk tier under its size limit (least recently accessed first, down
+        to half the limit); returns ``{"removed": n, "totalSize": bytes}``."""
+        return cast(Dict[str, Any], self._run(_wire.cmd_trim(), timeout))
+
+    def total_size(self, *, timeout: Any = None) -> Dict[str, Any]:
+        """The disk tier's size: ``{"bytes": n, "count": n}``."""
+        return cast(Dict[str, Any], self._run(_wire.cmd_total_size(), timeout))
+
+    def stats(self, *, timeout: Any = None) -> Dict[str, Any]:
+        """The daemon's counters (hits/misses by tier, sets, evictions, ...)."""
+        return cast(Dict[str, Any], self._run(_wire.cmd_stats(), timeout))
+
+    def ping(self, *, timeout: Any = None) -> bool:
+        """``True`` when the daemon answers."""
+        return cast(bool, self._run(_wire.cmd_ping(), timeout))
+
+    def info(self, *, timeout: Any = None) -> Dict[str, Any]:
+        """Name, version, protocol, pid, socket, cache folder, limits and defaults."""
+        return cast(Dict[str, Any], self._run(_wire.cmd_info(), timeout))
+
+    def configure(self, *, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
+                  timeout: Any = None) -> Dict[str, Any]:
+        """Change this connection's settings (``connection.configure``); they are
+        applied again whenever the client reconnects. Returns the settings now."""
+        command = _wire.cmd_configure(callback_queue=callback_queue,
+                                      load_disk_file_synchronously=load_disk_file_synchronously)
+        with self._lock:
+            result = cast(Dict[str, Any], self._run(command, timeout))
+            self._configure = command
+        return result
+
+    def call(self, method: str, params: Optional[Mapping[str, Any]] = None, *, timeout: Any = None) -> Any:
+        """Call any method and return its raw ``result`` (errors raise as usual).
+        Never resent after a broken connection."""
+        return self._run(_wire.cmd_call(method, params), timeout)
+
+    def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
+        """Send a notification (no id, no reply, not even an error)."""
+        with self._lock:
+            conn = self._connection(self.timeout)
+            try:
+                conn.exchange(_wire.dumps(_wire.cmd_call(method, params).request(None)), [], self.timeout)
+            except Broken as exc:
+                self._conn = None
+                raise errors.HalcyonConnectionError(str(exc), reason="connectionLost") from None
+            except Timeout:
+                raise errors.HalcyonTimeoutError("could not send the notification", reason="timeout") from None
+
+    # --------------------------------------------------------- mapping API
+
+    def __getitem__(self, key: str) -> Any:
+        entry = self.get_entry(key)
+        if entry is None:
+            raise KeyError(key)
+        return entry.value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.set(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if not self.delete(key):
+            raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.exists(key)
+
+    # ------------------------------------------------------ pipelines
+
+    def pipeline(self, *, raise_on_error: bool = True, timeout: Any = None) -> "Pipeline":
+        """Queue calls and send them in one write, one line per request::
+
+            with client.pipeline() as p:
+                p.set("a", 1)
+                p.get("a")
+            p.results            # [True, 1]
+
+        Replies are matched by id and returned in call order by :meth:`Pipeline.execute`
+        (called on leaving the ``with`` block). With ``raise_on_error`` the first
+        failed call's exception is raised after all replies are in (``p.results``
+        still holds every outcome, exceptions included); without it the exceptions are
+        returned in place. The client's lock is held while it runs.
+        """
+        return Pipeline(self, batch=False, raise_on_error=raise_on_error, timeout=timeout)
+
+    def batch(self, *, raise_on_error: bool = True, timeout: Any = None) -> "Pipeline":
+        """Like :meth:`pipeline` but sent as one JSON-RPC batch (a JSON array on one
+        line, answered by one array). The daemon refuses batches over ``--max-batch``
+        (default 1000) with :class:`~halcyon.errors.BatchTooLargeError` for every call.
+        """
+        return Pipeline(self, batch=True, raise_on_error=raise_on_error, timeout=timeout)
+
+    # -------------------------------------------------------- memoize
+
+    def memoize(self, expire: Expire = None, *, prefix: Optional[str] = None, typed: bool = False,
+                memory_expire: Expire = None) -> Callable[[F], F]:
+        """Decorator: cache a function's result in Halcyon, keyed by its arguments.
+
+        ::
+
+            @client.memoize(expire=600)
+            def lookup(user_id): ...
+
+            lookup(7)                    # runs and caches
+            lookup(7)                    # from the cache
+            lookup.invalidate(7)         # forget that one result
+            lookup.cache_key(7)          # the key it uses
+            lookup.__wrapped__(7)        # bypass the cache
+
+        The result must be storable (bytes, str or JSON-able; a returned ``None`` is
+        cached too). A call that raises is not cached. The key is
+        ``memoize:<module>.<qualname>:<sha256 of the arguments>`` unless ``prefix``
+        is given; with ``typed``, ``f(1)`` and ``f(1.0)`` are cached apart.
+        """
+
+        def decorate(func: F) -> F:
+            head = function_prefix(func, prefix)
+
+            @functools.wraps(func)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                key = make_key(head, args, kwargs, typed)
+                entry = self.get_entry(key)
+                if entry is not None:
+                    return entry.value
+                value = func(*args, **kwargs)
+                self.set(key, value, expire, memory_expire=memory_expire)
+                return value
+
+            def cache_key(*args: Any, **kwargs: Any) -> str:
+                return make_key(head, args, kwargs, typed)
+
+            def invalidate(*args: Any, **kwargs: Any) -> bool:
+                return self.delete(make_key(head, args, kwargs, typed))
+
+            wrapper.cache_key = cache_key  # type: ignore[attr-defined]
+            wrapper.invalidate = invalidate  # type: ignore[attr-defined]
+            return cast(F, wrapper)
+
+        return decorate
+
+
+class Pipeline:
+    """Calls queued on a :class:`Client` and sent together (see :meth:`Client.pipeline`).
+
+    Each method takes the same arguments as the client's and returns the pipeline, so
+    calls can chain. Not thread-safe: build it in one thread; :meth:`execute` holds
+    the client's lock while it runs.
+    """
+
+    def __init__(self, client: Client, *, batch: bool, raise_on_error: bool, timeout: Any) -> None:
+        self._client = client
+        self._batch = batch
+        self._raise = raise_on_error
+        self._timeout = timeout
+        self._commands: List[Command] = []
+        #: Every outcome of the last :meth:`execute`, in call order.
+        self.results: List[Any] = []
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.execute()
+
+    def _add(self, command: Command) -> "Pipeline":
+        self._commands.append(command)
+        return self
+
+    def execute(self) -> List[Any]:
+        """Send the queued calls and return their results in call order (see
+        :meth:`Client.pipeline` for errors). The queue is emptied."""
+        commands, self._commands = self._commands, []
+        self.results = self._client._outcomes(commands, self._timeout, self._batch)
+        if self._raise:
+            for result in self.results:
+                if isinstance(result, errors.HalcyonError):
+                    raise result
+        return self.results
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.results)
+
+    def get(self, key: str, default: Any = None, *, extend: Any = None, memory_only: bool = False) -> "Pipeline":
+        """Queue :meth:`Client.get`."""
+        return self._add(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only))
+
+    def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
+                  encoding: Optional[str] = None) -> "Pipeline":
+        """Queue :meth:`Client.get_entry`."""
+        return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding))
+
+    def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None) -> "Pipeline":
+        """Queue :meth:`Client.set`."""
+        return self._add(_wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk))
+
+    def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
+        """Queue :meth:`Client.delete`."""
+        return self._add(_wire.cmd_delete(key, memory=memory, disk=disk))
+
+    def exists(self, key: str) -> "Pipeline":
+        """Queue :meth:`Client.exists`."""
+        return self._add(_wire.cmd_exists(key))
+
+    def cached_type(self, key: str) -> "Pipeline":
+        """Queue :meth:`Client.cached_type`."""
+        return self._add(_wire.cmd_cached_type(key))
+
+    def describe(self, key: str) -> "Pipeline":
+        """Queue :meth:`Client.describe`."""
+        return self._add(_wire.cmd_describe(key))
+
+    def touch(self, key: str, expire: Expire = None, *, memory_expire: Expire = None) -> "Pipeline":
+        """Queue :meth:`Client.touch`."""
+        return self._add(_wire.cmd_touch(key, expire, memory_expire=memory_expire))
+
+    def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
+        """Queue :meth:`Client.clear`."""
+        return self._add(_wire.cmd_clear(memory=memory, disk=disk))
+
+    def remove_expired(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
+        """Queue :meth:`Client.remove_expired`."""
+        return self._add(_wire.cmd_remove_expired(memory=memory, disk=disk))
+
+    def trim(self) -> "Pipeline":
+        """Queue :meth:`Client.trim`."""
+        return self._add(_wire.cmd_trim())
+
+    def total_size(self) -> "Pipeline":
+        """Queue :meth:`Client.total_size`."""
+        return self._add(_wire.cmd_total_size())
+
+    def stats(self) -> "Pipeline":
+        """Queue :meth:`Client.stats`."""
+        return self._add(_wire.cmd_stats())
+
+    def ping(self) -> "Pipeline":
+        """Queue :meth:`Client.ping`."""
+        return self._add(_wire.cmd_ping())
+
+    def info(self) -> "Pipeline":
+        """Queue :meth:`Client.info`."""
+        return self._add(_wire.cmd_info())
+
+    def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> "Pipeline":
+        """Queue :meth:`Client.call`."""
+        return self._add(_wire.cmd_call(method, params))

@@ -1,0 +1,146 @@
+// How an entry's metadata lives on disk: expiration in mtime, last access in atime,
+// flags in a small header at the start of the file. Also the arithmetic that turns
+// expirations into file times (rounding up, sliding, the "never" sentinel).
+// Docs/ARCHITECTURE-disk.md explains the choice.
+
+import Foundation
+
+extension DiskStorage {
+    /// What the disk tier knows about one stored entry without loading its value;
+    /// what `cache.describe` reports.
+    public struct FileMeta: Sendable, Equatable {
+        /// The entry's file.
+        public var url: URL
+        /// The value's byte count (the file holds 8 bytes more: the header).
+        public var size: UInt64
+        /// The opaque flags stored with the value.
+        public var flags: UInt32
+        /// When the entry expires, a whole second; `Date.distantFuture` for never.
+        public var expiration: Date
+        /// The last store, read or touch (see `FileTimes` for the sub-second shift).
+        public var lastAccess: Date
+
+        public init(url: URL, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date) {
+            self.url = url
+            self.size = size
+            self.flags = flags
+            self.expiration = expiration
+            self.lastAccess = lastAccess
+        }
+    }
+}
+
+/// The fixed 8-byte header in front of every value: `"HCY1"` then the flags as a
+/// little-endian UInt32. A header rather than an xattr: it comes back in the same
+/// `read` as the value (one syscall fewer per hit), survives `cp`/`tar` and file
+/// systems without user xattrs, and cost no more on store when measured.
+enum DiskFileHeader {
+    static let size = 8
+    static let magic: [UInt8] = [0x48, 0x43, 0x59, 0x31]  // "HCY1"
+
+    static func encode(flags: UInt32) -> [UInt8] {
+        magic + [UInt8(truncatingIfNeeded: flags), UInt8(truncatingIfNeeded: flags >> 8),
+                 UInt8(truncatingIfNeeded: flags >> 16), UInt8(truncatingIfNeeded: flags >> 24)]
+    }
+
+    /// The flags in `bytes` (at least `size` long), or nil when it is not our header.
+    static func decodeFlags(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
+        guard bytes.count >= size, bytes[0] == magic[0], bytes[1] == magic[1],
+              bytes[2] == magic[2], bytes[3] == magic[3] else { return nil }
+        return UInt32(bytes[4]) | UInt32(bytes[5]) << 8 | UInt32(bytes[6]) << 16 | UInt32(bytes[7]) << 24
+    }
+}
+
+/// An entry's two file times, as the kernel keeps them.
+///
+/// - `expirationSeconds` is mtime: the expiration instant rounded up to a whole second
+///   (nanoseconds always 0). Any value at or past `neverSentinel` means "never": ext4
+///   stores times only up to 2446, so `Date.distantFuture` cannot be written.
+/// - `lastAccessNanos` is atime, in nanoseconds since 1970. It is the access instant
+///   shifted later by exactly the amount the expiration was rounded up by, so that
+///   `mtime - atime` is the exact time-to-live that was asked for. Sliding
+///   expiration recovers the TTL from that difference; without the shift every slide
+///   would add up to a second of rounding to the TTL, and a hot key would drift.
+struct FileTimes: Equatable, Sendable {
+    var expirationSeconds: Int64
+    var lastAccessNanos: Int64
+
+    /// 8,000,000,000 s is in 2223: far beyond any real expiration, well inside what ext4
+    /// stores, and small enough that nanosecond arithmetic on it fits in Int64.
+    static let neverSentinel: Int64 = 8_000_000_000
+    static let nanosPerSecond: Int64 = 1_000_000_000
+
+    var isNever: Bool { expirationSeconds >= Self.neverSentinel }
+
+    var expirationDate: Date {
+        isNever ? .distantFuture : Date(timeIntervalSince1970: TimeInterval(expirationSeconds))
+    }
+
+    var lastAccessDate: Date {
+        Date(timeIntervalSince1970: TimeInterval(lastAccessNanos) / 1e9)
+    }
+
+    /// True when the entry is expired at `nowNanos` (an expiration equal to now is past).
+    func isExpired(atNanos nowNanos: Int64) -> Bool {
+        !isNever && expirationSeconds * Self.nanosPerSecond <= nowNanos
+    }
+
+    /// A date as nanoseconds since 1970, via whole microseconds (a Double holds no
+    /// more), clamped to the range the arithmetic here is safe in.
+    static func nanos(_ date: Date) -> Int64 {
+        let seconds = date.timeIntervalSince1970
+        guard seconds > 0 else { return 0 }
+        guard seconds < TimeInterval(neverSentinel) else { return neverSentinel * nanosPerSecond }
+        return Int64((seconds * 1e6).rounded()) * 1000
+    }
+
+    /// The times for an entry stored or touched at `now` with `expiration`; nil when
+    /// that expiration is already over (nothing should be stored).
+    static func planned(_ expiration: StorageExpiration, now: Date) -> FileTimes? {
+        if expiration.isExpired { return nil }
+        let nowNanos = nanos(now)
+        if expiration == .never { return .never(at: nowNanos) }
+        // Decide "too far to represent" in Double first, so the Int64 nanosecond sums
+        // below cannot overflow.
+        let end = expiration.estimatedExpirationSince(now).timeIntervalSince1970
+        guard end < TimeInterval(neverSentinel) else { return .never(at: nowNanos) }
+        let endNanos: Int64
+        switch expiration {
+        case .seconds(let seconds):
+            // Added as a span, not converted from `end`, so a whole-second TTL stays exact.
+            endNanos = nowNanos + Int64((seconds * 1e6).rounded()) * 1000
+        case .days(let days):
+            endNanos = nowNanos + Int64(days) * 86_400 * nanosPerSecond
+        case .date(let instant):
+            endNanos = nanos(instant)
+        case .never, .expired:
+            return nil
+        }
+        return rounded(endNanos: endNanos, nowNanos: nowNanos)
+    }
+
+    /// Sliding expiration: the same time-to-live, counted again from `now`.
+    func slid(to now: Date) -> FileTimes {
+        let nowNanos = Self.nanos(now)
+        if isNever { return FileTimes(expirationSeconds: Self.neverSentinel, lastAccessNanos: nowNanos) }
+        let ttl = expirationSeconds * Self.nanosPerSecond - lastAccessNanos
+        guard ttl > 0 else { return self }  // no recoverable TTL (times set by hand): leave as is
+        guard ttl < Self.neverSentinel * Self.nanosPerSecond - nowNanos else { return .never(at: nowNanos) }
+        return Self.rounded(endNanos: nowNanos + ttl, nowNanos: nowNanos) ?? self
+    }
+
+    private static func never(at nowNanos: Int64) -> FileTimes {
+        FileTimes(expirationSeconds: neverSentinel, lastAccessNanos: nowNanos)
+    }
+
+    /// Rounds the end instant up to a whole second and shifts the access instant by the
+    /// same amount; nil when the end is not after now.
+    private static func rounded(endNanos: Int64, nowNanos: Int64) -> FileTimes? {
+        guard endNanos > nowNanos else { return nil }
+        var seconds = endNanos / nanosPerSecond
+        if endNanos % nanosPerSecond != 0 { seconds += 1 }
+        if seconds >= neverSentinel { return .never(at: nowNanos) }
+        let shift = seconds * nanosPerSecond - endNanos
+        return FileTimes(expirationSeconds: seconds, lastAccessNanos: nowNanos + shift)
+    }
+}

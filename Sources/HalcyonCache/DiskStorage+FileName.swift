@@ -1,0 +1,75 @@
+// How a key becomes a file name: hashed (SHA-256 hex) or the key itself, plus an
+// optional extension; and which keys are refused when the key itself is the name.
+
+import Crypto
+import Foundation
+
+extension DiskStorage {
+    /// Names in the cache folder starting with this are temporary files of writes in
+    /// flight (or debris of a crash). No cache file can start with it: hashed names
+    /// are hex, and `validate(key:)` refuses plain keys that do.
+    static let temporaryPrefix = ".tmp-"
+
+    /// The lowercase hex SHA-256 of the key's UTF-8 bytes.
+    static func sha256Hex(_ key: String) -> String {
+        let digest = SHA256.hash(data: Array(key.utf8))
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for byte in digest {
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The extension of the key's last path component (query and fragment cut off), if
+    /// it is 1...16 ASCII letters or digits; what `autoExtAfterHashedFileName` keeps.
+    static func keyExtension(_ key: String) -> String? {
+        var tail = Substring(key)
+        if let cut = tail.firstIndex(where: { $0 == "?" || $0 == "#" }) { tail = tail[..<cut] }
+        if let slash = tail.lastIndex(of: "/") { tail = tail[tail.index(after: slash)...] }
+        guard let dot = tail.lastIndex(of: ".") else { return nil }
+        let ext = tail[tail.index(after: dot)...]
+        guard (1...16).contains(ext.utf8.count),
+              ext.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) })
+        else { return nil }
+        return String(ext)
+    }
+
+    /// True when `name` can be one file name in one folder: not empty, not `.` or
+    /// `..`, no `/` or NUL, at most 255 bytes (NAME_MAX), not our temporary prefix.
+    static func isSafeFileName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        return !bytes.isEmpty && bytes.count <= 255 && name != "." && name != ".."
+            && !bytes.contains(0x2f) && !bytes.contains(0)
+            && !name.hasPrefix(temporaryPrefix)
+    }
+}
+
+extension DiskStorage.Backend {
+    /// The file name for a key under `config`, without checking it.
+    func cacheFileName(forKey key: String, forcedExtension: String?, config: DiskStorage.Config) -> String {
+        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key
+        let ext: String?
+        if let chosen = forcedExtension ?? config.pathExtension {
+            ext = chosen
+        } else if config.usesHashedFileName && config.autoExtAfterHashedFileName {
+            ext = DiskStorage.keyExtension(key)
+        } else {
+            ext = nil
+        }
+        guard let ext, !ext.isEmpty else { return base }
+        return base + "." + ext
+    }
+
+    /// The file name for a key, refusing keys and extensions that cannot name one file
+    /// in the cache folder.
+    /// - Throws: `.invalidKey` when the key (without hashing) or the extension is unsafe.
+    func checkedFileName(forKey key: String, forcedExtension: String?, config: DiskStorage.Config) throws(CacheError) -> String {
+        if !config.usesHashedFileName && !DiskStorage.isSafeFileName(key) { throw .invalidKey(key: key) }
+        let name = cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+        guard DiskStorage.isSafeFileName(name) else { throw .invalidKey(key: key) }
+        return name
+    }
+}

@@ -1,0 +1,119 @@
+// The `maybeCached` shortcut: the set of file names the folder may hold, so a miss is
+// answered without a syscall. Built by a background scan at start, kept current by
+// every store and removal.
+
+import Dispatch
+import Foundation
+
+extension DiskStorage {
+    /// The names of files that may be in the cache folder.
+    ///
+    /// Invariant: a cache file that exists (and was written or seen by this process) has
+    /// its name here once the call that wrote it returns. False positives are harmless
+    /// (the caller looks on disk and misses); false negatives would hide values, so:
+    /// - while the initial scan runs, every name "may" be cached, and mutations go to a
+    ///   journal replayed over the scan's result when it ends (last operation wins);
+    /// - a store inserts after its rename; a removal erases only if, under `state`'s
+    ///   lock, the file is still absent: a store that renamed in between either
+    ///   inserted already (then the file exists and the name stays) or inserts after.
+    ///
+    /// Threading: thread-safe; `lock` (the "maybeCached lock") guards `state` and is
+    /// held only for set operations and, in `eraseIfAbsent`, one `lstat`. That lock is
+    /// what makes the `@unchecked Sendable` true. It is an `NSLock` (a pthread mutex)
+    /// rather than `Synchronization.Mutex` because, in our TSan run on Linux, every access
+    /// under a `Mutex` was reported as a race (TSan does not see its futex lock).
+    final class KnownFileNames: @unchecked Sendable {
+        private enum State {
+            /// The initial scan has not finished: `journal` maps each name touched since
+            /// to whether it was last inserted (true) or erased (false).
+            case scanning(journal: [String: Bool])
+            /// The scan is done: the set is authoritative (up to false positives).
+            case ready(Set<String>)
+        }
+
+        /// The maybeCached lock: guards `state`. Any thread; held only for set operations
+        /// (and one `lstat` in `eraseIfAbsent`), never across a callback.
+        private let lock = NSLock()
+        private var state = State.scanning(journal: [:])
+        /// Left once when the initial scan ends (or is abandoned); `waitForScan` waits on it.
+        private let scanDone = DispatchGroup()
+
+        init() { scanDone.enter() }
+
+        private func locked<T>(_ body: (inout State) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&state)
+        }
+
+        /// False only when the name is certainly not in the folder.
+        func mayContain(_ name: String) -> Bool {
+            locked { state in
+                switch state {
+                case .scanning: return true
+                case .ready(let names): return names.contains(name)
+                }
+            }
+        }
+
+        var isScanComplete: Bool {
+            locked { if case .ready = $0 { return true } else { return false } }
+        }
+
+        /// Records that a file with this name now exists.
+        func insert(_ name: String) {
+            locked { state in
+                switch state {
+                case .scanning(var journal):
+                    state = .scanning(journal: [:])  // drop the old copy so the update is in place
+                    journal[name] = true
+                    state = .scanning(journal: journal)
+                case .ready(var names):
+                    state = .ready([])
+                    names.insert(name)
+                    state = .ready(names)
+                }
+            }
+        }
+
+        /// Forgets the name if, checked under the lock, `exists()` says the file is gone.
+        func eraseIfAbsent(_ name: String, exists: () -> Bool) {
+            locked { state in
+                guard !exists() else { return }
+                switch state {
+                case .scanning(var journal):
+                    state = .scanning(journal: [:])
+                    journal[name] = false
+                    state = .scanning(journal: journal)
+                case .ready(var names):
+                    state = .ready([])
+                    names.remove(name)
+                    state = .ready(names)
+                }
+            }
+        }
+
+        /// Ends the scan with the names it listed, replaying what happened meanwhile.
+        func finishScan(with listed: [String]) {
+            locked { state in
+                guard case .scanning(let journal) = state else { return }
+                var names = Set(listed)
+                for (name, present) in journal {
+                    if present { names.insert(name) } else { names.remove(name) }
+                }
+                state = .ready(names)
+            }
+            scanDone.leave()
+        }
+
+        /// Ends a scan that could not list the folder: the set stays "everything may be
+        /// cached" for good, which is slower but never wrong.
+        func abandonScan() {
+            scanDone.leave()
+        }
+
+        /// Blocks until the initial scan has finished (tests, and callers that want a
+        /// warm shortcut before serving).
+        func waitForScan() { scanDone.wait() }
+    }
+}

@@ -1,0 +1,140 @@
+// Whole-folder work: the start-up scan, removing everything, removing expired entries,
+// trimming to the size limit, and counting. Each walks the folder; temporary files
+// (`.tmp-*`) are never counted as entries.
+
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension DiskStorage.Backend {
+    /// One cache file found by a folder walk.
+    struct CacheFile {
+        var name: String
+        var status: POSIX.Status
+    }
+
+    /// The start-up scan, on the backend's `scanQueue`: lists the folder once, deletes
+    /// temporary files left by earlier processes (a crash mid-write), and hands the
+    /// remaining names to maybeCached. It captures no backend, so it never keeps one alive.
+    static func initialScan(
+        path: String, keepingTemporaryToken token: String, into names: DiskStorage.KnownFileNames,
+        hook: (@Sendable () -> Void)?
+    ) {
+        hook?()
+        guard case .success(let entries) = POSIX.listDirectory(path) else {
+            names.abandonScan()
+            return
+        }
+        let ours = DiskStorage.temporaryPrefix + token + "-"
+        var cacheNames: [String] = []
+        cacheNames.reserveCapacity(entries.count)
+        for name in entries {
+            if name.hasPrefix(DiskStorage.temporaryPrefix) {
+                // Another instance's temp file: stale debris at start. (Were it a live
+                // writer sharing the folder, its rename fails with ENOENT and it retries.)
+                if !name.hasPrefix(ours) { unlink(path + "/" + name) }
+            } else {
+                cacheNames.append(name)
+            }
+        }
+        names.finishScan(with: cacheNames)
+    }
+
+    /// Every regular, non-temporary file in the folder, with its times and size.
+    /// A missing folder is an empty cache.
+    func cacheFiles() throws(CacheError) -> [CacheFile] {
+        try checkReady()
+        let names: [String]
+        switch POSIX.listDirectory(directoryPath) {
+        case .success(let listed): names = listed
+        case .failure(let e):
+            if e.code == ENOENT { return [] }
+            throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
+        }
+        let dirfd: Int32
+        switch POSIX.openDirectory(directoryPath) {
+        case .success(let fd): dirfd = fd
+        case .failure(let e):
+            if e.code == ENOENT { return [] }
+            throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
+        }
+        defer { close(dirfd) }
+        var files: [CacheFile] = []
+        files.reserveCapacity(names.count)
+        for name in names where !name.hasPrefix(DiskStorage.temporaryPrefix) {
+            // fstatat reads the inode without opening the file: atime stays as it is.
+            guard case .success(let status) = POSIX.fstatat(dirfd, name), status.isRegular else { continue }
+            files.append(CacheFile(name: name, status: status))
+        }
+        return files
+    }
+
+    /// Removes every entry (temporary files of writes in flight are left alone).
+    /// - Returns: how many entries were removed.
+    /// - Throws: `.diskStorageIsNotReady`, `.cannotLoadDataFromDisk` (listing),
+    ///   `.cannotRemoveCacheFile`.
+    @discardableResult
+    public func removeAll() throws(CacheError) -> Int {
+        try checkReady()
+        let names: [String]
+        switch POSIX.listDirectory(directoryPath) {
+        case .success(let listed): names = listed
+        case .failure(let e):
+            if e.code == ENOENT { return 0 }
+            throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
+        }
+        var removed = 0
+        for name in names where !name.hasPrefix(DiskStorage.temporaryPrefix) {
+            if try removeFile(named: name) { removed += 1 }
+        }
+        return removed
+    }
+
+    /// Removes the entries expired at `referenceDate` (default `config.clock.now()`).
+    /// - Returns: the URLs of the removed files, so callers can count expirations.
+    @discardableResult
+    public func removeExpiredValues(referenceDate: Date? = nil) throws(CacheError) -> [URL] {
+        let nowNanos = FileTimes.nanos(referenceDate ?? config.clock.now())
+        var removed: [URL] = []
+        for file in try cacheFiles() where file.status.times.isExpired(atNanos: nowNanos) {
+            if try removeFile(named: file.name) { removed.append(url(of: file.name)) }
+        }
+        return removed
+    }
+
+    /// When the folder holds more than `config.sizeLimit` bytes (file bytes), removes
+    /// the least recently accessed entries until it holds at most half the limit, so
+    /// that the next trims are not one store away. Does nothing when the limit is 0.
+    /// - Returns: the URLs of the removed files, so callers can count evictions.
+    @discardableResult
+    public func removeSizeExceededValues() throws(CacheError) -> [URL] {
+        try checkReady()
+        let limit = config.sizeLimit
+        guard limit > 0 else { return [] }
+        var files = try cacheFiles()
+        var total = files.reduce(UInt64(0)) { $0 + $1.status.fileSize }
+        guard total > limit else { return [] }
+        files.sort { $0.status.times.lastAccessNanos < $1.status.times.lastAccessNanos }
+        let target = limit / 2
+        var removed: [URL] = []
+        for file in files {
+            if total <= target { break }
+            if try removeFile(named: file.name) { removed.append(url(of: file.name)) }
+            total -= file.status.fileSize
+        }
+        return removed
+    }
+
+    /// The bytes the entries' files hold (each value plus its 8-byte header).
+    public func totalSize() throws(CacheError) -> UInt64 {
+        try cacheFiles().reduce(0) { $0 + $1.status.fileSize }
+    }
+
+    /// How many entries the folder holds, expired ones included until removed.
+    public func count() throws(CacheError) -> Int {
+        try cacheFiles().count
+    }
+}

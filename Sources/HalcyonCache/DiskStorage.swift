@@ -1,0 +1,420 @@
+// The disk tier: one key -> one file in one folder, with the entry's expiration, last
+// access and flags kept in the file itself, so they survive restarts without a database.
+// Writes are atomic (temp file + rename). See Docs/ARCHITECTURE-disk.md.
+
+import CHalcyonSystem
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The disk tier's namespace: `Backend` does the I/O, `Config` describes it, `FileMeta`
+/// is what it knows about an entry.
+///
+/// ```swift
+/// let disk = DiskStorage.Backend(config: .init(name: "main", sizeLimit: 1 << 30))
+/// try disk.store(value: Array("hi".utf8), flags: 1, forKey: "greeting", expiration: .seconds(60))
+/// let entry = try disk.value(forKey: "greeting")   // CacheEntry(bytes: "hi", flags: 1)
+/// ```
+public enum DiskStorage {}
+
+extension DiskStorage {
+    /// The disk tier's engine: synchronous, blocking file I/O on the caller's thread.
+    ///
+    /// Threading: every method may be called from any thread at once. The hybrid cache
+    /// calls it on its serial ioQueue, and readers call it directly for
+    /// `loadDiskFileSynchronously`; nothing here calls back. Shared state is guarded as
+    /// follows, which is what makes the `@unchecked Sendable` true: `configLock` guards
+    /// `_config`; `knownNames` guards itself with its own lock (the maybeCached lock);
+    /// every other stored property is an immutable `let` or atomic.
+    /// Files are only ever replaced by `rename`, so a reader holding an open file sees
+    /// one whole value.
+    ///
+    /// Invariants: `directoryURL` is fixed at init. If the folder could not be created or
+    /// used then, `isReady` is false for the backend's lifetime and every call throws
+    /// `.diskStorageIsNotReady` (`isCached` answers false). A folder deleted later is
+    /// recreated by the next store.
+    public final class Backend: @unchecked Sendable {
+        /// The "configLock": guards `_config`, which `config` reads and replaces. An
+        /// `NSLock` (pthread mutex) so ThreadSanitizer sees it, as it does not see
+        /// `Synchronization.Mutex` on Linux.
+        private let configLock = NSLock()
+        private var _config: Config
+        /// The cache folder, `<root>/<name>`, fixed at init.
+        public let directoryURL: URL
+        let directoryPath: String
+        /// Why the folder is unusable (errno), or nil when it is ready.
+        private let notReadyErrno: Int32?
+        /// The maybeCached set; see `KnownFileNames` for its lock and invariants.
+        let knownNames = KnownFileNames()
+        /// Marks this instance's temporary files so its start-up scan spares them.
+        private let instanceToken: String
+        private let temporaryCounter = Atomic<UInt64>(0)
+        /// How many times a lookup went to the disk (open of a cache file); tests read
+        /// it to prove that the maybeCached shortcut answered a miss without a syscall.
+        let diskLookups = Atomic<Int>(0)
+        /// Runs the initial scan; one per backend so that a held scan (test hook) cannot
+        /// delay another backend's.
+        private let scanQueue: DispatchQueue
+
+        /// The configuration. Reads and writes are thread-safe (`configLock`); a new
+        /// `name` or `directory` is ignored, as the folder is fixed at init.
+        public var config: Config {
+            get { configLock.lock(); defer { configLock.unlock() }; return _config }
+            set { configLock.lock(); _config = newValue; configLock.unlock() }
+        }
+
+        /// False when the folder could not be created or used at init.
+        public var isReady: Bool { notReadyErrno == nil }
+
+        /// True once the start-up scan has built the maybeCached set; until then every
+        /// lookup goes to the disk.
+        public var isInitialScanComplete: Bool { knownNames.isScanComplete }
+
+        /// Creates the folder if needed and starts the background scan that builds the
+        /// maybeCached set and deletes stale temporary files. Never throws and never
+        /// blocks on the scan: a folder it cannot use makes the backend not ready.
+        /// - Parameter config: the configuration; see `DiskStorage.Config` for defaults.
+        public init(config: Config) {
+            _config = config
+            directoryURL = config.resolvedRoot.appendingPathComponent(config.name, isDirectory: true)
+            directoryPath = directoryURL.path
+            instanceToken = String(UInt64.random(in: .min ... .max), radix: 16)
+            scanQueue = DispatchQueue(label: "com.halcyon.DiskStorage.Backend.initialScan", qos: .utility)
+
+            if let failure = POSIX.makeDirectories(directoryPath) {
+                notReadyErrno = failure.code
+            } else if access(directoryPath, W_OK | X_OK) != 0 {
+                notReadyErrno = errno  // read-only file system, immutable folder, no permission
+            } else {
+                notReadyErrno = nil
+            }
+
+            guard notReadyErrno == nil else {
+                knownNames.abandonScan()
+                return
+            }
+            let (path, token, names, hook) = (directoryPath, instanceToken, knownNames, config.initialScanWillStart)
+            scanQueue.async {
+                Backend.initialScan(path: path, keepingTemporaryToken: token, into: names, hook: hook)
+            }
+        }
+
+        /// Blocks until the start-up scan has finished. For tests and for callers that
+        /// want the shortcut warm before serving; requests never need to wait.
+        public func waitForInitialScan() {
+            knownNames.waitForScan()
+        }
+
+        // MARK: - Store
+
+        /// Writes a value and its metadata atomically: readers see the old value or the
+        /// new one, never a part.
+        ///
+        /// - Parameters:
+        ///   - value: the bytes to keep.
+        ///   - flags: opaque word stored with them (default 0).
+        ///   - key: the key; named by `cacheFileURL(forKey:forcedExtension:)`.
+        ///   - expiration: default `config.expiration`; rounded up to a whole second.
+        ///   - forcedExtension: overrides `config.pathExtension` for this file.
+        ///   - referenceDate: "now" for the expiration; default `config.clock.now()`.
+        /// - Returns: the stored entry's meta, or nil when `expiration` is already over
+        ///   (nothing is written and an existing value is left as it is).
+        /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotCreateCacheFile`
+        ///   (with errno: ENOSPC, EACCES, ...), `.cannotSetCacheFileAttribute`.
+        @discardableResult
+        public func store(
+            value: [UInt8], flags: UInt32 = 0, forKey key: String, expiration: StorageExpiration? = nil,
+            forcedExtension: String? = nil, referenceDate: Date? = nil
+        ) throws(CacheError) -> FileMeta? {
+            let config = self.config
+            try checkReady()
+            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            let now = referenceDate ?? config.clock.now()
+            guard let times = FileTimes.planned(expiration ?? config.expiration, now: now) else { return nil }
+
+            if try !writeFile(named: name, value: value, flags: flags, times: times, synchronous: config.synchronousWrites) {
+                // The folder was deleted under us: recreate it and retry once.
+                if let failure = POSIX.makeDirectories(directoryPath) {
+                    throw .cannotCreateCacheFile(path: path(of: name), errno: failure.code)
+                }
+                if try !writeFile(named: name, value: value, flags: flags, times: times, synchronous: config.synchronousWrites) {
+                    throw .cannotCreateCacheFile(path: path(of: name), errno: ENOENT)
+                }
+            }
+            knownNames.insert(name)
+            return FileMeta(url: url(of: name), size: UInt64(value.count), flags: flags,
+                            expiration: times.expirationDate, lastAccess: times.lastAccessDate)
+        }
+
+        /// Writes a temporary file, dates it, and renames it over the target. Returns
+        /// false when the folder is missing (ENOENT), so the caller can recreate it.
+        private func writeFile(
+            named name: String, value: [UInt8], flags: UInt32, times: FileTimes, synchronous: Bool
+        ) throws(CacheError) -> Bool {
+            let finalPath = path(of: name)
+            let sequence = temporaryCounter.add(1, ordering: .relaxed).newValue
+            let temporaryPath = path(of: DiskStorage.temporaryPrefix + instanceToken + "-" + String(sequence))
+
+            let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd < 0 {
+                let code = errno
+                if code == ENOENT { return false }
+                throw .cannotCreateCacheFile(path: finalPath, errno: code)
+            }
+            var failure: CacheError?
+            let header = DiskFileHeader.encode(flags: flags)
+            if let e = header.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) ?? value.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
+                failure = .cannotCreateCacheFile(path: finalPath, errno: e.code)
+            } else if let e = POSIX.setTimes(fd, times) {
+                // After the last write: a write would move mtime again.
+                failure = .cannotSetCacheFileAttribute(path: finalPath, errno: e.code)
+            } else if synchronous, fsync(fd) != 0 {
+                failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
+            }
+            if close(fd) != 0, failure == nil {
+                failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
+            }
+            if let failure {
+                unlink(temporaryPath)
+                throw failure
+            }
+            if rename(temporaryPath, finalPath) != 0 {
+                let code = errno
+                unlink(temporaryPath)
+                if code == ENOENT { return false }
+                throw .cannotCreateCacheFile(path: finalPath, errno: code)
+            }
+            if synchronous {
+                // The rename itself is durable only once the folder is flushed.
+                let dirfd = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if dirfd >= 0 {
+                    let ok = fsync(dirfd) == 0
+                    let code = errno
+                    close(dirfd)
+                    if !ok { throw .cannotCreateCacheFile(path: finalPath, errno: code) }
+                }
+            }
+            return true
+        }
+
+        // MARK: - Read
+
+        /// Loads a value, extending its expiration as asked.
+        /// - Parameters:
+        ///   - key: the key.
+        ///   - forcedExtension: must match the one it was stored with.
+        ///   - extendingExpiration: default `.cacheTime` (sliding).
+        /// - Returns: the entry, or nil when missing or expired.
+        /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`.
+        public func value(
+            forKey key: String, forcedExtension: String? = nil, extendingExpiration: ExpirationExtending = .cacheTime
+        ) throws(CacheError) -> CacheEntry? {
+            try value(forKey: key, referenceDate: config.clock.now(), actuallyLoad: true,
+                      extendingExpiration: extendingExpiration, forcedExtension: forcedExtension)?.entry
+        }
+
+        /// Loads a value and its meta (after any extension); nil when missing or expired.
+        /// `referenceDate` defaults to `config.clock.now()`.
+        public func valueAndMeta(
+            forKey key: String, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
+            forcedExtension: String? = nil
+        ) throws(CacheError) -> (entry: CacheEntry, meta: FileMeta)? {
+            guard let found = try value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: true,
+                                        extendingExpiration: extendingExpiration, forcedExtension: forcedExtension),
+                  let entry = found.entry
+            else { return nil }
+            return (entry, found.meta)
+        }
+
+        /// Whether an unexpired entry exists at `referenceDate` (default now). Never
+        /// loads the value and never extends; false on any error, not-ready included.
+        public func isCached(forKey key: String, referenceDate: Date? = nil, forcedExtension: String? = nil) -> Bool {
+            let found = try? value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: false,
+                                   extendingExpiration: .none, forcedExtension: forcedExtension)
+            return found != nil
+        }
+
+        /// The meta of an unexpired entry at `referenceDate` (default now), without
+        /// loading the value or extending it; nil when missing or expired.
+        public func meta(forKey key: String, referenceDate: Date? = nil, forcedExtension: String? = nil) throws(CacheError) -> FileMeta? {
+            try value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: false,
+                      extendingExpiration: .none, forcedExtension: forcedExtension)?.meta
+        }
+
+        /// The one lookup every read goes through.
+        ///
+        /// The sliding extension is applied with one `futimens` on the descriptor the
+        /// read already holds, right after the bytes are in memory: it changes the inode
+        /// itself, so every later lookup from any thread sees it, with no pending state
+        /// to consult, and a value replaced meanwhile by a store (a new inode) is not
+        /// touched. An extension that fails is dropped: the read has succeeded.
+        ///
+        /// - Returns: nil on a miss (absent from maybeCached, no file, expired at
+        ///   `referenceDate`, or not a file this tier wrote); otherwise the entry (nil
+        ///   unless `actuallyLoad`) and the meta after extension.
+        func value(
+            forKey key: String, referenceDate: Date, actuallyLoad: Bool, extendingExpiration: ExpirationExtending,
+            forcedExtension: String?
+        ) throws(CacheError) -> (entry: CacheEntry?, meta: FileMeta)? {
+            let config = self.config
+            try checkReady()
+            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            guard knownNames.mayContain(name) else { return nil }
+            let path = path(of: name)
+
+            diskLookups.add(1, ordering: .relaxed)
+            let fd = hc_open_noatime(path)
+            if fd < 0 {
+                let code = errno
+                if code == ENOENT || code == ENOTDIR { return nil }
+                throw .cannotLoadDataFromDisk(path: path, errno: code)
+            }
+            defer { close(fd) }
+            let status: POSIX.Status
+            switch POSIX.fstat(fd) {
+            case .success(let s): status = s
+            case .failure(let e): throw .cannotLoadDataFromDisk(path: path, errno: e.code)
+            }
+            guard status.isRegular, status.fileSize >= UInt64(DiskFileHeader.size) else { return nil }
+            if status.times.isExpired(atNanos: FileTimes.nanos(referenceDate)) { return nil }
+
+            var header = (UInt64(0))
+            let flags: UInt32? = try withUnsafeMutableBytes(of: &header) { (raw) throws(CacheError) -> UInt32? in
+                switch POSIX.readFully(fd, into: raw, from: 0) {
+                case .success(let n): return n == DiskFileHeader.size ? DiskFileHeader.decodeFlags(UnsafeRawBufferPointer(raw)) : nil
+                case .failure(let e): throw .cannotLoadDataFromDisk(path: path, errno: e.code)
+                }
+            }
+            guard let flags else { return nil }  // not our format: a stray file is a miss
+            let valueSize = Int(status.fileSize) - DiskFileHeader.size
+
+            var entry: CacheEntry?
+            if actuallyLoad {
+                var readError: Int32 = 0
+                var complete = true
+                let bytes = [UInt8](unsafeUninitializedCapacity: valueSize) { buffer, initialized in
+                    switch POSIX.readFully(fd, into: UnsafeMutableRawBufferPointer(buffer), from: DiskFileHeader.size) {
+                    case .success(let n): initialized = n; complete = n == valueSize
+                    case .failure(let e): initialized = 0; readError = e.code
+                    }
+                }
+                if readError != 0 { throw .cannotLoadDataFromDisk(path: path, errno: readError) }
+                guard complete else { return nil }  // cannot happen with rename-only writes
+                entry = CacheEntry(bytes: bytes, flags: flags)
+            }
+
+            var times = status.times
+            switch extendingExpiration {
+            case .none:
+                break
+            case .cacheTime:
+                times = times.slid(to: referenceDate)
+            case .expirationTime(let expiration):
+                // An expiration already over expires the entry in place (mtime in 1970)
+                // rather than unlinking by name, which could delete a value a
+                // concurrent store has just renamed over this one.
+                times = FileTimes.planned(expiration, now: referenceDate)
+                    ?? FileTimes(expirationSeconds: 0, lastAccessNanos: FileTimes.nanos(referenceDate))
+            }
+            if times != status.times, POSIX.setTimes(fd, times) != nil {
+                times = status.times
+            }
+            let meta = FileMeta(url: url(of: name), size: UInt64(valueSize), flags: flags,
+                                expiration: times.expirationDate,
+                                lastAccess: times.lastAccessDate)
+            return (entry, meta)
+        }
+
+        // MARK: - Touch and remove
+
+        /// Gives an existing entry a new expiration counted from now, without reading or
+        /// rewriting its value; counts as an access.
+        /// - Parameter expiration: default `config.expiration`; `.expired` (or any already
+        ///   over) removes the entry.
+        /// - Returns: the meta after the touch (for a removal, with `expiration` set to
+        ///   `Date.distantPast`), or nil when the entry is missing or already expired.
+        /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`,
+        ///   `.cannotSetCacheFileAttribute`, `.cannotRemoveCacheFile`.
+        public func touch(forKey key: String, expiration: StorageExpiration? = nil, forcedExtension: String? = nil) throws(CacheError) -> FileMeta? {
+            let config = self.config
+            let now = config.clock.now()
+            guard let found = try value(forKey: key, referenceDate: now, actuallyLoad: false,
+                                        extendingExpiration: .none, forcedExtension: forcedExtension)
+            else { return nil }
+            var meta = found.meta
+            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            guard let times = FileTimes.planned(expiration ?? config.expiration, now: now) else {
+                _ = try removeFile(named: name)
+                meta.expiration = .distantPast
+                return meta
+            }
+            let path = path(of: name)
+            let fd = hc_open_noatime(path)
+            if fd < 0 {
+                let code = errno
+                if code == ENOENT { return nil }
+                throw .cannotLoadDataFromDisk(path: path, errno: code)
+            }
+            defer { close(fd) }
+            if let e = POSIX.setTimes(fd, times) {
+                throw .cannotSetCacheFileAttribute(path: path, errno: e.code)
+            }
+            meta.expiration = times.expirationDate
+            meta.lastAccess = times.lastAccessDate
+            return meta
+        }
+
+        /// Removes one entry.
+        /// - Returns: true when a file was removed.
+        /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotRemoveCacheFile`.
+        @discardableResult
+        public func remove(forKey key: String, forcedExtension: String? = nil) throws(CacheError) -> Bool {
+            let config = self.config
+            try checkReady()
+            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            guard knownNames.mayContain(name) else { return false }
+            return try removeFile(named: name)
+        }
+
+        /// Unlinks one cache file and keeps maybeCached current. True when it existed.
+        func removeFile(named name: String) throws(CacheError) -> Bool {
+            let path = path(of: name)
+            var removed = true
+            if unlink(path) != 0 {
+                let code = errno
+                guard code == ENOENT || code == EISDIR else { throw .cannotRemoveCacheFile(path: path, errno: code) }
+                removed = false
+            }
+            knownNames.eraseIfAbsent(name) { POSIX.exists(path) }
+            return removed
+        }
+
+        // MARK: - Names
+
+        /// The URL of the file a key is (or would be) stored in. Does not check the key.
+        public func cacheFileURL(forKey key: String, forcedExtension: String? = nil) -> URL {
+            url(of: cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config))
+        }
+
+        /// Checks that a key can name a file.
+        /// - Throws: `.invalidKey` when `usesHashedFileName` is false and the key is not a
+        ///   safe single file name: empty, `.`, `..`, containing `/` or NUL, longer than
+        ///   255 bytes, or starting with the reserved temporary prefix `.tmp-`.
+        public func validate(key: String) throws(CacheError) {
+            if !config.usesHashedFileName && !DiskStorage.isSafeFileName(key) { throw .invalidKey(key: key) }
+        }
+
+        func checkReady() throws(CacheError) {
+            if let notReadyErrno { throw .diskStorageIsNotReady(path: directoryPath, errno: notReadyErrno) }
+        }
+
+        func path(of name: String) -> String { directoryPath + "/" + name }
+
+        func url(of name: String) -> URL { directoryURL.appendingPathComponent(name, isDirectory: false) }
+    }
+}

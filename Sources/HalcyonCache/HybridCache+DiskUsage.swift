@@ -1,0 +1,50 @@
+// The hybrid cache's running account of the disk tier's bytes and files. The disk tier
+// can only answer `totalSize()`/`count()` by listing its folder (O(files)), which is too
+// slow to ask after every store; but every change to the folder goes through the ioQueue,
+// so the ioQueue can keep the account itself: exact after each listing (at start, and
+// after every removeExpired, trim or sweep, which list the folder anyway), adjusted by
+// each store, remove and clear in between. It can only err high (a file the disk tier
+// dropped on its own, a failed removal), which at worst makes a size check list the
+// folder one time too many; it never lets the folder sit over its limit unnoticed.
+
+import Foundation
+
+extension HybridCache {
+    /// Lists the folder and resets the account to what it holds. ioQueue only.
+    func recountDiskUsage() {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        do throws(CacheError) {
+            let usage = DiskUsage(bytes: try diskStorage.totalSize(), count: try diskStorage.count())
+            diskUsage.withLock { $0 = usage }
+        } catch {
+            diskUsage.withLock { $0 = nil }
+        }
+    }
+
+    /// The bytes a stored value occupies on disk (its file, header included).
+    static func fileBytes(_ meta: DiskStorage.FileMeta) -> UInt64 {
+        meta.size + UInt64(DiskFileHeader.size)
+    }
+
+    /// The file `key` has now, expired or not (a store replaces it, a remove deletes it),
+    /// for adjusting the account. ioQueue only.
+    func existingFile(forKey key: String, forcedExtension: String?) -> DiskStorage.FileMeta? {
+        try? diskStorage.meta(forKey: key, referenceDate: .distantPast, forcedExtension: forcedExtension)
+    }
+
+    /// Applies one file's change to the account: `old` replaced by `new` (either nil). ioQueue only.
+    func adjustDiskUsage(replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
+        diskUsage.withLock { usage in
+            guard var u = usage else { return }
+            if let old {
+                u.bytes -= min(u.bytes, HybridCache.fileBytes(old))
+                u.count = max(0, u.count - 1)
+            }
+            if let new {
+                u.bytes += HybridCache.fileBytes(new)
+                u.count += 1
+            }
+            usage = u
+        }
+    }
+}

@@ -1,0 +1,182 @@
+// The keyed reads of the hybrid cache: retrieve, cachedType, describe. Each answers
+// from memory on the caller's thread when it can; a memory miss reads the disk on the
+// ioQueue (or inline with `loadDiskFileSynchronously`). A read of a key with a queued
+// write, or during a queued whole-cache write, runs entirely on the ioQueue after it.
+
+import Foundation
+
+extension HybridCache {
+    /// Where a read runs.
+    enum ReadPath {
+        /// Memory on the caller's thread, then the disk on the caller's thread.
+        case inline(epoch: UInt64)
+        /// Memory on the caller's thread, then the disk on the ioQueue.
+        case inlineThenQueue
+        /// Everything on the ioQueue, behind a queued write.
+        case queued
+    }
+
+    private func readPath(forKey key: String, options: Options) -> ReadPath {
+        writes.withLock { book in
+            if book.mustQueue(key) { return .queued }
+            return options.loadDiskFileSynchronously ? .inline(epoch: book.epoch) : .inlineThenQueue
+        }
+    }
+
+    /// Reads `key`: memory first, then disk. A disk hit is put back into memory with the
+    /// memory expiration (`options.memoryExpiration` or the tier's), never outliving the
+    /// disk copy. The tier that answered extends the entry per `options.extendingExpiration`.
+    ///
+    /// A memory hit completes at once through `callbackQueue`; a memory miss reads the disk
+    /// on the ioQueue, or on the caller's thread when `options.loadDiskFileSynchronously`.
+    /// With `options.fromMemoryOnly` the disk is not looked at. A miss is a success with
+    /// `cacheType: .none`.
+    @discardableResult
+    public func retrieve(
+        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
+    ) -> CacheTask {
+        let path = readPath(forKey: key, options: options)
+        if case .queued = path {
+            return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
+                let inlineEpoch = writes.withLock { $0.inlineEpoch }
+                return retrieveNow(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
+            }
+        }
+        if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: options.extendingExpiration) {
+            return runInline(callbackQueue, options.priority, completion) {
+                .success(RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
+            }
+        }
+        if options.fromMemoryOnly {
+            return runInline(callbackQueue, options.priority, completion) {
+                .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
+            }
+        }
+        switch path {
+        case .inline(let epoch):
+            return runInline(callbackQueue, options.priority, completion) {
+                retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.epoch == epoch })
+            }
+        case .inlineThenQueue, .queued:
+            return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
+                let inlineEpoch = writes.withLock { $0.inlineEpoch }
+                return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
+            }
+        }
+    }
+
+    /// Which tier holds a live `key`, without loading or extending it. Same paths as
+    /// `retrieve`; `.none` when neither does.
+    @discardableResult
+    public func cachedType(
+        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<CacheType, CacheError>) -> Void
+    ) -> CacheTask {
+        describeOrType(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
+            $0.cacheType
+        }
+    }
+
+    /// Size, flags, expiration and last access of `key` from the tier that holds it,
+    /// without loading or extending it. Same paths as `retrieve`; a miss is a success
+    /// with `cacheType: .none`.
+    @discardableResult
+    public func describe(
+        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
+    ) -> CacheTask {
+        describeOrType(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) { $0 }
+    }
+
+    // MARK: Helpers
+
+    private func describeOrType<T: Sendable>(
+        forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        completion: @escaping @Sendable (Result<T, CacheError>) -> Void,
+        _ transform: @escaping @Sendable (EntryDescription) -> T
+    ) -> CacheTask {
+        let path = readPath(forKey: key, options: options)
+        let lookUp: @Sendable (Bool) -> Result<T, CacheError> = { [self] memoryOnly in
+            describeNow(forKey: key, options: options, memoryOnly: memoryOnly).map(transform)
+        }
+        switch path {
+        case .queued:
+            return enqueue(write: nil, callbackQueue, options.priority, completion) { lookUp(options.fromMemoryOnly) }
+        case .inline, .inlineThenQueue:
+            if let meta = memoryStorage.meta(forKey: key) {
+                return runInline(callbackQueue, options.priority, completion) {
+                    .success(transform(HybridCache.description(of: meta)))
+                }
+            }
+            if options.fromMemoryOnly || options.loadDiskFileSynchronously {
+                return runInline(callbackQueue, options.priority, completion) { lookUp(options.fromMemoryOnly) }
+            }
+            return enqueue(write: nil, callbackQueue, options.priority, completion) { lookUp(false) }
+        }
+    }
+
+    private static func description(of meta: MemoryStorage.Meta) -> EntryDescription {
+        EntryDescription(
+            cacheType: .memory, size: meta.size, flags: meta.flags,
+            expiresAt: optionalDate(meta.expiration), lastAccessAt: meta.lastAccess)
+    }
+
+    private func describeNow(forKey key: String, options: Options, memoryOnly: Bool) -> Result<EntryDescription, CacheError> {
+        if let meta = memoryStorage.meta(forKey: key) {
+            return .success(HybridCache.description(of: meta))
+        }
+        let miss = EntryDescription(cacheType: .none, size: 0, flags: 0, expiresAt: nil, lastAccessAt: nil)
+        if memoryOnly { return .success(miss) }
+        do throws(CacheError) {
+            guard let meta = try diskStorage.meta(
+                forKey: key, referenceDate: options.referenceDate, forcedExtension: options.forcedExtension)
+            else { return .success(miss) }
+            return .success(EntryDescription(
+                cacheType: .disk, size: Int(meta.size), flags: meta.flags,
+                expiresAt: HybridCache.optionalDate(meta.expiration), lastAccessAt: meta.lastAccess))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Memory, then disk; for reads queued behind a write (on the ioQueue).
+    private func retrieveNow(
+        forKey key: String, options: Options, putBackIf: @escaping (WriteBook) -> Bool
+    ) -> Result<RetrieveResult, CacheError> {
+        if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: options.extendingExpiration) {
+            return .success(RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
+        }
+        if options.fromMemoryOnly {
+            return .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
+        }
+        return retrieveFromDisk(forKey: key, options: options, putBackIf: putBackIf)
+    }
+
+    /// Reads the disk tier and puts a hit back into memory, unless `putBackIf` (checked
+    /// under the write book's lock, where the memory store then happens) says a write may
+    /// have changed the key since the read began: an older value must never replace it.
+    private func retrieveFromDisk(
+        forKey key: String, options: Options, putBackIf: (WriteBook) -> Bool
+    ) -> Result<RetrieveResult, CacheError> {
+        do throws(CacheError) {
+            guard let (entry, meta) = try diskStorage.valueAndMeta(
+                forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration,
+                forcedExtension: options.forcedExtension)
+            else {
+                counters.withLock { $0.diskMisses += 1 }
+                return .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
+            }
+            counters.withLock { $0.diskHits += 1 }
+            let expiration = cappedMemoryExpiration(options.memoryExpiration, diskExpiresAt: meta.expiration)
+            writes.withLock { book in
+                if putBackIf(book) {
+                    memoryStorage.store(entry, forKey: key, expiration: expiration)
+                }
+            }
+            return .success(RetrieveResult(cacheType: .disk, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
+        } catch {
+            return .failure(error)
+        }
+    }
+}

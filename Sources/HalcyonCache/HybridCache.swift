@@ -1,0 +1,319 @@
+// The composite cache: a memory tier in front of a disk tier, and the one serial ioQueue
+// that owns every write and every queued disk read. This file holds the type, its
+// nested value types, the write bookkeeping behind read-your-writes, and the plumbing
+// every request shares (task creation, queueing, delivery). The requests themselves
+// live in HybridCache+Writes.swift, HybridCache+Reads.swift and
+// HybridCache+Maintenance.swift.
+
+import Foundation
+
+/// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes).
+///
+/// ```swift
+/// let cache = HybridCache(config: .init(memory: .init(), disk: .init(name: "default", sizeLimit: 1 << 30, directory: nil)))
+/// cache.store(CacheEntry(bytes: Array("v".utf8)), forKey: "k") { result in … }
+/// let task = cache.retrieve(forKey: "k", callbackQueue: .dispatch(myQueue)) { result in … }
+/// task.cancel()   // no success is delivered after this returns
+/// ```
+///
+/// Threading: every method may be called from any thread and never blocks on the ioQueue.
+/// - Writes (`store`, `touch`, `remove`, `clear`, `removeExpired`, `trim`) run on
+///   `ioQueue` in call order and change both tiers there as one step. Exception: a
+///   `store` with `toDisk: false` for a key with no queued write runs inline.
+/// - Reads (`retrieve`, `cachedType`, `describe`) answer from memory on the caller's
+///   thread; on a miss the disk is read on `ioQueue`, or on the caller's thread with
+///   `loadDiskFileSynchronously`. While a write to the key (or a whole-cache write) is
+///   queued or running, the read queues behind it on `ioQueue` instead.
+/// - Every completion is delivered through the call's `CallbackQueue` with the call's
+///   priority, never while a lock is held. Under `.untouch` a completion for ioQueue work
+///   runs on `ioQueue`: it must hand off and return, never wait for the cache.
+/// - Every call returns a `CacheTask`; see its guarantees.
+///
+/// `@unchecked Sendable`: every stored property is immutable after init and itself
+/// thread-safe: the backends lock internally, `writes`, `counters` and `diskUsage` are `Locked`, the
+/// ioQueue and the sweep timer are libdispatch objects.
+public final class HybridCache: @unchecked Sendable {
+    /// The settings of both tiers and of the periodic sweep.
+    public struct Config: Sendable {
+        /// The memory tier's settings.
+        public var memory: MemoryStorage.Config
+        /// The disk tier's settings.
+        public var disk: DiskStorage.Config
+        /// Seconds between sweeps on the ioQueue that remove expired entries of both tiers
+        /// and enforce the disk size limit. Default 600; 0 or less disables the sweep.
+        public var sweepInterval: TimeInterval = 600
+
+        public init(memory: MemoryStorage.Config, disk: DiskStorage.Config) {
+            self.memory = memory
+            self.disk = disk
+        }
+    }
+
+    /// Per-request knobs; every field is defaulted.
+    public struct Options: Sendable {
+        /// Read the disk on the caller's thread instead of the ioQueue. Default false.
+        /// Ignored while a write to the key is queued (the read queues behind it).
+        public var loadDiskFileSynchronously = false
+        /// Expiration of a disk store or touch; nil = the disk tier's default.
+        public var diskExpiration: StorageExpiration? = nil
+        /// Expiration of a memory store or touch; nil = the memory tier's default
+        /// (for a touch: the entry's own). Never outlives the disk entry it mirrors.
+        public var memoryExpiration: StorageExpiration? = nil
+        /// What a read does to the expiration of the tier that answered. Default `.cacheTime`.
+        public var extendingExpiration: ExpirationExtending = .cacheTime
+        /// File extension for this key's disk file instead of the configured one.
+        public var forcedExtension: String? = nil
+        /// The "now" of disk expiration decisions; nil = the disk clock's now.
+        public var referenceDate: Date? = nil
+        /// Reads look at the memory tier only. Default false.
+        public var fromMemoryOnly = false
+        /// Stores also write the disk tier. Default true.
+        public var toDisk = true
+        /// Priority of the completion on an `.operationQueue` callback queue. Default `.normal`.
+        public var priority: Operation.QueuePriority = .normal
+
+        public init() {}
+    }
+
+    /// The outcome of a store.
+    public struct StoreResult: Sendable, Equatable {
+        /// False when the expiration was already over: nothing is stored (and any older
+        /// value under the key is gone).
+        public var stored: Bool
+        /// Bytes stored.
+        public var size: Int
+        /// When the stored entry expires; nil = never.
+        public var expiresAt: Date?
+    }
+
+    /// The outcome of a retrieve.
+    public struct RetrieveResult: Sendable, Equatable {
+        /// The tier that answered; `.none` for a miss.
+        public var cacheType: CacheType
+        /// The entry; nil for a miss.
+        public var entry: CacheEntry?
+        /// When the entry expires after this read's extension; nil = never or a miss.
+        public var expiresAt: Date?
+    }
+
+    /// What is known about an entry without loading it.
+    public struct EntryDescription: Sendable, Equatable {
+        /// The tier that answered; `.none` for a miss (other fields then zero/nil).
+        public var cacheType: CacheType
+        /// The value's byte count.
+        public var size: Int
+        /// The entry's opaque flags.
+        public var flags: UInt32
+        /// When the entry expires in the tier that answered; nil = never (or a miss).
+        public var expiresAt: Date?
+        /// The entry's last store, read or touch in that tier; nil for a miss.
+        public var lastAccessAt: Date?
+    }
+
+    /// The outcome of a touch.
+    public struct TouchResult: Sendable, Equatable {
+        /// Whether either tier held the key.
+        public var touched: Bool
+        /// The new expiration (the disk's when the disk held the key); nil = never or untouched.
+        public var expiresAt: Date?
+    }
+
+    /// The outcome of a trim.
+    public struct TrimResult: Sendable, Equatable {
+        /// Files removed.
+        public var removed: Int
+        /// Disk bytes after the trim.
+        public var totalSize: UInt64
+    }
+
+    /// The disk tier's occupancy.
+    public struct DiskUsage: Sendable, Equatable {
+        /// File bytes (values plus their headers).
+        public var bytes: UInt64
+        /// Files (expired ones included until removed).
+        public var count: Int
+    }
+
+    /// The settings fixed at init.
+    public let config: Config
+    /// The memory tier. Thread-safe; using it directly bypasses read-your-writes.
+    public let memoryStorage: MemoryStorage.Backend
+    /// The disk tier. Thread-safe; using it directly bypasses the ioQueue's ordering.
+    public let diskStorage: DiskStorage.Backend
+    /// The one serial queue that runs every write, every queued disk read, the sweep and
+    /// `debugSleep`, in the order they were asked for. Nothing runs `sync` on it.
+    public let ioQueue: DispatchQueue
+
+    /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
+    /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
+    /// the memory store of an inline write or a disk hit's put-back.
+    let writes = Locked(WriteBook())
+    /// Request counters that the backends do not keep themselves; held to add.
+    let counters = Locked(CacheStats())
+    /// The disk tier's bytes and files as the ioQueue last accounted them (see
+    /// HybridCache+DiskUsage.swift); nil until the first listing or after a failed one.
+    /// Written on the ioQueue only; read by `stats()` from any thread.
+    let diskUsage = Locked<DiskUsage?>(nil)
+    private let sweepTimer: RepeatingTimer?
+
+    /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
+    /// happened while it was reading (then it must not put its older value into memory).
+    struct WriteBook {
+        /// Writes queued or running per key; absent = 0.
+        var perKey: [String: Int] = [:]
+        /// Whole-cache writes (clear, removeExpired, trim) queued or running.
+        var wholeCache = 0
+        /// All writes queued or running.
+        var queued = 0
+        /// Bumped by every write at enqueue and every inline write.
+        var epoch: UInt64 = 0
+        /// Bumped by inline writes only (the ones that do not run on the ioQueue).
+        var inlineEpoch: UInt64 = 0
+
+        func mustQueue(_ key: String) -> Bool {
+            wholeCache > 0 || perKey[key] != nil
+        }
+    }
+
+    /// What a write blocks until it has run.
+    enum WriteScope {
+        case key(String)
+        case wholeCache
+    }
+
+    /// Creates both tiers, the ioQueue and the sweep timer. Never fails: a disk tier that
+    /// is not ready makes every disk call fail with its error, memory-only calls work.
+    public init(config: Config) {
+        self.config = config
+        memoryStorage = MemoryStorage.Backend(config: config.memory)
+        diskStorage = DiskStorage.Backend(config: config.disk)
+        let queue = DispatchQueue(label: "halcyon.HybridCache.ioQueue")
+        ioQueue = queue
+        sweepTimer = config.sweepInterval > 0
+            ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: queue)
+            : nil
+        // Weak: the timer must not keep a forgotten cache alive; deinit cancels it.
+        sweepTimer?.start { [weak self] in self?.sweep() }
+        // The first ioQueue job: list the disk folder once, so stores can check the size
+        // limit without listing it again.
+        ioQueue.async { [self] in recountDiskUsage() }
+    }
+
+    deinit {
+        sweepTimer?.cancel()
+    }
+
+    /// A thread-safe snapshot of the counters and of both tiers' occupancy.
+    public func stats() -> CacheStats {
+        var stats = counters.withLock { $0 }
+        let memory = memoryStorage.stats
+        stats.memoryHits = memory.hits
+        stats.memoryMisses = memory.misses
+        stats.memoryExpirations = memory.expirations
+        stats.memoryEvictions = memory.evictions
+        stats.memoryBytes = memory.totalCost
+        stats.memoryEntries = memory.count
+        // The ioQueue's running account, not a listing: stats must stay cheap on a large folder.
+        let usage = diskUsage.withLock { $0 }
+        stats.diskBytes = usage?.bytes ?? 0
+        stats.diskEntries = usage?.count ?? 0
+        stats.writesQueued = writes.withLock { $0.queued }
+        return stats
+    }
+
+    // MARK: Plumbing shared by every request
+
+    /// A pending task whose early cancel delivers `.cancelled(started: false)` through
+    /// `callbackQueue` from inside `cancel()`.
+    func makeTask<T: Sendable>(
+        _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?
+    ) -> CacheTask {
+        guard let completion else { return CacheTask(onCancelBeforeStart: nil) }
+        return CacheTask(onCancelBeforeStart: {
+            callbackQueue.execute(priority: priority) { completion(.failure(.cancelled(started: false))) }
+        })
+    }
+
+    /// Hands `result` to the callback queue. The task's delivery claim runs there, right
+    /// before the completion, so a cancel that returned first always wins.
+    func deliver<T: Sendable>(
+        _ result: Result<T, CacheError>, task: CacheTask, _ callbackQueue: CallbackQueue,
+        _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?
+    ) {
+        task.workFinished()
+        guard let completion else {
+            _ = task.claimDelivery()
+            return
+        }
+        callbackQueue.execute(priority: priority) {
+            if task.claimDelivery() {
+                completion(result)
+            } else {
+                completion(.failure(.cancelled(started: true)))
+            }
+        }
+    }
+
+    /// Runs `work` now, on the caller's thread, and delivers its result.
+    func runInline<T: Sendable>(
+        _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
+        _ work: () -> Result<T, CacheError>
+    ) -> CacheTask {
+        let task = CacheTask(onCancelBeforeStart: nil)
+        _ = task.begin()
+        deliver(work(), task: task, callbackQueue, priority, completion)
+        return task
+    }
+
+    /// Queues `work` on the ioQueue. A write (`scope` non-nil) is counted in the write
+    /// book from enqueue until its effects are in place, which is what makes later reads
+    /// of its key queue behind it. A cancelled job is skipped and still uncounted.
+    func enqueue<T: Sendable>(
+        write scope: WriteScope?, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
+        _ work: @escaping @Sendable () -> Result<T, CacheError>
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, priority, completion)
+        let job: @Sendable () -> Void = { [self] in
+            let result: Result<T, CacheError>? = task.begin() ? work() : nil
+            if let scope { finishWrite(scope) }
+            if let result { deliver(result, task: task, callbackQueue, priority, completion) }
+        }
+        if let scope {
+            // Enqueue under the book's lock: the queue order of writes is then the order in
+            // which they were counted, and a reader that saw the count queues after the write.
+            writes.withLock { book in
+                switch scope {
+                case .key(let key): book.perKey[key, default: 0] += 1
+                case .wholeCache: book.wholeCache += 1
+                }
+                book.queued += 1
+                book.epoch &+= 1
+                ioQueue.async(execute: job)
+            }
+        } else {
+            ioQueue.async(execute: job)
+        }
+        return task
+    }
+
+    private func finishWrite(_ scope: WriteScope) {
+        writes.withLock { book in
+            switch scope {
+            case .key(let key):
+                let left = (book.perKey[key] ?? 1) - 1
+                book.perKey[key] = left > 0 ? left : nil
+            case .wholeCache:
+                book.wholeCache -= 1
+            }
+            book.queued -= 1
+        }
+    }
+
+    /// Converts a tier's "never" instant to the API's nil.
+    static func optionalDate(_ date: Date) -> Date? {
+        date == .distantFuture ? nil : date
+    }
+}

@@ -1,1 +1,0 @@
-// HalcyonJSON: placeholder until its first real file lands; removed then.

@@ -1,0 +1,57 @@
+// The per-connection settings a client changes with `connection.configure`.
+
+import HalcyonCache
+import Foundation
+
+/// The settings of one client connection: how its replies are delivered and whether its
+/// disk reads run synchronously on the reading thread.
+///
+/// Threading: owned by one connection and confined to that connection's event loop
+/// thread; the dispatcher reads and changes it only from there, while handling a
+/// request. Replies capture the `CallbackQueue` value current at dispatch, so a later
+/// change never reroutes a reply already under way.
+public final class ConnectionSession {
+    /// The policy as the client wrote it, echoed back by `connection.configure`.
+    public private(set) var policy: CallbackQueuePolicy = .untouch
+    /// The queue that delivers this connection's replies (built from `policy`).
+    public private(set) var callbackQueue: CallbackQueue = .untouch
+    /// Disk reads of this connection run on the reading thread instead of the ioQueue.
+    public var loadDiskFileSynchronously = false
+    /// A short name for logs ("pid 123 uid 1000").
+    public let peerDescription: String
+
+    public init(peerDescription: String = "unknown peer") {
+        self.peerDescription = peerDescription
+    }
+
+    /// Replaces the delivery policy. A `dispatch` or `operationQueue` policy gets a queue
+    /// private to this connection, so one slow client cannot hold another's replies.
+    public func setPolicy(_ newPolicy: CallbackQueuePolicy) {
+        policy = newPolicy
+        callbackQueue = newPolicy.makeCallbackQueue(label: "halcyon.connection.\(peerDescription)")
+    }
+}
+
+extension CallbackQueuePolicy {
+    /// Builds the queue this policy names. Each call makes a fresh private queue for the
+    /// `dispatch` and `operationQueue` forms.
+    public func makeCallbackQueue(label: String) -> CallbackQueue {
+        switch self {
+        case .mainAsync: return .mainAsync
+        case .mainCurrentOrAsync: return .mainCurrentOrAsync
+        case .untouch: return .untouch
+        case .dispatch(let concurrent, let qos):
+            let queue = DispatchQueue(
+                label: label + ".callbackQueue",
+                qos: Self.dispatchQoS(named: qos),
+                attributes: concurrent ? [.concurrent] : []
+            )
+            return .dispatch(queue)
+        case .operationQueue(let width):
+            let queue = OperationQueue()
+            queue.name = label + ".operationQueue"
+            queue.maxConcurrentOperationCount = width
+            return .operationQueue(queue)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+// Method dispatch: one table entry per JSON-RPC method (name, the params it accepts,
+// its handler), checked before any handler runs, as Redis checks a command's arity
+// before calling it.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+/// One serialised reply element: a JSON-RPC response object without its newline.
+public struct RPCReply: Sendable {
+    /// The id of the request it answers (nil only for whole-line errors, written as `null`).
+    public var id: RPCID?
+    /// The response object's bytes.
+    public var bytes: [UInt8]
+    /// The error this reply carries; nil for a result. The transport withdraws a success
+    /// whose request was cancelled meanwhile (writing `-32800` instead) and counts storage
+    /// errors for its warnings.
+    public var error: RPCError?
+
+    /// True for a result, false for an error.
+    public var isSuccess: Bool { error == nil }
+
+    public init(id: RPCID?, bytes: [UInt8], error: RPCError?) {
+        self.id = id
+        self.bytes = bytes
+        self.error = error
+    }
+
+    /// An error reply.
+    public static func error(id: RPCID?, _ error: RPCError) -> RPCReply {
+        var writer = JSONWriter()
+        RPCResponseWriter.error(id: id, error, into: &writer)
+        return RPCReply(id: id, element: writer.bytes, error: error)
+    }
+
+    /// The response writer ends a top-level object with its line's `\n`; a reply element
+    /// is kept without it, since the transport frames lines and batches itself.
+    init(id: RPCID?, element: [UInt8], error: RPCError?) {
+        var bytes = element
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        self.init(id: id, bytes: bytes, error: error)
+    }
+
+    /// A success reply whose result `write` produces; if `write` throws, the reply is that
+    /// error instead (for instance `-32004` when a value cannot be shown in an encoding).
+    public static func success(
+        id: RPCID?, _ write: (inout JSONWriter) throws(RPCError) -> Void
+    ) -> RPCReply {
+        var writer = JSONWriter()
+        let failure = RPCResponseWriter.success(id: id ?? .null, into: &writer, result: write)
+        return RPCReply(id: id, element: writer.bytes, error: failure)
+    }
+}
+
+/// Facts about the running daemon that `server.info` and `cache.stats` report, provided by
+/// the transport, which owns them.
+public struct ServerFacts: Sendable {
+    public var version: String
+    public var socketPath: String
+    public var startedAt: Date
+    public var limits: [(String, Int64)]
+    public var diskExpiration: StorageExpiration
+    public var memoryExpiration: StorageExpiration
+    public var debugMethodsEnabled: Bool
+    /// Live counters of the transport: open connections and requests in flight.
+    public var liveCounters: @Sendable () -> (connections: Int, inFlight: Int, refusedPeers: Int)
+
+    public init(
+        version: String, socketPath: String, startedAt: Date, limits: [(String, Int64)],
+        diskExpiration: StorageExpiration, memoryExpiration: StorageExpiration,
+        debugMethodsEnabled: Bool,
+        liveCounters: @escaping @Sendable () -> (connections: Int, inFlight: Int, refusedPeers: Int)
+    ) {
+        self.version = version
+        self.socketPath = socketPath
+        self.startedAt = startedAt
+        self.limits = limits
+        self.diskExpiration = diskExpiration
+        self.memoryExpiration = memoryExpiration
+        self.debugMethodsEnabled = debugMethodsEnabled
+        self.liveCounters = liveCounters
+    }
+}
+
+/// Everything a handler needs for one request.
+///
+/// Threading: built and used by the dispatcher on the connection's event loop thread
+/// (it holds the connection's session); only its `responder` leaves that thread.
+struct MethodCall {
+    let params: Params
+    let session: ConnectionSession
+    let options: HybridCache.Options
+    let responder: Responder
+
+    var id: RPCID? { responder.id }
+    var callbackQueue: CallbackQueue { responder.callbackQueue }
+}
+
+/// The part of a request that travels with its work: how to answer it.
+///
+/// Threading: `Sendable`; `respond` may be called from any thread, exactly once per request.
+struct Responder: Sendable {
+    let id: RPCID?
+    let callbackQueue: CallbackQueue
+    let priority: Operation.QueuePriority
+    let respond: @Sendable (RPCReply) -> Void
+
+    /// Delivers a finished storage result: success through `write`, failure mapped once
+    /// through `RPCError.init(_: CacheError)`.
+    func finish<T>(_ result: Result<T, CacheError>, _ write: (T, inout JSONWriter) throws(RPCError) -> Void) {
+        switch result {
+        case .success(let value):
+            respond(.success(id: id) { (w: inout JSONWriter) throws(RPCError) in try write(value, &w) })
+        case .failure(let error):
+            respond(.error(id: id, RPCError(error)))
+        }
+    }
+
+    /// Delivers a reply computed at once, through the connection's callback queue like any
+    /// other, so the delivery policy holds for every reply.
+    func deliverNow(_ reply: RPCReply) {
+        let respond = self.respond
+        callbackQueue.execute(priority: priority) { respond(reply) }
+    }
+}
+
+/// A method's entry in the table.
+struct MethodSpec: Sendable {
+    typealias Handler = @Sendable (Dispatcher, MethodCall) throws(RPCError) -> CacheTask?
+
+    let name: String
+    /// Member names `params` may hold; anything else is `-32602 unknownParam`.
+    let params: Set<String>
+    let handler: Handler
+}
+
+/// Routes each request to its handler and the handler to the hybrid cache.
+///
+/// Threading: `handle` must be called on the requesting connection's event loop thread
+/// (it reads and may change that connection's `ConnectionSession`). Replies reach
+/// `respond` on the thread the connection's `CallbackQueue` picks: the event loop thread
+/// for a memory hit under `untouch`, the ioQueue for queued work under `untouch`, the main
+/// queue, or the connection's private queue. The dispatcher itself holds no mutable state.
+public final class Dispatcher: Sendable {
+    public let cache: HybridCache
+    public let facts: ServerFacts
+    let table: [String: MethodSpec]
+
+    public init(cache: HybridCache, facts: ServerFacts) {
+        self.cache = cache
+        self.facts = facts
+        var table: [String: MethodSpec] = [:]
+        for spec in Dispatcher.cacheMethods + Dispatcher.serverMethods {
+            table[spec.name] = spec
+        }
+        if facts.debugMethodsEnabled {
+            for spec in Dispatcher.debugMethods { table[spec.name] = spec }
+        }
+        self.table = table
+    }
+
+    /// Handles one request. Returns the storage task for queued work, so the transport can
+    /// cancel it; nil when the request was answered (or refused) at once.
+    ///
+    /// A notification (no `id`) runs like a request; the transport drops its reply.
+    @discardableResult
+    public func handle(
+        _ request: RPCRequest, session: ConnectionSession,
+        respond: @escaping @Sendable (RPCReply) -> Void
+    ) -> CacheTask? {
+        let callbackQueue = session.callbackQueue
+        guard let spec = table[request.method] else {
+            let error: RPCError = Dispatcher.debugMethods.contains(where: { $0.name == request.method })
+                ? .debugMethodsDisabled(method: request.method)
+                : .methodNotFound(method: request.method)
+            callbackQueue.execute { respond(.error(id: request.id, error)) }
+            return nil
+        }
+        var priority = Operation.QueuePriority.normal
+        do throws(RPCError) {
+            let params = try Params(request.params, allowed: spec.params)
+            var options = HybridCache.Options()
+            options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
+            if spec.params.contains("options") {
+                let requestOptions = try params.options()
+                if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
+                if let p = requestOptions.priority { options.priority = p; priority = p }
+            }
+            let call = MethodCall(
+                params: params, session: session, options: options,
+                responder: Responder(id: request.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
+            )
+            return try spec.handler(self, call)
+        } catch {
+            callbackQueue.execute(priority: priority) { respond(.error(id: request.id, error)) }
+            return nil
+        }
+    }
+}

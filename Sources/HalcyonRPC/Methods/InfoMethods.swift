@@ -1,0 +1,154 @@
+// Methods that report rather than change: cache.totalSize, cache.stats, server.ping,
+// server.info; and connection.configure, which changes only the caller's connection.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension Dispatcher {
+    static let cacheMethods: [MethodSpec] = readMethods + writeMethods + [
+        MethodSpec(name: "cache.totalSize", params: ["options"]) { dispatcher, call throws(RPCError) in
+            let responder = call.responder
+            return dispatcher.cache.totalSize(callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (usage, w) throws(RPCError) in
+                    w.beginObject(); w.field("bytes", usage.bytes); w.field("count", usage.count); w.endObject()
+                }
+            }
+        },
+        MethodSpec(name: "cache.stats", params: ["options"]) { dispatcher, call throws(RPCError) in
+            let stats = dispatcher.cache.stats()
+            let live = dispatcher.facts.liveCounters()
+            let uptime = Date().timeIntervalSince(dispatcher.facts.startedAt)
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                stats.write(to: &w)
+                w.field("inFlight", live.inFlight)
+                w.field("connections", live.connections)
+                w.field("refusedPeers", live.refusedPeers)
+                w.field("uptime", Int(uptime.rounded(.down)))
+                w.endObject()
+            })
+            return nil
+        },
+    ]
+
+    static let serverMethods: [MethodSpec] = [
+        MethodSpec(name: "server.ping", params: []) { _, call throws(RPCError) in
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject(); w.field("pong", true); w.endObject()
+            })
+            return nil
+        },
+        MethodSpec(name: "server.info", params: []) { dispatcher, call throws(RPCError) in
+            let facts = dispatcher.facts
+            let folder = dispatcher.cache.diskStorage.directoryURL.path
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                w.field("name", "halcyond")
+                w.field("version", facts.version)
+                w.field("protocol", 1)
+                w.field("pid", Int(getpid()))
+                w.field("socket", facts.socketPath)
+                w.field("cacheFolder", folder)
+                w.field("startedAt", roundedDown: facts.startedAt)
+                w.key("limits"); w.beginObject()
+                for (name, value) in facts.limits { w.key(name); w.int(value) }
+                w.endObject()
+                w.key("defaults"); w.beginObject()
+                w.key("expiration"); w.expiration(facts.diskExpiration)
+                w.key("memoryExpiration"); w.expiration(facts.memoryExpiration)
+                w.key("extendingExpiration"); w.string("cacheTime")
+                w.key("encoding"); w.string("utf8")
+                w.endObject()
+                w.field("debugMethods", facts.debugMethodsEnabled)
+                w.endObject()
+            })
+            return nil
+        },
+        MethodSpec(
+            name: "connection.configure", params: ["callbackQueue", "loadDiskFileSynchronously"]
+        ) { _, call throws(RPCError) in
+            // Validate everything before changing anything, so a bad request changes nothing.
+            let policy = try call.params.callbackQueuePolicy("callbackQueue")
+            let sync = try call.params.bool("loadDiskFileSynchronously")
+            let session = call.session
+            if let policy { session.setPolicy(policy) }
+            if let sync { session.loadDiskFileSynchronously = sync }
+            let shownPolicy = session.policy
+            let shownSync = session.loadDiskFileSynchronously
+            // The reply to a configure travels through the policy it replaces: the one the
+            // request arrived under.
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                w.key("callbackQueue"); shownPolicy.write(to: &w)
+                w.field("loadDiskFileSynchronously", shownSync)
+                w.endObject()
+            })
+            return nil
+        },
+    ]
+
+    static let debugMethods: [MethodSpec] = [
+        // Holds a queue for a while so tests can line requests up behind it, as Redis's
+        // DEBUG SLEEP does. `on: "ioQueue"` (default) holds every write and disk read;
+        // `on: "callbackQueue"` holds this connection's reply delivery instead.
+        MethodSpec(name: "debug.sleep", params: ["seconds", "on", "options"]) { dispatcher, call throws(RPCError) in
+            guard let seconds = try call.params.double("seconds") else {
+                throw .missingParam("seconds")
+            }
+            guard seconds >= 0, seconds <= 60 else {
+                throw .invalidParams(reason: .outOfRange, param: "seconds", message: "seconds must be within 0...60")
+            }
+            let id = call.id
+            let reply: @Sendable () -> RPCReply = {
+                .success(id: id) { (w: inout JSONWriter) throws(RPCError) in
+                    w.beginObject(); w.key("slept"); w.double(seconds); w.endObject()
+                }
+            }
+            switch try call.params.string("on") ?? "ioQueue" {
+            case "ioQueue":
+                let responder = call.responder
+                return dispatcher.cache.debugSleep(seconds: seconds, callbackQueue: call.callbackQueue) { result in
+                    switch result {
+                    case .success: responder.respond(reply())
+                    case .failure(let error): responder.respond(.error(id: id, RPCError(error)))
+                    }
+                }
+            case "callbackQueue":
+                let respond = call.responder.respond
+                call.callbackQueue.execute(priority: call.options.priority) {
+                    Thread.sleep(forTimeInterval: seconds)
+                    respond(reply())
+                }
+                return nil
+            default:
+                throw .invalidParams(reason: .invalidValue, param: "on", message: "'on' must be \"ioQueue\" or \"callbackQueue\"")
+            }
+        },
+    ]
+}
+
+extension CacheStats {
+    /// The counters as `cache.stats` shows them: one object per tier, and the totals a
+    /// user checks first (evictions and expirations, so no limit loses data silently).
+    func write(to w: inout JSONWriter) {
+        w.key("memory"); w.beginObject()
+        w.field("hits", memoryHits); w.field("misses", memoryMisses)
+        w.field("bytes", memoryBytes); w.field("entries", memoryEntries)
+        w.field("evictions", memoryEvictions); w.field("expirations", memoryExpirations)
+        w.endObject()
+        w.key("disk"); w.beginObject()
+        w.field("hits", diskHits); w.field("misses", diskMisses)
+        w.field("bytes", diskBytes); w.field("entries", diskEntries)
+        w.field("evictions", diskEvictions); w.field("expirations", diskExpirations)
+        w.endObject()
+        // Totals only where they add up: a read that missed memory and then hit disk is
+        // one memory miss and one disk hit, so an overall "misses" would be ambiguous.
+        w.field("sets", sets)
+        w.field("removals", removals)
+        w.field("evictions", memoryEvictions + diskEvictions)
+        w.field("expirations", memoryExpirations + diskExpirations)
+        w.field("writesQueued", writesQueued)
+        w.field("maintenanceErrors", maintenanceErrors)
+    }
+}

@@ -1,0 +1,86 @@
+// The read methods: cache.get, cache.isCached, cache.describe. A memory hit is answered
+// on the reading thread; a disk read runs where the hybrid cache puts it (ioQueue, or the
+// reading thread with loadDiskFileSynchronously), behind any queued write to the key.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension Dispatcher {
+    static let readMethods: [MethodSpec] = [
+        MethodSpec(
+            name: "cache.get",
+            params: ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let key = try call.params.key()
+            let encoding = try call.params.encoding("encoding")
+            var options = call.options
+            if let extending = try call.params.extending("extendingExpiration") { options.extendingExpiration = extending }
+            options.forcedExtension = try call.params.string("forcedExtension")
+            options.fromMemoryOnly = try call.params.bool("fromMemoryOnly", default: false)
+            options.referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
+            return dispatcher.cache.retrieve(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (found, w) throws(RPCError) in
+                    w.beginObject()
+                    guard let entry = found.entry, found.cacheType != .none else {
+                        w.field("found", false)
+                        w.endObject()
+                        return
+                    }
+                    w.field("found", true)
+                    w.key("value")
+                    let shown = try ValueEncoding.write(
+                        bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &w
+                    )
+                    w.field("encoding", shown.rawValue)
+                    w.field("cacheType", found.cacheType.rawValue)
+                    w.field("expiresAt", expiresAt: found.expiresAt)
+                    w.endObject()
+                }
+            }
+        },
+        MethodSpec(
+            name: "cache.isCached",
+            params: ["key", "forcedExtension", "referenceDate", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let key = try call.params.key()
+            var options = call.options
+            options.forcedExtension = try call.params.string("forcedExtension")
+            options.referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
+            return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (type, w) throws(RPCError) in
+                    w.beginObject()
+                    w.field("cached", type != .none)
+                    w.field("cacheType", type.rawValue)
+                    w.endObject()
+                }
+            }
+        },
+        MethodSpec(
+            name: "cache.describe",
+            params: ["key", "forcedExtension", "referenceDate", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let key = try call.params.key()
+            var options = call.options
+            options.forcedExtension = try call.params.string("forcedExtension")
+            options.referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
+            return dispatcher.cache.describe(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (d, w) throws(RPCError) in
+                    w.beginObject()
+                    w.field("found", d.cacheType != .none)
+                    w.field("cacheType", d.cacheType.rawValue)
+                    if d.cacheType != .none {
+                        w.field("size", d.size)
+                        w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
+                        w.field("expiresAt", expiresAt: d.expiresAt)
+                        w.field("lastAccessAt", roundedDown: d.lastAccessAt)
+                    }
+                    w.endObject()
+                }
+            }
+        },
+    ]
+}

@@ -1,0 +1,50 @@
+// How the storage engine's values look on the wire: expirations in the protocol's forms,
+// and the one-line `field` helpers the handlers write results with.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension JSONWriter {
+    /// An expiration in the protocol's form (`"never"`, `{"seconds": N}`, ...).
+    mutating func expiration(_ expiration: StorageExpiration) {
+        switch expiration {
+        case .never: string("never")
+        case .expired: string("expired")
+        case .seconds(let s):
+            // Whole spans as integers: `{"seconds":300}` reads back exactly as a user
+            // would write it, and as the `days` form already does.
+            beginObject(); key("seconds")
+            if s.rounded() == s, abs(s) < 9_007_199_254_740_992 { int(Int64(s)) } else { double(s) }
+            endObject()
+        case .days(let d):
+            beginObject(); key("days"); int(Int64(d)); endObject()
+        case .date(let date):
+            beginObject(); key("date"); unixTime(date); endObject()
+        }
+    }
+
+    mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
+    mutating func field(_ name: String, _ value: Int) { key(name); int(Int64(value)) }
+    mutating func field(_ name: String, _ value: UInt64) { key(name); int(Int64(clamping: value)) }
+    mutating func field(_ name: String, _ value: String) { key(name); string(value) }
+    mutating func field(_ name: String, time value: Date?) { key(name); unixTime(value) }
+
+    /// An expiration instant, rounded UP to a whole second. The disk tier stores whole
+    /// seconds already (spec §3), but the memory tier keeps the exact instant (now + TTL);
+    /// rounding up shows it the way the spec says stored instants are, so a client never
+    /// sees a fraction and never sees a time earlier than the one the disk copy would show.
+    mutating func field(_ name: String, expiresAt value: Date?) {
+        key(name)
+        guard let value, value < .distantFuture else { return null() }
+        unixTime(Date(timeIntervalSince1970: value.timeIntervalSince1970.rounded(.up)))
+    }
+
+    /// A past instant (a last access, the start), rounded DOWN to a whole second: never
+    /// later than the event itself, and whole like every other instant on the wire.
+    mutating func field(_ name: String, roundedDown value: Date?) {
+        key(name)
+        guard let value, value < .distantFuture else { return null() }
+        unixTime(Date(timeIntervalSince1970: value.timeIntervalSince1970.rounded(.down)))
+    }
+}

@@ -1,0 +1,108 @@
+// The write methods: cache.set, cache.touch, cache.remove, cache.clear,
+// cache.removeExpired, cache.trim. Each runs on the hybrid cache's ioQueue, in arrival
+// order across all connections, changing both tiers in one step.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension Dispatcher {
+    static let writeMethods: [MethodSpec] = [
+        MethodSpec(
+            name: "cache.set",
+            params: ["key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let key = try call.params.key()
+            let encoding = try call.params.encoding("encoding") ?? .utf8
+            // Not `value(_:)`, which reads null as absent: with "json", null is a value.
+            let bytes = try call.params.valueBytes(encoding: encoding)
+            var options = call.options
+            options.diskExpiration = try call.params.expiration("expiration")
+            options.memoryExpiration = try call.params.expiration("memoryExpiration")
+            options.toDisk = try call.params.bool("toDisk", default: true)
+            options.forcedExtension = try call.params.string("forcedExtension")
+            let entry = CacheEntry(bytes: bytes, flags: encoding.flags)
+            let responder = call.responder
+            return dispatcher.cache.store(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (r, w) throws(RPCError) in
+                    w.beginObject()
+                    w.field("stored", r.stored)
+                    w.field("size", r.size)
+                    w.field("expiresAt", expiresAt: r.expiresAt)
+                    w.endObject()
+                }
+            }
+        },
+        MethodSpec(
+            name: "cache.touch",
+            params: ["key", "expiration", "memoryExpiration", "forcedExtension", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let key = try call.params.key()
+            var options = call.options
+            options.diskExpiration = try call.params.expiration("expiration")
+            options.memoryExpiration = try call.params.expiration("memoryExpiration")
+            options.forcedExtension = try call.params.string("forcedExtension")
+            let responder = call.responder
+            return dispatcher.cache.touch(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (r, w) throws(RPCError) in
+                    w.beginObject()
+                    w.field("touched", r.touched)
+                    w.field("expiresAt", expiresAt: r.expiresAt)
+                    w.endObject()
+                }
+            }
+        },
+        MethodSpec(
+            name: "cache.remove",
+            params: ["key", "fromMemory", "fromDisk", "forcedExtension", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let key = try call.params.key()
+            let fromMemory = try call.params.bool("fromMemory", default: true)
+            let fromDisk = try call.params.bool("fromDisk", default: true)
+            var options = call.options
+            options.forcedExtension = try call.params.string("forcedExtension")
+            let responder = call.responder
+            return dispatcher.cache.remove(
+                forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
+                callbackQueue: call.callbackQueue
+            ) { result in
+                responder.finish(result) { (removed, w) throws(RPCError) in
+                    w.beginObject(); w.field("removed", removed); w.endObject()
+                }
+            }
+        },
+        MethodSpec(name: "cache.clear", params: ["memory", "disk", "options"]) { dispatcher, call throws(RPCError) in
+            let memory = try call.params.bool("memory", default: true)
+            let disk = try call.params.bool("disk", default: true)
+            let responder = call.responder
+            return dispatcher.cache.clear(memory: memory, disk: disk, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (count, w) throws(RPCError) in
+                    w.beginObject(); w.field("removed", count); w.endObject()
+                }
+            }
+        },
+        MethodSpec(
+            name: "cache.removeExpired", params: ["memory", "disk", "referenceDate", "options"]
+        ) { dispatcher, call throws(RPCError) in
+            let memory = try call.params.bool("memory", default: true)
+            let disk = try call.params.bool("disk", default: true)
+            let referenceDate = try call.params.date("referenceDate")
+            let responder = call.responder
+            return dispatcher.cache.removeExpired(
+                memory: memory, disk: disk, referenceDate: referenceDate, callbackQueue: call.callbackQueue
+            ) { result in
+                responder.finish(result) { (count, w) throws(RPCError) in
+                    w.beginObject(); w.field("removed", count); w.endObject()
+                }
+            }
+        },
+        MethodSpec(name: "cache.trim", params: ["options"]) { dispatcher, call throws(RPCError) in
+            let responder = call.responder
+            return dispatcher.cache.trim(callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (r, w) throws(RPCError) in
+                    w.beginObject(); w.field("removed", r.removed); w.field("totalSize", r.totalSize); w.endObject()
+                }
+            }
+        },
+    ]
+}

@@ -1,0 +1,51 @@
+// The per-request `options` member of cache.* params (spec §4).
+
+import Foundation
+import HalcyonJSON
+
+/// Per-request overrides of connection settings.
+public struct RequestOptions: Sendable, Equatable {
+    /// Read a disk hit synchronously on the reading thread (nil: the connection's setting).
+    public var loadDiskFileSynchronously: Bool?
+    /// The priority of this reply's delivery on an `operationQueue` policy (nil: normal).
+    public var priority: Operation.QueuePriority?
+
+    public init(loadDiskFileSynchronously: Bool? = nil, priority: Operation.QueuePriority? = nil) {
+        self.loadDiskFileSynchronously = loadDiskFileSynchronously
+        self.priority = priority
+    }
+
+    /// The wire names of the priorities, in order.
+    public static let priorityNames: [(String, Operation.QueuePriority)] = [
+        ("veryLow", .veryLow), ("low", .low), ("normal", .normal), ("high", .high), ("veryHigh", .veryHigh),
+    ]
+}
+
+extension Params {
+    /// The optional `options` object: `loadDiskFileSynchronously` (bool) and
+    /// `priority` (`veryLow|low|normal|high|veryHigh`; `invalidPriority`). Unknown
+    /// members are `unknownParam` with `data.param` like `options.priorty`.
+    public func options(_ name: String = "options") throws(RPCError) -> RequestOptions {
+        guard let member = value(name) else { return RequestOptions() }
+        guard member.kind == .object else { throw .wrongType(name, expected: "object") }
+        let inner = Params(unchecked: member)
+        for key in member.keys where key != "loadDiskFileSynchronously" && key != "priority" {
+            throw .unknownParam("\(name).\(key)")
+        }
+        var options = RequestOptions()
+        do {
+            options.loadDiskFileSynchronously = try inner.bool("loadDiskFileSynchronously")
+        } catch {
+            throw .wrongType("\(name).loadDiskFileSynchronously", expected: "boolean")
+        }
+        if let priority = inner.value("priority") {
+            guard let text = priority.string,
+                  let match = RequestOptions.priorityNames.first(where: { $0.0 == text }) else {
+                throw .invalidParams(reason: .invalidPriority, param: "\(name).priority",
+                                     message: "'\(name).priority' must be veryLow, low, normal, high or veryHigh")
+            }
+            options.priority = match.1
+        }
+        return options
+    }
+}

@@ -1,0 +1,141 @@
+// Typed, strict access to a request's params object. Every getter throws a -32602
+// with a stable reason and `data.param`, so a client learns exactly what was wrong.
+
+import Foundation
+import HalcyonJSON
+
+/// A request's params object, checked against the names its method takes.
+///
+/// Rules shared by every getter: an absent member and a member set to JSON `null`
+/// are the same (the getter returns nil, or its default); a present member of the
+/// wrong JSON type is `wrongType`, never silently ignored. Integers must be JSON
+/// integers (`5`, not `5.0`); doubles accept both.
+///
+/// Threading: immutable; any thread.
+public struct Params: Sendable {
+    /// The params object; nil when the request had none.
+    public let object: JSONValue?
+
+    /// Wraps `params`, rejecting any member whose name is not in `allowed`
+    /// (`unknownParam`), so a typo does not silently fall back to a default.
+    public init(_ params: JSONValue?, allowed: Set<String>) throws(RPCError) {
+        if let params {
+            guard params.kind == .object else { throw .positionalParams }
+            if params.count > 0 {
+                for name in params.keys where !allowed.contains(name) { throw .unknownParam(name) }
+            }
+        }
+        object = params
+    }
+
+    /// Wraps `params` without checking member names.
+    public init(unchecked params: JSONValue?) {
+        object = params
+    }
+
+    /// The member `name`; nil when absent or null.
+    public func value(_ name: String) -> JSONValue? {
+        guard let member = object?[name], !member.isNull else { return nil }
+        return member
+    }
+
+    /// The member `name`, which must be present and not null (`missingParam`).
+    public func require(_ name: String) throws(RPCError) -> JSONValue {
+        guard let member = value(name) else { throw .missingParam(name) }
+        return member
+    }
+
+    // MARK: Scalars
+
+    /// A required cache key: a non-empty string (`emptyKey`) of at most
+    /// `Params.maxKeyBytes` UTF-8 bytes (`keyTooLong`).
+    public func key(_ name: String = "key") throws(RPCError) -> String {
+        let member = try require(name)
+        guard let length = member.withStringBytes({ $0.count }), let key = member.string else {
+            throw .wrongType(name, expected: "string")
+        }
+        if length == 0 { throw .invalidParams(reason: .emptyKey, param: name, message: "'\(name)' must not be empty") }
+        if length > Params.maxKeyBytes {
+            var error = RPCError.invalidParams(reason: .keyTooLong, param: name,
+                                               message: "'\(name)' is longer than \(Params.maxKeyBytes) UTF-8 bytes")
+            error.data.append(.init("limit", .int(Int64(Params.maxKeyBytes))))
+            throw error
+        }
+        return key
+    }
+
+    /// The longest key accepted, in UTF-8 bytes (spec §3).
+    public static let maxKeyBytes = 4096
+
+    /// An optional string.
+    public func string(_ name: String) throws(RPCError) -> String? {
+        guard let member = value(name) else { return nil }
+        guard let text = member.string else { throw .wrongType(name, expected: "string") }
+        return text
+    }
+
+    /// An optional boolean, or `default` when absent.
+    public func bool(_ name: String, default defaultValue: Bool) throws(RPCError) -> Bool {
+        try bool(name) ?? defaultValue
+    }
+
+    /// An optional boolean.
+    public func bool(_ name: String) throws(RPCError) -> Bool? {
+        guard let member = value(name) else { return nil }
+        guard let flag = member.bool else { throw .wrongType(name, expected: "boolean") }
+        return flag
+    }
+
+    /// An optional number (integer or real).
+    public func double(_ name: String) throws(RPCError) -> Double? {
+        guard let member = value(name) else { return nil }
+        guard let number = member.double else { throw .wrongType(name, expected: "number") }
+        return number
+    }
+
+    /// An optional integer; reals, even integral ones, are `wrongType`.
+    public func int(_ name: String) throws(RPCError) -> Int? {
+        guard let member = value(name) else { return nil }
+        guard let number = member.int64 else { throw .wrongType(name, expected: "integer") }
+        return Int(number)
+    }
+
+    /// An optional instant given as Unix seconds (fractions allowed).
+    public func date(_ name: String) throws(RPCError) -> Date? {
+        guard let seconds = try double(name) else { return nil }
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    /// A required request id (for `$/cancelRequest`): a string, number or null.
+    /// Here `null` is a value, not "absent": it names the request whose id was null.
+    public func id(_ name: String = "id") throws(RPCError) -> RPCID {
+        guard let member = object?[name] else { throw .missingParam(name) }
+        guard let id = RPCID(member) else { throw .wrongType(name, expected: "string, number or null") }
+        return id
+    }
+
+    /// The bytes to store for the required member `name` sent in `encoding`
+    /// (see `ValueEncoding.decode`): `missingParam`, `invalidValue`, `invalidBase64`.
+    /// Unlike other members, `null` here is a value: the JSON `null` for `"json"`, and
+    /// `invalidValue` for the string encodings.
+    public func valueBytes(_ name: String = "value", encoding: ValueEncoding) throws(RPCError) -> [UInt8] {
+        guard let member = object?[name] else { throw .missingParam(name) }
+        return try encoding.decode(member)
+    }
+
+    /// An optional value encoding (`invalidEncoding` for an unknown name).
+    public func encoding(_ name: String = "encoding") throws(RPCError) -> ValueEncoding? {
+        guard let text = try string(name) else { return nil }
+        guard let encoding = ValueEncoding(rawValue: text) else {
+            throw .invalidParams(reason: .invalidEncoding, param: name,
+                                 message: "'\(name)' must be \"utf8\", \"base64\" or \"json\"")
+        }
+        return encoding
+    }
+
+    /// An optional callback-queue policy (`invalidCallbackQueue`).
+    public func callbackQueuePolicy(_ name: String = "callbackQueue") throws(RPCError) -> CallbackQueuePolicy? {
+        guard let member = value(name) else { return nil }
+        return try CallbackQueuePolicy(member, param: name)
+    }
+}

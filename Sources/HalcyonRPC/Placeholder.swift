@@ -1,1 +1,0 @@
-// HalcyonRPC: placeholder until its first real file lands; removed then.

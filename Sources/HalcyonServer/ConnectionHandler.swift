@@ -1,0 +1,344 @@
+// One client connection: turns request lines into dispatcher calls, keeps the table of
+// requests in flight (for cancellation and back-pressure), and writes every reply.
+
+import HalcyonCache
+import HalcyonJSON
+import HalcyonRPC
+import Logging
+import NIOCore
+
+/// Sent down a connection's pipeline when the daemon begins to shut down.
+enum ShutdownEvent: Sendable {
+    /// Stop taking new requests; answer them `shuttingDown`. In-flight ones may finish.
+    case drain
+    /// The drain time is up: answer whatever is left `shuttingDown` and close.
+    case close
+}
+
+/// The protocol engine of one connection.
+///
+/// Request lines come from `LineFrameDecoder`; each is parsed (jansson), then handed to the
+/// `Dispatcher`. Replies come back on whatever thread the connection's `CallbackQueue`
+/// picks and hop to the event loop, where this handler alone writes them, so the
+/// in-flight table needs no lock.
+///
+/// Cancellation is decided here, on the event loop: a `$/cancelRequest` marks the entry
+/// and cancels its `CacheTask` synchronously; any success reply that reaches the loop for
+/// a marked entry afterwards is replaced by `-32800` (`started: true`). Since both the
+/// mark and the write happen on this one thread, no success reply can be written after the
+/// cancel was read, whatever the storage task was doing at that instant.
+///
+/// Back-pressure: while `maxInFlight` requests are unanswered, or the socket's send buffer
+/// is full (`isWritable == false`), the handler holds back `read()`, so the kernel buffer
+/// fills and the client blocks instead of the daemon buffering without bound.
+///
+/// Threading: lives in one channel's pipeline; every method runs on that channel's event
+/// loop. Not `Sendable`; closures that leave the loop carry it in a `NIOLoopBound`.
+final class ConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = LineFrame
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// A request whose reply has not been written yet.
+    private struct InFlight {
+        var id: RPCID?
+        var task: CacheTask?
+        var cancelled = false
+        /// Where the reply goes when the request came in a batch.
+        var batch: BatchReply?
+        var batchSlot = 0
+    }
+
+    /// Collects the replies of one batch; written as one line when the last arrives.
+    private final class BatchReply {
+        var slots: [[UInt8]?]
+        var remaining: Int
+
+        init(count: Int) {
+            slots = Array(repeating: nil, count: count)
+            remaining = count
+        }
+    }
+
+    private let dispatcher: Dispatcher
+    private let counters: ServerCounters
+    private let maxInFlight: Int
+    private let maxBatch: Int
+    /// Only to name the limit in `lineTooLong` errors; the framing layer enforces it.
+    private let maxLineBytes: Int
+    private let logger: Logger
+    private let session: ConnectionSession
+
+    private var inFlight: [UInt64: InFlight] = [:]
+    private var seqsByID: [RPCID: [UInt64]] = [:]
+    private var nextSeq: UInt64 = 0
+    private var readPending = false
+    private var insideRead = false
+    private var flushScheduled = false
+    private var draining = false
+    private var context: ChannelHandlerContext?
+
+    init(
+        dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
+        maxLineBytes: Int, session: ConnectionSession, logger: Logger
+    ) {
+        self.dispatcher = dispatcher
+        self.counters = counters
+        self.maxInFlight = maxInFlight
+        self.maxBatch = maxBatch
+        self.maxLineBytes = maxLineBytes
+        self.session = session
+        self.logger = logger
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // The client went away: nothing more will be written for its requests, and those
+        // that have not started never will (a completed write stays done).
+        let entries = inFlight
+        inFlight.removeAll()
+        seqsByID.removeAll()
+        counters.requestsFinished(entries.count)
+        for entry in entries.values { entry.task?.cancel() }
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        insideRead = true
+        switch unwrapInboundIn(data) {
+        case .tooLong:
+            write(RPCReply.error(id: nil, .lineTooLong(limit: maxLineBytes)).bytes, context: context)
+        case .line(let buffer):
+            handleLine(buffer, context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        insideRead = false
+        context.flush()
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if mustHoldReads(context: context) {
+            readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        resumeReadingIfPossible(context: context)
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let shutdown = event as? ShutdownEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        switch shutdown {
+        case .drain:
+            draining = true
+            if inFlight.isEmpty { context.close(promise: nil) }
+        case .close:
+            let entries = inFlight
+            inFlight.removeAll()
+            seqsByID.removeAll()
+            counters.requestsFinished(entries.count)
+            for entry in entries.values {
+                entry.task?.cancel()
+                if entry.batch == nil, let id = entry.id {
+                    write(RPCReply.error(id: id, .shuttingDown).bytes, context: context)
+                }
+            }
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(capacity: 0)))
+                .whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        logger.debug("connection error", metadata: ["peer": "\(session.peerDescription)", "error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    // MARK: Requests
+
+    private func handleLine(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        let incoming = buffer.withUnsafeReadableBytes { bytes in
+            RPCMessageParser.parse(line: bytes, maxBatch: maxBatch)
+        }
+        switch incoming {
+        case .failure(let error):
+            write(RPCReply.error(id: nil, error).bytes, context: context)
+        case .single(let element):
+            handle(element, batch: nil, slot: 0, context: context)
+        case .batch(let elements):
+            let expecting = elements.filter(Self.expectsReply).count
+            let batch = expecting > 0 ? BatchReply(count: expecting) : nil
+            var slot = 0
+            for element in elements {
+                let expects = Self.expectsReply(element)
+                handle(element, batch: expects ? batch : nil, slot: slot, context: context)
+                if expects { slot += 1 }
+            }
+        }
+    }
+
+    private static func expectsReply(_ element: RPCElement) -> Bool {
+        switch element {
+        // An invalid element without an id is a notification (say, with positional
+        // params): notifications never get a reply, not even an error.
+        case .invalid(let id, _): return id != nil
+        case .request(let request): return request.id != nil && request.method != "$/cancelRequest"
+        }
+    }
+
+    private func handle(_ element: RPCElement, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+        switch element {
+        case .invalid(let id, let error):
+            if id != nil {
+                deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
+            }
+        case .request(let request):
+            if request.method == "$/cancelRequest" {
+                cancel(request)
+            } else if request.method.hasPrefix("$/") {
+                // Unknown protocol-level notifications are ignored; requests get -32601.
+                if request.id != nil {
+                    deliver(RPCReply.error(id: request.id, .methodNotFound(method: request.method)),
+                            batch: batch, slot: slot, context: context)
+                }
+            } else if draining {
+                if request.id != nil {
+                    deliver(RPCReply.error(id: request.id, .shuttingDown), batch: batch, slot: slot, context: context)
+                }
+            } else {
+                dispatch(request, batch: batch, slot: slot, context: context)
+            }
+        }
+    }
+
+    private func dispatch(_ request: RPCRequest, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+        let seq = nextSeq
+        nextSeq &+= 1
+        inFlight[seq] = InFlight(id: request.id, batch: batch, batchSlot: slot)
+        if let id = request.id { seqsByID[id, default: []].append(seq) }
+        counters.requestStarted()
+
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let task = dispatcher.handle(request, session: session) { reply in
+            if eventLoop.inEventLoop {
+                bound.value.complete(seq: seq, reply: reply)
+            } else {
+                eventLoop.execute { bound.value.complete(seq: seq, reply: reply) }
+            }
+        }
+        // The reply may already have been written (a memory hit under `untouch`).
+        if let task, inFlight[seq] != nil {
+            inFlight[seq]?.task = task
+        }
+    }
+
+    private func cancel(_ request: RPCRequest) {
+        guard let params = try? Params(request.params, allowed: ["id"]),
+              let target = try? params.id("id"), let seqs = seqsByID[target] else { return }
+        for seq in seqs {
+            guard var entry = inFlight[seq], !entry.cancelled else { continue }
+            entry.cancelled = true
+            inFlight[seq] = entry
+            // Synchronous: an unstarted task will never run, and delivers -32800
+            // (started: false) through the callback queue.
+            entry.task?.cancel()
+        }
+    }
+
+    // MARK: Replies
+
+    /// Runs on the event loop for every reply, whichever thread produced it.
+    private func complete(seq: UInt64, reply: RPCReply) {
+        guard let context, let entry = inFlight.removeValue(forKey: seq) else { return }
+        if let id = entry.id {
+            if var seqs = seqsByID[id] {
+                seqs.removeAll { $0 == seq }
+                seqsByID[id] = seqs.isEmpty ? nil : seqs
+            }
+        }
+        counters.requestsFinished()
+
+        if let error = reply.error, (-32003 ... -32001).contains(error.code) {
+            counters.storageErrorReplied("\(error.reason): \(error.message)")
+        }
+        var reply = reply
+        if entry.cancelled, reply.isSuccess {
+            reply = .error(id: entry.id, .cancelled(started: true))
+        }
+        if entry.id != nil || entry.batch != nil {
+            deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
+        }
+        if !insideRead { scheduleFlush(context: context) }
+        resumeReadingIfPossible(context: context)
+        if draining, inFlight.isEmpty {
+            context.flush()
+            context.close(promise: nil)
+        }
+    }
+
+    private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+        guard let batch else {
+            write(reply.bytes, context: context)
+            return
+        }
+        batch.slots[slot] = reply.bytes
+        batch.remaining -= 1
+        guard batch.remaining == 0 else { return }
+        var line: [UInt8] = [UInt8(ascii: "[")]
+        line.reserveCapacity(batch.slots.reduce(2) { $0 + ($1?.count ?? 0) + 1 })
+        for (index, bytes) in batch.slots.enumerated() {
+            if index > 0 { line.append(UInt8(ascii: ",")) }
+            line.append(contentsOf: bytes ?? [])
+        }
+        line.append(UInt8(ascii: "]"))
+        write(line, context: context)
+    }
+
+    private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: bytes.count + 1)
+        buffer.writeBytes(bytes)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// Replies that arrive between reads are coalesced: one flush per event-loop tick.
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            handler.flushScheduled = false
+            handler.context?.flush()
+        }
+    }
+
+    private func mustHoldReads(context: ChannelHandlerContext) -> Bool {
+        inFlight.count >= maxInFlight || !context.channel.isWritable
+    }
+
+    private func resumeReadingIfPossible(context: ChannelHandlerContext) {
+        guard readPending, !mustHoldReads(context: context) else { return }
+        readPending = false
+        context.read()
+    }
+}

@@ -1,0 +1,112 @@
+// Line framing: splits a connection's byte stream into request lines and enforces
+// `--max-line-bytes` without ever closing the connection for it.
+
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One unit the framing layer hands to the connection.
+enum LineFrame {
+    /// A complete, non-empty line without its `\n` (and without a `\r` before it).
+    case line(ByteBuffer)
+    /// A line longer than the limit was dropped (up to and including its `\n`); the
+    /// connection answers it with `-32600 lineTooLong` and carries on.
+    case tooLong
+}
+
+/// Splits bytes on `\n`, drops empty lines, strips a trailing `\r`, and discards any
+/// line longer than `maxLineBytes` while still reading past it.
+///
+/// Unlike NIO's own line decoder, exceeding the limit is not a fatal error: the
+/// protocol keeps the connection usable, so the decoder enters a *discarding* state,
+/// reports `.tooLong` once, throws the line's bytes away as they arrive (so memory stays
+/// bounded by the limit, not by what the peer sends) and resumes at the next `\n`.
+///
+/// ```
+///  state       on "…\n" found                  on no "\n" yet
+///  .reading    emit line (or .tooLong if big)  buffer > limit: emit .tooLong, -> .discarding
+///  .discarding drop through "\n", -> .reading  drop everything buffered
+/// ```
+///
+/// Threading: lives in one channel's pipeline and runs on that channel's event loop only.
+struct LineFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = LineFrame
+
+    private enum State {
+        case reading
+        case discarding
+    }
+
+    let maxLineBytes: Int
+    private var state = State.reading
+    /// How many readable bytes are already known to hold no `\n`, so a line that
+    /// arrives in many reads is scanned once, not once per read.
+    private var scanned = 0
+
+    init(maxLineBytes: Int) {
+        precondition(maxLineBytes > 0, "maxLineBytes must be positive")
+        self.maxLineBytes = maxLineBytes
+    }
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        let readable = buffer.readableBytes
+        let newline: Int? = buffer.withUnsafeReadableBytes { bytes in
+            guard scanned < bytes.count, let base = bytes.baseAddress else { return nil }
+            guard let hit = memchr(base + scanned, 0x0A, bytes.count - scanned) else { return nil }
+            return base.distance(to: UnsafeRawPointer(hit))
+        }
+
+        guard let newline else {
+            switch state {
+            case .reading:
+                if readable > maxLineBytes {
+                    state = .discarding
+                    buffer.moveReaderIndex(forwardBy: readable)
+                    scanned = 0
+                    context.fireChannelRead(wrapInboundOut(.tooLong))
+                } else {
+                    scanned = readable
+                }
+            case .discarding:
+                buffer.moveReaderIndex(forwardBy: readable)
+                scanned = 0
+            }
+            return .needMoreData
+        }
+
+        scanned = 0
+        switch state {
+        case .discarding:
+            // The over-long line was already reported when it crossed the limit.
+            buffer.moveReaderIndex(forwardBy: newline + 1)
+            state = .reading
+        case .reading:
+            var length = newline
+            if length > 0, buffer.getInteger(at: buffer.readerIndex + length - 1, as: UInt8.self) == 0x0D {
+                length -= 1
+            }
+            if length > maxLineBytes {
+                buffer.moveReaderIndex(forwardBy: newline + 1)
+                context.fireChannelRead(wrapInboundOut(.tooLong))
+            } else if length == 0 {
+                buffer.moveReaderIndex(forwardBy: newline + 1)
+            } else {
+                let line = buffer.getSlice(at: buffer.readerIndex, length: length)!
+                buffer.moveReaderIndex(forwardBy: newline + 1)
+                context.fireChannelRead(wrapInboundOut(.line(line)))
+            }
+        }
+        return .continue
+    }
+
+    mutating func decodeLast(
+        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+    ) throws -> DecodingState {
+        // Complete lines still buffered are served; a trailing fragment without its
+        // `\n` is not a message (framing is by newline) and is dropped.
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+        return .needMoreData
+    }
+}

@@ -1,1 +1,0 @@
-// HalcyonServer: placeholder until its first real file lands; removed then.

@@ -1,0 +1,71 @@
+// Warnings for what a cache does on its own: evictions under pressure, expirations in
+// bulk, failed maintenance and storage errors. Counted always (cache.stats); logged here
+// once per interval as a summary, so a full disk cannot flood the log.
+
+import Dispatch
+import HalcyonCache
+import Logging
+
+/// Compares the cache's and the transport's counters every `interval` and logs what grew.
+///
+/// Threading: all its state lives on `queue` (the daemon's lifecycle queue), where its timer
+/// fires; `start()` may be called from any thread, once.
+final class PressureMonitor: @unchecked Sendable {
+    // @unchecked: `last` and `lastStorageErrors` are only touched by the timer handler on `queue`.
+    private let cache: HybridCache
+    private let counters: ServerCounters
+    private let logger: Logger
+    private let queue: DispatchQueue
+    private let interval: Double
+    /// The timer and its handler hold each other (and so this monitor) for the daemon's life.
+    private var timer: (any DispatchSourceTimer)?
+    /// Counters at the previous check; the cache's start from zero.
+    private var last = CacheStats()
+    private var lastStorageErrors = 0
+
+    init(cache: HybridCache, counters: ServerCounters, logger: Logger, queue: DispatchQueue, interval: Double = 10) {
+        self.cache = cache
+        self.counters = counters
+        self.logger = logger
+        self.queue = queue
+        self.interval = interval
+    }
+
+    func start() {
+        queue.async { [self] in
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
+            timer.setEventHandler { [self] in check() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    private func check() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let now = cache.stats()
+        defer { last = now }
+        do {
+            let before = last
+            let memoryEvicted = now.memoryEvictions - before.memoryEvictions
+            let diskEvicted = now.diskEvictions - before.diskEvictions
+            if memoryEvicted > 0 || diskEvicted > 0 {
+                logger.warning("evicted entries to stay within limits", metadata: [
+                    "memory": "\(memoryEvicted)", "disk": "\(diskEvicted)", "seconds": "\(Int(interval))",
+                    "memoryBytes": "\(now.memoryBytes)", "diskBytes": "\(now.diskBytes)",
+                ])
+            }
+            let failed = now.maintenanceErrors - before.maintenanceErrors
+            if failed > 0 {
+                logger.error("sweeps or trims failed on the disk tier", metadata: ["count": "\(failed)"])
+            }
+        }
+        let storage = counters.storageErrors
+        if storage.count > lastStorageErrors {
+            logger.error("storage errors answered to clients", metadata: [
+                "count": "\(storage.count - lastStorageErrors)", "last": "\(storage.last)",
+            ])
+            lastStorageErrors = storage.count
+        }
+    }
+}

@@ -1,0 +1,302 @@
+// Everything an operator can set about one halcyond: where it listens, where it keeps
+// files, the cache's limits, the transport's limits and who may connect. The daemon's
+// flags (Sources/halcyond) fill it through `ServerConfiguration.Flags`, so flag parsing is
+// tested here rather than through a process.
+
+import Foundation
+import HalcyonCache
+import Logging
+import NIOCore
+
+/// The settings of one `halcyond` instance: a value type, read by the server at start.
+///
+/// Required inputs are in `init`; every other field is a `var` whose doc gives its default
+/// and the flag that sets it. Build one from command-line text with
+/// `ServerConfiguration(flags:environment:)`, or directly:
+///
+/// ```swift
+/// var config = ServerConfiguration(socketPath: "/run/halcyon/halcyon.sock",
+///                                  cacheDirectory: URL(fileURLWithPath: "/var/cache/halcyon"))
+/// config.memoryLimit = 64 << 20
+/// try config.validate()
+/// ```
+///
+/// A plain `Sendable` value: any thread may build, copy and read it.
+public struct ServerConfiguration: Sendable {
+    /// The Unix socket's path (`--socket`, env `HALCYON_SOCKET`). Default:
+    /// `defaultSocketPath(environment:)`. At most 107 bytes (the kernel's `sun_path`).
+    public var socketPath: String
+    /// The disk tier's folder (`--cache-dir`, env `HALCYON_CACHE_DIR`). Default:
+    /// `defaultCacheDirectory(environment:)`.
+    public var cacheDirectory: URL
+    /// The cache's name, shown in `server.info` and logs (`--name`). Default `"default"`.
+    /// Never empty; no `/`, not `.` or `..`, so it can safely name a folder.
+    public var name = "default"
+    /// The disk tier's size limit in bytes, enforced by the sweep (`--disk-size-limit`).
+    /// Default 1 GiB; 0 means no limit.
+    public var diskSizeLimit: UInt64 = 1 << 30
+    /// How long a disk entry lives unless a request says otherwise (`--disk-expiration`).
+    /// Default 7 days.
+    public var diskExpiration: StorageExpiration = .days(7)
+    /// The memory tier's cost limit in bytes (`--memory-limit`). Default 256 MiB; 0 means
+    /// no limit.
+    public var memoryLimit: Int = 256 << 20
+    /// The memory tier's entry-count limit (`--memory-count-limit`). Default 0: no limit.
+    public var memoryCountLimit: Int = 0
+    /// How long a memory entry lives unless a request says otherwise
+    /// (`--memory-expiration`). Default 300 seconds.
+    public var memoryExpiration: StorageExpiration = .seconds(300)
+    /// Whether disk file names are the SHA-256 of the key (default `true`;
+    /// `--no-hashed-file-names` turns it off, for debugging a cache folder by eye).
+    public var usesHashedFileNames = true
+    /// An extension appended to every disk file name (`--path-extension`). Default none.
+    public var pathExtension: String? = nil
+    /// The longest request line accepted, in bytes (`--max-line-bytes`). Default 64 MiB.
+    public var maxLineBytes = 64 << 20
+    /// The most elements a batch may hold (`--max-batch`). Default 1000.
+    public var maxBatch = 1000
+    /// The most connections open at once; more are closed at accept (`--max-connections`).
+    /// Default 1024.
+    public var maxConnections = 1024
+    /// Requests in flight per connection before the server stops reading it
+    /// (`--max-in-flight`). Default 1024.
+    public var maxInFlight = 1024
+    /// Seconds between sweeps that remove expired entries and enforce the size limits
+    /// (`--sweep-interval`). Default 600 (10 minutes); 0 turns the periodic sweep off.
+    public var sweepInterval: TimeInterval = 600
+    /// The socket file's permission bits (`--socket-mode`, octal). Default `0o600`.
+    public var socketMode: mode_t = 0o600
+    /// The socket file's group, if it should differ from the daemon's (`--socket-group`).
+    /// Default nil.
+    public var socketGroup: gid_t? = nil
+    /// Users, besides the daemon's own and root, allowed to talk to it (`--allow-uid`).
+    public var allowedUIDs: [uid_t] = []
+    /// Groups whose members may talk to it, primary or supplementary (`--allow-gid`).
+    public var allowedGIDs: [gid_t] = []
+    /// Seconds the server waits for in-flight work after SIGTERM/SIGINT before answering
+    /// the rest with a shutting-down error (`--drain-timeout`). Default 10.
+    public var drainTimeout: TimeInterval = 10
+    /// The lowest level logged to stderr (`--log-level`). Default `.info`.
+    public var logLevel: Logger.Level = .info
+    /// Whether `debug.*` methods exist (`--enable-debug-methods`). Default `false`.
+    public var enableDebugMethods = false
+    /// SwiftNIO event-loop threads (`--event-loop-threads`). Default: the core count.
+    public var eventLoopThreads = System.coreCount
+
+    /// A configuration with every default, listening at `socketPath` and keeping files in
+    /// `cacheDirectory`.
+    public init(socketPath: String, cacheDirectory: URL) {
+        self.socketPath = socketPath
+        self.cacheDirectory = cacheDirectory
+    }
+
+    /// The socket path used when neither `--socket` nor `HALCYON_SOCKET` gives one:
+    /// `$XDG_RUNTIME_DIR/halcyon/halcyon.sock` when `XDG_RUNTIME_DIR` is an absolute path,
+    /// else `/tmp/halcyon-<euid>/halcyon.sock`.
+    public static func defaultSocketPath(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            return (runtime.hasSuffix("/") ? String(runtime.dropLast()) : runtime) + "/halcyon/halcyon.sock"
+        }
+        return "/tmp/halcyon-\(geteuid())/halcyon.sock"
+    }
+
+    /// The cache folder used when `--cache-dir` is not given: `$HALCYON_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/halcyon` (only when absolute, as the XDG spec says), else
+    /// `$HOME/.cache/halcyon`, with the home folder from the password database when
+    /// `HOME` is unset.
+    public static func defaultCacheDirectory(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> URL {
+        if let explicit = environment["HALCYON_CACHE_DIR"], !explicit.isEmpty {
+            return URL(fileURLWithPath: explicit, isDirectory: true)
+        }
+        if let cacheHome = environment["XDG_CACHE_HOME"], cacheHome.hasPrefix("/") {
+            return URL(fileURLWithPath: cacheHome, isDirectory: true).appendingPathComponent("halcyon", isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? AccountNames.homeDirectory(of: geteuid()) ?? "/"
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".cache", isDirectory: true)
+            .appendingPathComponent("halcyon", isDirectory: true)
+    }
+
+    /// Checks the values no server could run with.
+    /// - Throws: `ConfigurationError.invalid` naming the flag and the reason.
+    public func validate() throws(ConfigurationError) {
+        func fail(_ flag: String, _ why: String) -> ConfigurationError { .invalid(flag: flag, reason: why) }
+        guard !socketPath.isEmpty else { throw fail("--socket", "the socket path is empty") }
+        guard socketPath.utf8.count <= SocketPath.maximumPathBytes else {
+            throw fail("--socket", "'\(socketPath)' is \(socketPath.utf8.count) bytes; a Unix socket path holds at most \(SocketPath.maximumPathBytes)")
+        }
+        guard !cacheDirectory.path.isEmpty else { throw fail("--cache-dir", "the cache folder is empty") }
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != "..", !name.contains("\0") else {
+            throw fail("--name", "'\(name)' cannot name a folder")
+        }
+        if let ext = pathExtension, ext.isEmpty || ext.contains("/") || ext.contains("\0") {
+            throw fail("--path-extension", "'\(ext)' is not a file name extension")
+        }
+        guard memoryLimit >= 0 else { throw fail("--memory-limit", "must not be negative") }
+        guard memoryCountLimit >= 0 else { throw fail("--memory-count-limit", "must not be negative") }
+        guard maxLineBytes > 0 else { throw fail("--max-line-bytes", "must be greater than zero") }
+        guard maxBatch > 0 else { throw fail("--max-batch", "must be greater than zero") }
+        guard maxConnections > 0 else { throw fail("--max-connections", "must be greater than zero") }
+        guard maxInFlight > 0 else { throw fail("--max-in-flight", "must be greater than zero") }
+        guard sweepInterval >= 0, sweepInterval.isFinite else { throw fail("--sweep-interval", "must be a duration") }
+        guard drainTimeout >= 0, drainTimeout.isFinite else { throw fail("--drain-timeout", "must be a duration") }
+        guard socketMode & ~0o777 == 0 else { throw fail("--socket-mode", "only permission bits (at most 0777) are allowed") }
+        guard socketMode & 0o200 != 0 else {
+            throw fail("--socket-mode", "the owner needs write permission to connect (e.g. 0600)")
+        }
+        guard !diskExpiration.isExpired else { throw fail("--disk-expiration", "must be positive or 'never'") }
+        guard !memoryExpiration.isExpired else { throw fail("--memory-expiration", "must be positive or 'never'") }
+        guard eventLoopThreads > 0 else { throw fail("--event-loop-threads", "must be greater than zero") }
+    }
+
+    /// One line for the start-up log: socket, folder, limits and defaults.
+    public var summary: String {
+        var parts = [
+            "socket=\(socketPath)",
+            "cache-dir=\(cacheDirectory.path)",
+            "name=\(name)",
+            "disk-size-limit=\(HumanUnits.formatByteCount(diskSizeLimit))",
+            "disk-expiration=\(HumanUnits.formatExpiration(diskExpiration))",
+            "memory-limit=\(HumanUnits.formatByteCount(UInt64(max(0, memoryLimit))))",
+            "memory-count-limit=\(memoryCountLimit)",
+            "memory-expiration=\(HumanUnits.formatExpiration(memoryExpiration))",
+            "hashed-file-names=\(usesHashedFileNames)",
+            "max-line-bytes=\(HumanUnits.formatByteCount(UInt64(maxLineBytes)))",
+            "max-batch=\(maxBatch)",
+            "max-connections=\(maxConnections)",
+            "max-in-flight=\(maxInFlight)",
+            "sweep-interval=\(HumanUnits.formatDuration(sweepInterval))",
+            "socket-mode=0\(String(socketMode, radix: 8))",
+            "drain-timeout=\(HumanUnits.formatDuration(drainTimeout))",
+            "event-loop-threads=\(eventLoopThreads)",
+        ]
+        if let ext = pathExtension { parts.append("path-extension=\(ext)") }
+        if let group = socketGroup { parts.append("socket-group=\(group)") }
+        if !allowedUIDs.isEmpty { parts.append("allow-uid=\(allowedUIDs.map(String.init).joined(separator: ","))") }
+        if !allowedGIDs.isEmpty { parts.append("allow-gid=\(allowedGIDs.map(String.init).joined(separator: ","))") }
+        if enableDebugMethods { parts.append("debug-methods=on") }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// A configuration that cannot be used; `description` is the one-line message the daemon
+/// prints before exiting with status 2.
+public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A flag's (or environment variable's) value is wrong.
+    case invalid(flag: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let flag, let reason): return "\(flag): \(reason)"
+        }
+    }
+}
+
+extension ServerConfiguration {
+    /// The daemon's flags as the text the user typed; `nil`/empty means "not given".
+    /// `halcyond` copies its parsed arguments here and calls
+    /// `ServerConfiguration(flags:environment:)`, which owns every conversion and default.
+    public struct Flags: Sendable, Equatable {
+        public var socket: String?
+        public var cacheDir: String?
+        public var name: String?
+        public var diskSizeLimit: String?
+        public var diskExpiration: String?
+        public var memoryLimit: String?
+        public var memoryCountLimit: String?
+        public var memoryExpiration: String?
+        public var noHashedFileNames = false
+        public var pathExtension: String?
+        public var maxLineBytes: String?
+        public var maxBatch: String?
+        public var maxConnections: String?
+        public var maxInFlight: String?
+        public var sweepInterval: String?
+        public var socketMode: String?
+        public var socketGroup: String?
+        public var allowUID: [String] = []
+        public var allowGID: [String] = []
+        public var drainTimeout: String?
+        public var logLevel: String?
+        public var enableDebugMethods = false
+        public var eventLoopThreads: String?
+
+        /// No flag given.
+        public init() {}
+    }
+
+    /// Builds and validates a configuration from flag text. A flag wins over its
+    /// environment variable (`HALCYON_SOCKET`, `HALCYON_CACHE_DIR`), which wins over the
+    /// default.
+    /// - Throws: `ConfigurationError.invalid` naming the first bad flag.
+    public init(flags: Flags, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
+        func given(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
+        let socket = given(flags.socket) ?? given(environment["HALCYON_SOCKET"]) ?? Self.defaultSocketPath(environment: environment)
+        let cacheDirectory = given(flags.cacheDir).map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? Self.defaultCacheDirectory(environment: environment)
+        self.init(socketPath: Self.absolute(socket), cacheDirectory: cacheDirectory.standardizedFileURL)
+
+        func convert<T>(_ flag: String, _ text: String?, _ parse: (String) throws(HumanUnits.ParseError) -> T) throws(ConfigurationError) -> T? {
+            guard let text else { return nil }
+            do { return try parse(text) } catch { throw .invalid(flag: flag, reason: error.description) }
+        }
+        func count(_ text: String) throws(HumanUnits.ParseError) -> Int {
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else { throw .malformed(text) }
+            guard value >= 0 else { throw .notPositive(text) }
+            return value
+        }
+
+        if let value = flags.name { name = value }
+        if let value = try convert("--disk-size-limit", flags.diskSizeLimit, HumanUnits.parseByteCount) { diskSizeLimit = value }
+        if let value = try convert("--disk-expiration", flags.diskExpiration, HumanUnits.parseExpiration) { diskExpiration = value }
+        if let value = try convert("--memory-limit", flags.memoryLimit, HumanUnits.parseIntByteCount) { memoryLimit = value }
+        if let value = try convert("--memory-count-limit", flags.memoryCountLimit, count) { memoryCountLimit = value }
+        if let value = try convert("--memory-expiration", flags.memoryExpiration, HumanUnits.parseExpiration) { memoryExpiration = value }
+        usesHashedFileNames = !flags.noHashedFileNames
+        if let value = flags.pathExtension { pathExtension = value.hasPrefix(".") ? String(value.dropFirst()) : value }
+        if let value = try convert("--max-line-bytes", flags.maxLineBytes, HumanUnits.parseIntByteCount) { maxLineBytes = value }
+        if let value = try convert("--max-batch", flags.maxBatch, count) { maxBatch = value }
+        if let value = try convert("--max-connections", flags.maxConnections, count) { maxConnections = value }
+        if let value = try convert("--max-in-flight", flags.maxInFlight, count) { maxInFlight = value }
+        if let value = try convert("--sweep-interval", flags.sweepInterval, HumanUnits.parseDuration) { sweepInterval = value }
+        if let value = try convert("--drain-timeout", flags.drainTimeout, HumanUnits.parseDuration) { drainTimeout = value }
+        if let value = try convert("--event-loop-threads", flags.eventLoopThreads, count) { eventLoopThreads = value }
+        if let text = flags.socketMode {
+            let digits = text.hasPrefix("0o") ? String(text.dropFirst(2)) : text
+            guard !digits.isEmpty, let mode = mode_t(digits, radix: 8) else {
+                throw .invalid(flag: "--socket-mode", reason: "'\(text)' is not an octal mode such as 0600 or 0660")
+            }
+            socketMode = mode
+        }
+        if let text = flags.socketGroup {
+            do { socketGroup = try AccountNames.groupID(text) } catch { throw .invalid(flag: "--socket-group", reason: error.description) }
+        }
+        for text in flags.allowUID {
+            do { allowedUIDs.append(try AccountNames.userID(text)) } catch { throw .invalid(flag: "--allow-uid", reason: error.description) }
+        }
+        for text in flags.allowGID {
+            do { allowedGIDs.append(try AccountNames.groupID(text)) } catch { throw .invalid(flag: "--allow-gid", reason: error.description) }
+        }
+        if let text = flags.logLevel {
+            guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                let names = Logger.Level.allCases.map(\.rawValue).joined(separator: "|")
+                throw .invalid(flag: "--log-level", reason: "'\(text)' is not one of \(names)")
+            }
+            logLevel = level
+        }
+        enableDebugMethods = flags.enableDebugMethods
+        try validate()
+    }
+
+    /// Makes a relative socket path absolute against the current folder, so the path in
+    /// `server.info` and in the lock file's name does not depend on where a client runs.
+    private static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+            .appendingPathComponent(path).standardizedFileURL.path
+    }
+}

@@ -1,0 +1,44 @@
+// `halcyon describe KEY`: what the cache knows about a key, without loading it.
+
+import ArgumentParser
+import HalcyonJSON
+
+/// Prints size, encoding, tier, expiry and last access of an entry as text, or the raw
+/// `cache.describe` result with `--json`. Never loads the value and never extends its
+/// expiration, so describing is free of side effects.
+struct DescribeCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "describe", abstract: "Show a key's size, encoding, tier, expiry and last access (exit 1 on a miss).")
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+    @Argument(help: "The key.") var key: String
+    @Flag(help: "Print the raw result JSON.") var json = false
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        let result = try context.connect().call("cache.describe") { writer in
+            writer.key("key"); writer.string(key)
+        }
+        let found = result["found"]?.bool == true
+        if json {
+            Output.line(result.compactText)
+            if !found { throw .miss }
+            return
+        }
+        guard found else { throw .miss }
+        let tier = result["cacheType"]?.string ?? "unknown"
+        // A memory hit reports the memory copy's expiry, which is usually shorter than the
+        // disk copy's (default 300 s): say so, or `--ttl 10m` would seem to read "in 5m".
+        let expiryNote = tier == "memory" ? " (memory copy)" : ""
+        let rows: [(String, String)] = [
+            ("key", key),
+            ("tier", tier),
+            ("size", result["size"]?.int64.map(HumanFormat.size) ?? "unknown"),
+            ("encoding", result["encoding"]?.string ?? "unknown"),
+            ("expires", HumanFormat.expiry(result["expiresAt"]) + expiryNote),
+            ("last access", HumanFormat.pastTime(result["lastAccessAt"])),
+        ]
+        for (name, text) in rows {
+            Output.line((name + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + text)
+        }
+    }
+}

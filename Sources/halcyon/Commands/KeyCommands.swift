@@ -1,0 +1,70 @@
+// The small per-key commands: `rm`, `exists`, `touch`. Each maps a "nothing there"
+// answer to exit 1, so `if halcyon exists k; then …` reads naturally in shell.
+
+import ArgumentParser
+import HalcyonJSON
+
+/// `halcyon rm KEY`: removes a key from both tiers (or one).
+struct RemoveCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Remove a key (exit 1 if nothing was removed).", aliases: ["del"])
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+    @Argument(help: "The key.") var key: String
+    @Flag(help: "Remove from the memory tier only.") var memoryOnly = false
+    @Flag(help: "Remove from the disk tier only.") var diskOnly = false
+
+    func validate() throws {
+        if memoryOnly && diskOnly { throw ValidationError("give only one of --memory-only and --disk-only") }
+    }
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        let result = try context.connect().call("cache.remove") { writer in
+            writer.key("key"); writer.string(key)
+            if memoryOnly { writer.key("fromDisk"); writer.bool(false) }
+            if diskOnly { writer.key("fromMemory"); writer.bool(false) }
+        }
+        guard result["removed"]?.bool == true else { throw .miss }
+    }
+}
+
+/// `halcyon exists KEY`: exit 0 when cached, 1 when not; never loads or extends.
+struct ExistsCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exists", abstract: "Exit 0 if the key is cached, 1 if not (-v prints memory or disk).")
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+    @Argument(help: "The key.") var key: String
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        let result = try context.connect().call("cache.isCached") { writer in
+            writer.key("key"); writer.string(key)
+        }
+        guard result["cached"]?.bool == true else { throw .miss }
+        if context.verbose { Output.line(result["cacheType"]?.string ?? "unknown") }
+    }
+}
+
+/// `halcyon touch KEY TTL`: a new expiration counted from now, value untouched.
+struct TouchCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "touch", abstract: "Give a key a new expiration from now (exit 1 on a miss).")
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+    @Argument(help: "The key.") var key: String
+    @Argument(help: "The new time to live: a duration (10m, 1h30m) or 'never'.") var ttl: String
+    @Option(name: .customLong("memory-ttl"), help: ArgumentHelp("A new memory-tier expiration too.", valueName: "duration"))
+    var memoryTTL: String?
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        let expiration = try Expiration.ttl(ttl, option: "TTL")
+        let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
+        let result = try context.connect().call("cache.touch") { writer in
+            writer.key("key"); writer.string(key)
+            writer.key("expiration"); expiration.write(to: &writer)
+            if let memoryExpiration { writer.key("memoryExpiration"); memoryExpiration.write(to: &writer) }
+        }
+        guard result["touched"]?.bool == true else { throw .miss }
+        if context.verbose { Output.line(HumanFormat.expiry(result["expiresAt"])) }
+    }
+}

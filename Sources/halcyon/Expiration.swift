@@ -1,0 +1,57 @@
+// Turning `--ttl`, `--expires-at` and `--never` into the protocol's expiration forms.
+
+import HalcyonJSON
+
+/// A protocol expiration (`StorageExpiration` on the wire) chosen on the command line.
+enum Expiration {
+    case never
+    /// `{"seconds": N}`, N > 0.
+    case seconds(Double)
+    /// `{"date": T}`, Unix seconds.
+    case date(Double)
+
+    /// Parses a TTL argument: a duration (`10m`, `1h30m`, `90`) or `never`.
+    static func ttl(_ text: String, option: String) throws(CLIError) -> Expiration {
+        if text.lowercased() == "never" { return .never }
+        do { return .seconds(try Durations.seconds(text)) } catch { throw .usage("\(option): \(error.description)") }
+    }
+
+    /// Picks the one expiration given by `--ttl`, `--expires-at` or `--never`, or nil
+    /// for the daemon's default.
+    static func choose(ttl: String?, expiresAt: String?, never: Bool) throws(CLIError) -> Expiration? {
+        let given = [ttl != nil, expiresAt != nil, never].filter { $0 }.count
+        guard given <= 1 else { throw .usage("give only one of --ttl, --expires-at and --never") }
+        if let ttl { return try Self.ttl(ttl, option: "--ttl") }
+        if let expiresAt {
+            do { return .date(try Durations.unixTime(expiresAt)) } catch { throw .usage("--expires-at: \(error.description)") }
+        }
+        return never ? .never : nil
+    }
+
+    /// Writes this expiration as a JSON value (after its key).
+    func write(to writer: inout JSONWriter) {
+        switch self {
+        case .never:
+            writer.string("never")
+        case .seconds(let seconds):
+            writer.beginObject()
+            writer.key("seconds")
+            Self.writeNumber(seconds, to: &writer)
+            writer.endObject()
+        case .date(let time):
+            writer.beginObject()
+            writer.key("date")
+            Self.writeNumber(time, to: &writer)
+            writer.endObject()
+        }
+    }
+
+    /// Whole numbers go as JSON integers, so `10m` reads `{"seconds":600}` in logs.
+    private static func writeNumber(_ value: Double, to writer: inout JSONWriter) {
+        if value == value.rounded(), abs(value) < 1e15 {
+            writer.int(Int64(value))
+        } else {
+            writer.double(value)
+        }
+    }
+}

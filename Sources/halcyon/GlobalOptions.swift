@@ -1,0 +1,83 @@
+// The options every command takes (`--socket`, `--timeout`, `--verbose`), and the
+// context a command runs with once they are resolved.
+
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options accepted before the command name (`halcyon --socket P get k`) and after it
+/// (`halcyon get k --socket P`); `CLIMain` moves the leading ones behind the name, so
+/// ArgumentParser sees one place.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The daemon's Unix socket.",
+        discussion: "Default: $HALCYON_SOCKET, else $XDG_RUNTIME_DIR/halcyon/halcyon.sock, else /tmp/halcyon-<euid>/halcyon.sock.",
+        valueName: "path"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("Give up when the daemon makes no progress for this long: seconds, or a duration such as 500ms, 2m (default 30).", valueName: "seconds"))
+    var timeout: String?
+
+    @Flag(name: .shortAndLong, help: "Print more: the result of set, the new expiry of touch, the tier for exists.")
+    var verbose = false
+}
+
+/// What a command needs to run: where the daemon is and how long to wait for it.
+///
+/// Threading: a value; the CLI is single-threaded.
+struct CommandContext {
+    /// The socket path after `--socket`, `HALCYON_SOCKET` and the default.
+    let socketPath: String
+    /// The longest wait for any progress (connecting, sending, receiving).
+    let timeout: Double
+    /// `-v`/`--verbose`.
+    let verbose: Bool
+
+    /// The default `--timeout`: long enough for the daemon to store a 64 MiB value on a
+    /// busy disk before it answers, short enough that a wedged daemon does not hang a
+    /// script forever.
+    static let defaultTimeout = 30.0
+
+    /// Resolves `options` against the environment.
+    /// - Throws: `CLIError.usage` for a bad `--timeout`.
+    init(options: GlobalOptions, environment: [String: String]) throws(CLIError) {
+        socketPath = SocketPath.resolve(flag: options.socket, environment: environment)
+        if let text = options.timeout {
+            do { timeout = try Durations.seconds(text) } catch { throw .usage("--timeout: \(error.description)") }
+        } else {
+            timeout = Self.defaultTimeout
+        }
+        verbose = options.verbose
+    }
+
+    /// Opens a connection to the daemon.
+    func connect() throws(CLIError) -> Connection {
+        try Connection(path: socketPath, timeout: timeout)
+    }
+}
+
+/// Finds the socket the way `halcyond` does, so both agree without configuration.
+enum SocketPath {
+    /// `--socket`, else `HALCYON_SOCKET`, else `$XDG_RUNTIME_DIR/halcyon/halcyon.sock` when
+    /// `XDG_RUNTIME_DIR` is an absolute path, else `/tmp/halcyon-<euid>/halcyon.sock`.
+    /// Empty values count as unset, as they do for the daemon.
+    static func resolve(flag: String?, environment: [String: String]) -> String {
+        if let flag, !flag.isEmpty { return flag }
+        if let fromEnvironment = environment["HALCYON_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            return (runtime.hasSuffix("/") ? String(runtime.dropLast()) : runtime) + "/halcyon/halcyon.sock"
+        }
+        return "/tmp/halcyon-\(geteuid())/halcyon.sock"
+    }
+}
+
+/// A command of the `halcyon` tool: parsed by ArgumentParser, run by `CLIMain` with a
+/// resolved context (not through `run()`, so errors map to our exit codes).
+protocol HalcyonSubcommand: ParsableCommand {
+    /// The shared options as parsed for this command.
+    var global: GlobalOptions { get }
+    /// Does the work. Returns normally for exit 0.
+    /// - Throws: `CLIError.miss` for exit 1, any other `CLIError` for exit 2.
+    func execute(_ context: CommandContext) throws(CLIError)
+}

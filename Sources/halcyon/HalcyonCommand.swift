@@ -1,0 +1,27 @@
+// The root of the command tree: its name, help and the list of subcommands.
+
+import ArgumentParser
+
+/// `halcyon`: the command-line client of `halcyond`.
+///
+/// Only parsed, never run: `CLIMain` runs the chosen subcommand, so that exit codes are
+/// ours (0 hit, 1 miss, 2 error) rather than ArgumentParser's.
+struct HalcyonCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "halcyon",
+        abstract: "Talk to the Halcyon cache daemon (halcyond) from the shell.",
+        discussion: """
+            Exit status: 0 on success or a hit, 1 on a miss (get, exists, describe, rm, \
+            touch), 2 on any error, with one line on stderr naming the reason.
+
+            Every command also takes --socket <path> (else $HALCYON_SOCKET, else \
+            $XDG_RUNTIME_DIR/halcyon/halcyon.sock, else /tmp/halcyon-<euid>/halcyon.sock), \
+            --timeout <seconds> (default 30) and -v/--verbose, before or after its name.
+            """,
+        subcommands: [
+            GetCommand.self, SetCommand.self, RemoveCommand.self, ExistsCommand.self,
+            DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self,
+            PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
+            SizeCommand.self, CallCommand.self,
+        ])
+}

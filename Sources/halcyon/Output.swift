@@ -1,0 +1,72 @@
+// Writing to the standard streams without Foundation's buffering, so binary values go
+// out byte for byte and an error line is never interleaved with half a value.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Raw writes to stdout/stderr and the read of stdin.
+///
+/// Threading: the CLI is single-threaded; these are called only from the main thread.
+enum Output {
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR. A closed pipe on
+    /// stdout ends the process through the default SIGPIPE, as `cat` does.
+    static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+
+    /// Writes `bytes` to stdout as they are.
+    static func stdout(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0, to: STDOUT_FILENO) }
+    }
+
+    /// Writes a value's bytes exactly; on a terminal only, adds a final line feed when
+    /// the value has none.
+    static func value(_ bytes: [UInt8]) {
+        stdout(bytes)
+        if stdoutIsTerminal, !bytes.isEmpty, bytes.last != UInt8(ascii: "\n") { stdout([UInt8(ascii: "\n")]) }
+    }
+
+    /// Writes `text` and a line feed to stdout.
+    static func line(_ text: String) {
+        stdout(Array((text + "\n").utf8))
+    }
+
+    /// Writes the one `halcyon: …` error line to stderr.
+    static func error(_ text: String) {
+        let bytes = Array("halcyon: \(text)\n".utf8)
+        bytes.withUnsafeBytes { write($0, to: STDERR_FILENO) }
+    }
+
+    /// Whether stdout is a terminal: then a value without a final line feed gets one,
+    /// so the prompt does not land on the value's last line (as redis-cli does). Pipes
+    /// and files always get the exact bytes.
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// Whether stdin is a terminal (nothing piped in).
+    static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
+    /// Reads stdin to its end.
+    /// - Throws: `CLIError.input` when the read fails.
+    static func readStandardInput() throws(CLIError) -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count == 0 { return result }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .input(reason: "cannotReadStdin", message: String(cString: strerror(errno)))
+            }
+            result.append(contentsOf: chunk[0..<count])
+        }
+    }
+}

@@ -1,0 +1,220 @@
+// The memory tier: LRU order, both limits, each expiration and extension kind (on a
+// ManualClock, so nothing sleeps except the clean-timer test), touch, removal, counters,
+// and many threads at once. Each test runs against both designs: one global lock
+// (shardCount 1) and 16 shards.
+
+import Foundation
+import Testing
+
+@testable import HalcyonCache
+
+@Suite("MemoryStorage")
+struct MemoryStorageTests {
+    static let designs = [1, 16]
+
+    static func make(
+        shards: Int, costLimit: Int = 0, countLimit: Int = 0, expiration: StorageExpiration = .seconds(300)
+    ) -> (MemoryStorage.Backend, ManualClock) {
+        let clock = ManualClock()
+        var config = MemoryStorage.Config(totalCostLimit: costLimit)
+        config.countLimit = countLimit
+        config.expiration = expiration
+        config.cleanInterval = 0
+        config.clock = clock
+        config.shardCount = shards
+        return (MemoryStorage.Backend(config: config), clock)
+    }
+
+    static func entry(_ size: Int, _ byte: UInt8 = 1, flags: UInt32 = 0) -> CacheEntry {
+        CacheEntry(bytes: [UInt8](repeating: byte, count: size), flags: flags)
+    }
+
+    @Test(arguments: designs) func storeAndReadBack(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        #expect(memory.store(CacheEntry(bytes: [1, 2, 3], flags: 7), forKey: "k"))
+        #expect(memory.value(forKey: "k") == CacheEntry(bytes: [1, 2, 3], flags: 7))
+        #expect(memory.value(forKey: "other") == nil)
+        let meta = memory.meta(forKey: "k")
+        #expect(meta?.size == 3)
+        #expect(meta?.flags == 7)
+        #expect(meta?.expiration == clock.now().addingTimeInterval(300))
+        #expect(memory.totalCost == 3)
+        #expect(memory.count == 1)
+        memory.store(CacheEntry(bytes: [9]), forKey: "k")
+        #expect(memory.value(forKey: "k")?.bytes == [9])
+        #expect(memory.totalCost == 1)
+        #expect(memory.count == 1)
+        let stats = memory.stats
+        #expect(stats.hits == 2)
+        #expect(stats.misses == 1)
+    }
+
+    @Test(arguments: designs) func eachExpirationKind(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        let now = clock.now()
+        memory.store(Self.entry(1), forKey: "never", expiration: .never)
+        memory.store(Self.entry(1), forKey: "seconds", expiration: .seconds(10))
+        memory.store(Self.entry(1), forKey: "days", expiration: .days(1))
+        memory.store(Self.entry(1), forKey: "date", expiration: .date(now.addingTimeInterval(20)))
+        #expect(!memory.store(Self.entry(1), forKey: "expired", expiration: .expired))
+        #expect(!memory.store(Self.entry(1), forKey: "past", expiration: .date(now.addingTimeInterval(-1))))
+        #expect(memory.meta(forKey: "never")?.expiration == .distantFuture)
+        #expect(memory.meta(forKey: "days")?.expiration == now.addingTimeInterval(86_400))
+        #expect(!memory.isCached(forKey: "expired"))
+        #expect(!memory.isCached(forKey: "past"))
+        clock.advance(by: 10)
+        #expect(!memory.isCached(forKey: "seconds"))  // expiration instant itself counts as expired
+        #expect(memory.isCached(forKey: "date"))
+        clock.advance(by: 10)
+        #expect(memory.value(forKey: "date") == nil)
+        clock.advance(by: 86_400)
+        #expect(memory.value(forKey: "days") == nil)
+        #expect(memory.value(forKey: "never") != nil)
+        #expect(memory.stats.expirations == 2)  // "date" and "days" were found expired on read
+    }
+
+    @Test(arguments: designs) func storingExpiredRemovesTheOlderValue(shards: Int) {
+        let (memory, _) = Self.make(shards: shards)
+        memory.store(Self.entry(4), forKey: "k")
+        #expect(!memory.store(Self.entry(4), forKey: "k", expiration: .seconds(0)))
+        #expect(memory.value(forKey: "k") == nil)
+        #expect(memory.totalCost == 0)
+    }
+
+    @Test(arguments: designs) func eachExtendingKind(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        memory.store(Self.entry(1), forKey: "slide", expiration: .seconds(10))
+        memory.store(Self.entry(1), forKey: "fixed", expiration: .seconds(10))
+        memory.store(Self.entry(1), forKey: "reset", expiration: .seconds(10))
+        clock.advance(by: 6)
+        _ = memory.value(forKey: "slide")  // .cacheTime by default
+        _ = memory.value(forKey: "fixed", extendingExpiration: .none)
+        let reset = memory.valueAndMeta(forKey: "reset", extendingExpiration: .expirationTime(.seconds(100)))
+        #expect(reset?.meta.expiration == clock.now().addingTimeInterval(100))
+        #expect(memory.meta(forKey: "slide")?.expiration == clock.now().addingTimeInterval(10))
+        #expect(memory.meta(forKey: "slide")?.lastAccess == clock.now())
+        clock.advance(by: 6)
+        #expect(memory.isCached(forKey: "slide"))
+        #expect(!memory.isCached(forKey: "fixed"))
+        #expect(memory.isCached(forKey: "reset"))
+    }
+
+    @Test(arguments: designs) func metaAndIsCachedNeverExtendReorderOrCount(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, countLimit: 2)
+        memory.store(Self.entry(1), forKey: "a", expiration: .seconds(10))
+        clock.advance(by: 1)
+        memory.store(Self.entry(1), forKey: "b")
+        clock.advance(by: 1)
+        #expect(memory.isCached(forKey: "a"))
+        #expect(memory.meta(forKey: "a")?.lastAccess == clock.now().addingTimeInterval(-2))
+        memory.store(Self.entry(1), forKey: "c")  // "a" is still least recently used
+        #expect(!memory.isCached(forKey: "a"))
+        #expect(memory.stats.hits == 0)
+        #expect(memory.stats.misses == 0)
+    }
+
+    @Test(arguments: designs) func costLimitEvictsLeastRecentlyUsed(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, costLimit: 30)
+        for key in ["a", "b", "c"] {
+            memory.store(Self.entry(10), forKey: key)
+            clock.advance(by: 1)
+        }
+        _ = memory.value(forKey: "a")
+        clock.advance(by: 1)
+        memory.store(Self.entry(10), forKey: "d")
+        #expect(memory.isCached(forKey: "a"))
+        #expect(!memory.isCached(forKey: "b"))
+        #expect(memory.isCached(forKey: "c"))
+        #expect(memory.isCached(forKey: "d"))
+        #expect(memory.totalCost == 30)
+        clock.advance(by: 1)
+        memory.store(Self.entry(25), forKey: "big")  // needs three victims: c, a, d
+        #expect(memory.count == 1)
+        #expect(memory.totalCost == 25)
+        #expect(memory.stats.evictions == 4)
+        #expect(!memory.store(Self.entry(31), forKey: "huge"))  // larger than the whole limit
+        #expect(memory.isCached(forKey: "big"))
+    }
+
+    @Test(arguments: designs) func countLimitEvictsLeastRecentlyUsed(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, countLimit: 3)
+        for i in 0..<10 {
+            memory.store(Self.entry(1), forKey: "k\(i)")
+            clock.advance(by: 1)
+        }
+        #expect(memory.count == 3)
+        #expect((7..<10).allSatisfy { memory.isCached(forKey: "k\($0)") })
+        #expect(memory.stats.evictions == 7)
+    }
+
+    @Test(arguments: designs) func touch(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        memory.store(Self.entry(1), forKey: "k", expiration: .seconds(10))
+        clock.advance(by: 5)
+        #expect(memory.touch(forKey: "k") == clock.now().addingTimeInterval(10))
+        #expect(memory.touch(forKey: "k", expiration: .never) == .distantFuture)
+        #expect(memory.touch(forKey: "missing") == nil)
+        #expect(memory.touch(forKey: "k", expiration: .expired) == nil)
+        #expect(!memory.isCached(forKey: "k"))
+        #expect(memory.count == 0)
+    }
+
+    @Test(arguments: designs) func removals(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        for i in 0..<20 {
+            memory.store(Self.entry(2), forKey: "k\(i)", expiration: .seconds(i < 5 ? 1 : 100))
+        }
+        #expect(memory.remove(forKey: "k19"))
+        #expect(!memory.remove(forKey: "k19"))
+        clock.advance(by: 2)
+        #expect(memory.removeExpired() == 5)
+        #expect(memory.stats.expirations == 5)
+        #expect(memory.count == 14)
+        #expect(memory.totalCost == 28)
+        #expect(memory.removeExpired(referenceDate: clock.now().addingTimeInterval(1_000)) == 14)
+        memory.store(Self.entry(2), forKey: "again")
+        #expect(memory.removeAll() == 1)
+        #expect(memory.count == 0)
+        #expect(memory.totalCost == 0)
+    }
+
+    @Test func cleanTimerRemovesExpiredEntries() async throws {
+        let clock = ManualClock()
+        var config = MemoryStorage.Config()
+        config.cleanInterval = 0.02
+        config.clock = clock
+        let memory = MemoryStorage.Backend(config: config)
+        memory.store(Self.entry(1), forKey: "k", expiration: .seconds(1))
+        clock.advance(by: 2)
+        for _ in 0..<200 where memory.count > 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(memory.count == 0)
+        #expect(memory.stats.expirations == 1)
+    }
+
+    @Test(arguments: designs) func manyThreadsKeepLimitsAndCountsConsistent(shards: Int) {
+        let (memory, _) = Self.make(shards: shards, costLimit: 4_000, countLimit: 300)
+        let torn = Recorder<String>()
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<2_000 {
+                let key = "k\((i * 7 + thread) % 500)"
+                switch i % 4 {
+                case 0, 1: memory.store(Self.entry(i % 20 + 1, UInt8(thread)), forKey: key)
+                case 2:
+                    if let value = memory.value(forKey: key) {
+                        // Never a torn value: every byte is the writer's.
+                        if Set(value.bytes).count != 1 { torn.append(key) }
+                    }
+                default: memory.remove(forKey: key)
+                }
+            }
+        }
+        #expect(torn.all.isEmpty)
+        let stats = memory.stats
+        #expect(stats.totalCost == memory.totalCost)
+        #expect(stats.count == memory.count)
+        #expect(memory.totalCost <= 4_000)
+        #expect(memory.count <= 300)
+    }
+}

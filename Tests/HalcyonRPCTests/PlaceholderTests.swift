@@ -1,3 +1,0 @@
-import Testing
-
-@Test func HalcyonRPCTestsPlaceholderBuilds() { #expect(Bool(true)) }

@@ -1,0 +1,113 @@
+// Starts a real halcyond binary on a private socket and cache folder for one test, and
+// stops it afterwards.
+
+import Foundation
+import Testing
+
+/// A `halcyond` child process with its own temporary socket and cache folder.
+///
+/// Threading: use from the test that created it; `stop()` may be called once.
+final class DaemonProcess {
+    let root: URL
+    let socketPath: String
+    let cacheDirectory: URL
+    let process = Process()
+    private let stderrPipe = Pipe()
+
+    /// The built halcyond: `HALCYOND_BIN`, else beside the test bundle (SwiftPM puts the
+    /// products of one build in one folder).
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["HALCYOND_BIN"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("halcyond")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/halcyond")
+    }
+
+    /// Starts halcyond with `arguments` added to the private socket/cache flags, and waits
+    /// until it answers a ping.
+    init(
+        arguments: [String] = [], root: URL? = nil, environment: [String: String] = [:],
+        debugMethods: Bool = true, waitUntilReady: Bool = true
+    ) throws {
+        // Short paths: a Unix socket path must fit in 108 bytes.
+        self.root = root ?? URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: self.root, withIntermediateDirectories: true)
+        socketPath = self.root.appendingPathComponent("s.sock").path
+        cacheDirectory = self.root.appendingPathComponent("cache")
+        process.executableURL = Self.binary
+        process.arguments = [
+            "--socket", socketPath, "--cache-dir", cacheDirectory.path, "--log-level", "warning",
+        ] + (debugMethods ? ["--enable-debug-methods"] : []) + arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "NOTIFY_SOCKET")
+        env.removeValue(forKey: "LISTEN_FDS")
+        env.removeValue(forKey: "LISTEN_PID")
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardError = stderrPipe
+        try process.run()
+        if waitUntilReady { try self.waitUntilReady() }
+    }
+
+    func waitUntilReady(timeout: TimeInterval = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if !process.isRunning {
+                throw DaemonError.exited(status: process.terminationStatus, stderr: stderrText())
+            }
+            if let client = try? TestClient(path: socketPath),
+               let pong = try? client.call("server.ping"), pong["result"]?["pong"]?.bool == true {
+                client.close()
+                return
+            }
+            usleep(20_000)
+        }
+        throw DaemonError.notReady(stderr: stderrText())
+    }
+
+    func client() throws -> TestClient { try TestClient(path: socketPath) }
+
+    /// Sends `signal` and waits for the exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, signal)
+            let deadline = Date().addingTimeInterval(timeout)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        }
+        return process.terminationStatus
+    }
+
+    func stderrText() -> String {
+        if process.isRunning { return "(running)" }
+        let data = stderrPipe.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Stops the daemon and removes its folder.
+    func cleanUp() {
+        stop(signal: SIGKILL)
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    enum DaemonError: Error, CustomStringConvertible {
+        case exited(status: Int32, stderr: String)
+        case notReady(stderr: String)
+
+        var description: String {
+            switch self {
+            case .exited(let status, let stderr): return "halcyond exited with \(status): \(stderr)"
+            case .notReady(let stderr): return "halcyond did not become ready: \(stderr)"
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+// A plain blocking Unix-socket client for the end-to-end tests: it writes lines and reads
+// lines, with no knowledge of the daemon beyond the wire protocol.
+
+import Foundation
+import HalcyonJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One connection to a daemon.
+///
+/// Threading: not thread-safe; one test thread uses it at a time.
+final class TestClient {
+    private let fd: Int32
+    private var pending: [UInt8] = []
+    private var nextID = 1
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(fd)
+            throw POSIXError(.ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw POSIXError(.init(rawValue: e) ?? .EIO)
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Shuts the connection down (the fd is closed when the client is released).
+    func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// Writes raw bytes (a line's `\n` included by the caller).
+    func sendRaw(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError(.init(rawValue: errno) ?? .EIO)
+            }
+            offset += n
+        }
+    }
+
+    func send(_ line: String) throws { try sendRaw(Array((line + "\n").utf8)) }
+
+    /// Reads one reply line; nil on EOF or when nothing arrives within `timeout`.
+    func readLine(timeout: TimeInterval = 20) throws -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                return line
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { return nil }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(min(remaining, 1) * 1000))
+            if ready < 0, errno != EINTR { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            if ready <= 0 { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return nil }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == ECONNRESET { return nil }
+                throw POSIXError(.init(rawValue: errno) ?? .EIO)
+            }
+            pending.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// Reads one reply line and parses it.
+    func readReply(timeout: TimeInterval = 20) throws -> JSONValue {
+        guard let line = try readLine(timeout: timeout) else { throw TestClientError.noReply }
+        return try JSONValue.parse(Array(line.utf8)).get()
+    }
+
+    /// Sends a request with a fresh numeric id and returns the id.
+    @discardableResult
+    func request(_ method: String, _ params: String? = nil, id: Int? = nil) throws -> Int {
+        let id = id ?? nextID
+        nextID = max(nextID, id) + 1
+        let paramsPart = params.map { ",\"params\":\($0)" } ?? ""
+        try send("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"\(method)\"\(paramsPart)}")
+        return id
+    }
+
+    /// Sends a request and reads replies until the one with its id arrives.
+    func call(_ method: String, _ params: String? = nil) throws -> JSONValue {
+        let id = try request(method, params)
+        while true {
+            let reply = try readReply()
+            if reply["id"]?.int64 == Int64(id) { return reply }
+        }
+    }
+
+    /// The `result` of a call that must succeed.
+    func result(_ method: String, _ params: String? = nil) throws -> JSONValue {
+        let reply = try call(method, params)
+        guard let result = reply["result"] else { throw TestClientError.unexpected(reply) }
+        return result
+    }
+}
+
+enum TestClientError: Error {
+    case noReply
+    case unexpected(JSONValue)
+}
