@@ -17,7 +17,7 @@
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
-# Environment: DISK_KEYS (keys per disk-read round, default 20000), KEYS (key space, default 10000),
+# Environment: DISK_KEYS (keys per disk-read round, default 10000), KEYS (key space, default 10000),
 #   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning").
 set -euo pipefail
 
@@ -31,7 +31,7 @@ only="main,policies,disk,memset"
 halcyond=""
 build=1
 keys="${KEYS:-10000}"
-disk_keys="${DISK_KEYS:-20000}"
+disk_keys="${DISK_KEYS:-10000}"
 
 while [ $# -gt 0 ]; do
     case "$1" in
