@@ -58,13 +58,14 @@ static struct {
     const char *configure;   /* halcyon: params object of connection.configure */
     const char *get_params;  /* halcyon: extra members for cache.get params */
     const char *set_params;  /* halcyon: extra members for cache.set params */
+    const char *prefill_params; /* halcyon: extra members for the prefill's cache.set params */
     const char *key_prefix;
     const char *label;
 } opt = {
     .proto = P_HALCYON, .socket_path = NULL, .op = OP_GET, .conns = 1, .pipeline = 1,
     .seconds = 3.0, .requests = 0, .warmup = 0.5, .value_size = 100, .keys = 10000,
     .prefill = 1, .evict_first = 0, .rounds = 1, .sequential = 0, .mixed_set_pct = 10,
-    .configure = NULL, .get_params = NULL, .set_params = NULL, .key_prefix = "key:",
+    .configure = NULL, .get_params = NULL, .set_params = NULL, .prefill_params = NULL, .key_prefix = "key:",
     .label = NULL,
 };
 
@@ -150,6 +151,7 @@ static int cmp_u64(const void *a, const void *b) {
 typedef struct {
     int index;
     int fd;
+    int is_setup;                  /* the untimed prefill/evict connection */
     buf_t out, in;
     uint64_t next_id;
     uint64_t rng;
@@ -199,7 +201,8 @@ static void put_request(conn_t *c, enum req kind, long key) {
             buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"cache.set\",\"params\":{\"key\":\"%s\",\"value\":\"",
                        (unsigned long long)id, k);
             buf_append(o, value_bytes, (size_t)opt.value_size);
-            buf_printf(o, "\"%s%s}}\n", opt.set_params ? "," : "", opt.set_params ? opt.set_params : "");
+            const char *extra = c->is_setup && opt.prefill_params ? opt.prefill_params : opt.set_params;
+            buf_printf(o, "\"%s%s}}\n", extra ? "," : "", extra ? extra : "");
         } else {
             buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"cache.remove\",\"params\":{\"key\":\"%s\",\"fromDisk\":false}}\n",
                        (unsigned long long)id, k);
@@ -451,6 +454,7 @@ static void usage(void) {
         "  --configure JSON        halcyon: params of connection.configure sent on each connection\n"
         "  --get-params MEMBERS    halcyon: extra members of cache.get params, e.g. '\"options\":{...}'\n"
         "  --set-params MEMBERS    halcyon: extra members of cache.set params, e.g. '\"toDisk\":false'\n"
+        "  --prefill-params MEMBERS halcyon: the same for the prefill's sets (default: --set-params)\n"
         "  --key-prefix S          (key:)\n"
         "  --label S               copied into the output line\n"
         "prints: proto op conns pipeline value requests seconds rps p50_us p99_us hits misses errors disk_hits\n");
@@ -468,7 +472,7 @@ int main(int argc, char **argv) {
         {"evict-first", no_argument, 0, 'E'},  {"rounds", required_argument, 0, 'r'},
         {"set-pct", required_argument, 0, 'm'}, {"configure", required_argument, 0, 'C'},
         {"get-params", required_argument, 0, 'G'}, {"set-params", required_argument, 0, 'T'},
-        {"key-prefix", required_argument, 0, 'K'}, {"label", required_argument, 0, 'L'},
+        {"prefill-params", required_argument, 0, 'F'}, {"key-prefix", required_argument, 0, 'K'}, {"label", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     int ch;
@@ -502,6 +506,7 @@ int main(int argc, char **argv) {
         case 'C': opt.configure = optarg; break;
         case 'G': opt.get_params = optarg; break;
         case 'T': opt.set_params = optarg; break;
+        case 'F': opt.prefill_params = optarg; break;
         case 'K': opt.key_prefix = optarg; break;
         case 'L': opt.label = optarg; break;
         default: usage();
@@ -530,7 +535,7 @@ int main(int argc, char **argv) {
     }
 
     /* Prefill and eviction run on a connection of their own, not timed. */
-    conn_t setup = {.index = -1};
+    conn_t setup = {.index = -1, .is_setup = 1};
     setup.fd = connect_unix(opt.socket_path);
     if (opt.prefill) bulk(&setup, R_SET, 0, opt.keys);
 
