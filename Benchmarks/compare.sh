@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# Side-by-side load comparison of halcyond, Redis and memcached over Unix sockets.
+#
+# Starts each server on a socket in a fresh temp folder (no TCP anywhere), drives
+# all three with the same C load generator (loadgen/loadgen.c), and writes a
+# markdown report: requests/s per cell with the ratios halcyond/redis and
+# halcyond/memcached, then halcyond alone per callback-queue policy and for disk
+# reads. Every server it started is stopped on exit.
+#
+# usage: Benchmarks/compare.sh [--seconds S] [--out FILE] [--only LIST]
+#                              [--halcyond PATH] [--no-build] [--quick]
+#   --seconds S      measured seconds per run (default 1; each run also has 0.5 s warm-up)
+#   --warmup S       warm-up seconds before each run (default 0.5)
+#   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
+#   --out FILE       report path (default Benchmarks/results/compare.md)
+#   --only LIST      comma-separated sections: main,policies,disk,memset (default all)
+#   --halcyond PATH  use this binary instead of building the repo's release halcyond
+#   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
+#   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
+# Environment: DISK_KEYS (keys per disk-read round, default 10000), KEYS (key space, default 10000),
+#   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning").
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cell_seconds=1
+warmup=0.5
+repeat=3
+out="$here/results/compare.md"
+only="main,policies,disk,memset"
+halcyond=""
+build=1
+keys="${KEYS:-10000}"
+disk_keys="${DISK_KEYS:-10000}"
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) cell_seconds="$2"; shift 2 ;;
+        --repeat) repeat="$2"; shift 2 ;;
+        --warmup) warmup="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --only) only="$2"; shift 2 ;;
+        --halcyond) halcyond="$2"; shift 2 ;;
+        --no-build) build=0; shift ;;
+        --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+log() { echo "[compare $(date -u +%H:%M:%S)] $*" >&2; }
+
+# ------------------------------------------------------------------ tools
+need_pkg() { # command package
+    command -v "$1" >/dev/null && return 0
+    if [ "$(id -u)" = 0 ]; then
+        log "installing $2"
+        apt-get install -y -qq "$2" >/dev/null || { apt-get update -qq && apt-get install -y -qq "$2" >/dev/null; }
+    else
+        echo "compare.sh: $1 missing; install $2" >&2; exit 2
+    fi
+}
+need_pkg redis-server redis-server
+need_pkg memcached memcached
+need_pkg cc gcc
+loadgen="$("$here/loadgen/build.sh")"
+
+if [ -z "$halcyond" ]; then
+    if [ "$build" = 1 ]; then
+        log "building halcyond (release) in $root"
+        (cd "$root" && swift build -c release --product halcyond) >&2 || { echo "compare.sh: halcyond build failed" >&2; exit 2; }
+    fi
+    halcyond="$root/.build/release/halcyond"
+fi
+[ -x "$halcyond" ] || { echo "compare.sh: no halcyond at $halcyond" >&2; exit 2; }
+
+# ------------------------------------------------------------------ servers
+tmp="$(mktemp -d /tmp/hcmp.XXXXXX)"   # short: sun_path holds 108 bytes
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+wait_socket() { # path pid name
+    for _ in $(seq 1 200); do
+        [ -S "$1" ] && return 0
+        kill -0 "$2" 2>/dev/null || { echo "compare.sh: $3 exited; log:" >&2; cat "$tmp/$3.log" >&2; exit 2; }
+        sleep 0.1
+    done
+    echo "compare.sh: $3 did not create $1" >&2; exit 2
+}
+
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --unixsocketperm 700 --save '' --appendonly no \
+    --logfile "$tmp/redis.log" &
+pids+=($!); wait_socket "$tmp/redis.sock" $! redis
+mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
+memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
+pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
+start_halcyond() {
+    # shellcheck disable=SC2086  # HALCYOND_ARGS is a list of flags
+    "$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" ${HALCYOND_ARGS:-} >"$tmp/halcyond.log" 2>&1 &
+    halcyond_pid=$!
+    pids+=($halcyond_pid)
+    wait_socket "$tmp/h.sock" $halcyond_pid halcyond
+}
+start_halcyond
+declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/h.sock")
+
+# ------------------------------------------------------------------ cells
+raw="$tmp/raw.txt"
+: >"$raw"
+field() { # line name
+    sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"
+}
+# run PROTO LOADGEN-ARGS...: prints loadgen's line ("" when it failed); keeps it in $raw.
+run() {
+    local proto="$1"; shift
+    local line rc=0
+    line="$("$loadgen" --proto "$proto" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
+    if [ -z "$line" ]; then
+        log "FAILED ($rc): $proto $*: $(tail -1 "$tmp/loadgen.err")"
+        echo "FAILED $proto $*" >>"$raw"
+        echo ""
+        return 0
+    fi
+    [ "$rc" = 0 ] || log "errors in replies ($rc): $(tail -1 "$tmp/loadgen.err")"
+    echo "$line" >>"$raw"
+    log "$line"
+    echo "$line"
+}
+rps() { local v; v="$(field "$1" rps)"; echo "${v:-n/a}"; }
+ratio() { # a b
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else printf "n/a" }'
+}
+lat() { # line -> "p50 / p99"
+    [ -n "$1" ] && echo "$(field "$1" p50_us) / $(field "$1" p99_us)" || echo "n/a"
+}
+notes() { # line -> misses/errors when not zero
+    local m e d
+    [ -n "$1" ] || { echo "failed"; return; }
+    m="$(field "$1" misses)"; e="$(field "$1" errors)"
+    d=""
+    [ "${m:-0}" != 0 ] && d="$d misses=$m"
+    [ "${e:-0}" != 0 ] && d="$d errors=$e"
+    echo "${d# }"
+}
+common=(--seconds "$cell_seconds" --warmup "$warmup" --keys "$keys")
+
+# median LINE...: the line with the median requests/s (failed runs left out).
+median() {
+    printf '%s\n' "$@" | sed -n 's/.* rps=\([0-9.]*\) .*/\1\t&/p' | sort -n -k1,1 |
+        awk -F'\t' '{ l[NR] = $2 } END { if (NR) print l[int((NR + 1) / 2)] }'
+}
+# cell PROTOS ARGS...: runs each proto of the comma-separated PROTOS $repeat times, interleaved
+# so that noise from other work on the machine falls on all of them alike; sets med[proto] to
+# the median line. Only the first run of a proto prefills.
+declare -A med=()
+cell() {
+    local protos="$1"; shift
+    local -A lines=()
+    local rep p pre
+    for rep in $(seq 1 "$repeat"); do
+        pre=(); [ "$rep" -gt 1 ] && pre=(--no-prefill)
+        for p in ${protos//,/ }; do
+            lines[$p]+="$(run "$p" "$@" "${pre[@]}")"$'\n'
+        done
+    done
+    for p in ${protos//,/ }; do
+        local arr=()
+        mapfile -t arr <<<"${lines[$p]}"
+        med[$p]="$(median "${arr[@]}")"
+    done
+}
+
+report="$tmp/report.md"
+{
+    echo "# halcyond vs Redis vs memcached over Unix sockets"
+    echo
+    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
+    echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
+    echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond); $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
+    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\` (defaults otherwise)."
+    echo "- Each connection is one client thread sending batches of \`pipeline\` requests and reading all replies before the next batch; latency (µs) is that of one batch."
+    echo
+} >"$report"
+
+# ------------------------------------------------------------------ 1. main matrix
+if want main; then
+    log "section: main matrix"
+    {
+        echo "## Memory hits (get) and sets: requests/s"
+        echo
+        echo "Gets hit keys set beforehand (uniform over the key space; halcyond's prefill uses \`\"toDisk\": false\`, the keys only need to be in memory). A halcyond \`cache.set\` also writes the value to the disk tier (\`toDisk\` defaults to true) before it answers; Redis and memcached keep sets in memory only. See *sets to memory only* below for the like-for-like write."
+        echo
+        echo "| op | value B | conns | pipeline | redis | memcached | halcyond | halcyond/redis | halcyond/memcached | halcyond p50/p99 µs | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for op in get set; do
+        for v in 100 4096; do
+            for c in 1 4; do
+                for p in 1 32; do
+                    extra=(--op "$op" --value-size "$v" --conns "$c" --pipeline "$p" --key-prefix "m$v:")
+                    # Gets need the keys in memory only: a prefill to disk costs ~10 s at halcyond's set rate.
+                    if [ "$op" = set ]; then extra+=(--no-prefill); else extra+=(--prefill-params '"toDisk":false'); fi
+                    cell redis,memcached,halcyon "${common[@]}" "${extra[@]}"
+                    r="${med[redis]}"; m="${med[memcached]}"; h="${med[halcyon]}"
+                    n="$(notes "$h")"
+                    [ -n "$(notes "$r")" ] && n="$n redis: $(notes "$r")"
+                    [ -n "$(notes "$m")" ] && n="$n memcached: $(notes "$m")"
+                    echo "| $op | $v | $c | $p | $(rps "$r") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(ratio "$(rps "$h")" "$(rps "$m")") | $(lat "$h") | $n |" >>"$report"
+                done
+            done
+        done
+    done
+    echo >>"$report"
+fi
+
+# ------------------------------------------------------------------ 2. sets to memory only
+if want memset; then
+    log "section: sets to memory only"
+    {
+        echo "## Sets to memory only (\`cache.set\` with \`\"toDisk\": false\`), value 100 B"
+        echo
+        echo "| conns | pipeline | redis | memcached | halcyond toDisk:false | halcyond/redis | halcyond/memcached | halcyond p50/p99 µs | notes |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for c in 1 4; do
+        for p in 1 32; do
+            extra=(--op set --value-size 100 --conns "$c" --pipeline "$p" --key-prefix "s:" --no-prefill)
+            cell redis,memcached "${common[@]}" "${extra[@]}"
+            r="${med[redis]}"; m="${med[memcached]}"
+            cell halcyon "${common[@]}" "${extra[@]}" --set-params '"toDisk":false'
+            h="${med[halcyon]}"
+            echo "| $c | $p | $(rps "$r") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(ratio "$(rps "$h")" "$(rps "$m")") | $(lat "$h") | $(notes "$h") |" >>"$report"
+        done
+    done
+    echo >>"$report"
+fi
+
+# ------------------------------------------------------------------ 3. callback policies
+if want policies; then
+    log "section: callback policies"
+    policies=(
+        '"untouch"'
+        '"mainAsync"'
+        '{"dispatch":{"concurrent":false,"qos":"default"}}'
+        '{"operationQueue":{"maxConcurrentOperationCount":1}}'
+    )
+    {
+        echo "## halcyond memory-hit gets per callback-queue policy, value 100 B"
+        echo
+        echo "Each connection first sends \`connection.configure {\"callbackQueue\": …}\`."
+        echo
+        echo "| callbackQueue | conns | pipeline | requests/s | vs untouch | p50/p99 µs | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    declare -A base=()
+    for pol in "${policies[@]}"; do
+        for c in 1 4; do
+            for p in 1 32; do
+                cell halcyon "${common[@]}" --op get --value-size 100 --conns "$c" --pipeline "$p" \
+                    --key-prefix "m100:" --prefill-params '"toDisk":false' --configure "{\"callbackQueue\":$pol}"
+                h="${med[halcyon]}"
+                [ "$pol" = '"untouch"' ] && base[$c.$p]="$(rps "$h")"
+                echo "| \`$pol\` | $c | $p | $(rps "$h") | $(ratio "$(rps "$h")" "${base[$c.$p]:-0}") | $(lat "$h") | $(notes "$h") |" >>"$report"
+            done
+        done
+    done
+    echo >>"$report"
+fi
+
+# ------------------------------------------------------------------ 4. disk reads
+if want disk; then
+    log "section: disk reads"
+    {
+        echo "## halcyond disk-tier reads (\`cache.get\` of keys only on disk)"
+        echo
+        echo "$disk_keys keys are set once; then, 3 rounds of: remove every key from the memory tier only (\`cache.remove\` with \`\"fromDisk\": false\`, not timed), and read each key once (timed; each connection walks its own slice, so every read is a disk-tier read: \`disk hits\` counts replies saying \`\"cacheType\":\"disk\"\`). The files stay in the OS page cache, so this measures halcyond's disk path (open, read, metadata, put back into memory), not the device."
+        echo
+        echo "| loadDiskFileSynchronously | value B | conns | pipeline | requests/s | p50/p99 µs | disk hits / reads | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for v in 100 4096; do
+        prefill=()
+        for mode in async request connection; do
+            for c in 1 4; do
+                for p in 1 32; do
+                    args=(--op get --value-size "$v" --conns "$c" --pipeline "$p" --keys "$disk_keys" --requests "$disk_keys"
+                        --rounds 3 --sequential --evict-first --key-prefix "d$v:" "${prefill[@]}")
+                    case "$mode" in
+                        async) label="no (ioQueue)" ;;
+                        request) label="per request"; args+=(--get-params '"options":{"loadDiskFileSynchronously":true}') ;;
+                        connection) label="per connection"; args+=(--configure '{"loadDiskFileSynchronously":true}') ;;
+                    esac
+                    h="$(run halcyon "${args[@]}")"
+                    prefill=(--no-prefill)
+                    echo "| $label | $v | $c | $p | $(rps "$h") | $(lat "$h") | $(field "$h" disk_hits) / $(field "$h" requests) | $(notes "$h") |" >>"$report"
+                done
+            done
+        done
+    done
+    echo >>"$report"
+fi
+
+{
+    echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo
+    echo "<details><summary>Raw loadgen lines</summary>"
+    echo
+    echo '```'
+    cat "$raw"
+    echo '```'
+    echo "</details>"
+} >>"$report"
+mkdir -p "$(dirname "$out")"
+cp "$report" "$out"
+log "report: $out"
