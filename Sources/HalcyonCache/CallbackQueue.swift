@@ -1,7 +1,7 @@
 // Where a completion runs: the delivery policy of every asynchronous cache call, with
 // Kingfisher's five meanings. The one Linux-specific part is how "already on the main
-// queue" is detected: `Thread.isMainThread` is false inside main-queue blocks under
-// `dispatchMain()`, so the main queue carries a `DispatchSpecificKey` instead.
+// queue" is detected: Foundation's main-thread test answers false inside main-queue
+// blocks under `dispatchMain()`, so the main queue carries a `DispatchSpecificKey` instead.
 
 import Dispatch
 import Foundation

@@ -38,6 +38,7 @@ extension DiskStorage {
     /// used then, `isReady` is false for the backend's lifetime and every call throws
     /// `.diskStorageIsNotReady` (`isCached` answers false). A folder deleted later is
     /// recreated by the next store.
+    // @unchecked Sendable: configLock and the maybeCached lock guard all mutable state.
     public final class Backend: @unchecked Sendable {
         /// The "configLock": guards `_config`, which `config` reads and replaces. An
         /// `NSLock` (pthread mutex) so ThreadSanitizer sees it, as it does not see

@@ -14,6 +14,7 @@ import CJansson
 /// (`jansson_config.h`), so `json_incref`/`json_decref` are `__atomic` operations, and
 /// since jansson 2.11 `json_dump*` no longer marks values while encoding, so reads
 /// and serialisations of one immutable tree from several threads do not race.
+// @unchecked Sendable: immutable after init; jansson's refcount is atomic (no lock needed).
 public final class JSONValue: @unchecked Sendable {
     /// The jansson node. Read-only after init; `deinit` releases our reference.
     @usableFromInline let raw: UnsafeMutablePointer<json_t>
