@@ -35,8 +35,8 @@ struct ExecutionEndToEndTests {
         _ = try client.result("connection.configure", #"{"callbackQueue":{"operationQueue":{"maxConcurrentOperationCount":1}}}"#)
         _ = try client.result("cache.set", #"{"key":"k","value":"v"}"#)
         // Hold the connection's only delivery slot, then queue memory hits of each priority.
-        try client.request("debug.sleep", #"{"seconds":0.5,"on":"callbackQueue"}"#, id: 100)
-        usleep(100_000)
+        try client.request("debug.sleep", #"{"seconds":1,"on":"callbackQueue"}"#, id: 100)
+        usleep(300_000)
         let priorities = ["veryLow", "low", "normal", "high", "veryHigh"]
         for (i, p) in priorities.enumerated() {
             try client.request("cache.get", #"{"key":"k","options":{"priority":"\#(p)"}}"#, id: i)
@@ -52,7 +52,7 @@ struct ExecutionEndToEndTests {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let client = try daemon.client()
-        try client.request("debug.sleep", #"{"seconds":0.5}"#, id: 1)
+        try client.request("debug.sleep", #"{"seconds":1.5}"#, id: 1)
         try client.request("cache.set", #"{"key":"c","value":"v"}"#, id: 2)
         try client.send(#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#)
         let replies = try client.readReplies(2)
@@ -70,9 +70,9 @@ struct ExecutionEndToEndTests {
         let client = try daemon.client()
         _ = try client.result("connection.configure", #"{"callbackQueue":{"dispatch":{"concurrent":false,"qos":"default"}}}"#)
         // The delivery queue is held, so the set runs but its reply waits.
-        try client.request("debug.sleep", #"{"seconds":0.6,"on":"callbackQueue"}"#, id: 1)
+        try client.request("debug.sleep", #"{"seconds":1.5,"on":"callbackQueue"}"#, id: 1)
         try client.request("cache.set", #"{"key":"c","value":"done"}"#, id: 2)
-        usleep(200_000)
+        usleep(600_000)
         try client.send(#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#)
         let replies = try client.readReplies(2)
         #expect(replies[2]?["error"]?["code"]?.int64 == -32800)
@@ -84,7 +84,7 @@ struct ExecutionEndToEndTests {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let leaving = try daemon.client()
-        try leaving.request("debug.sleep", #"{"seconds":0.5}"#, id: 1)
+        try leaving.request("debug.sleep", #"{"seconds":1.5}"#, id: 1)
         for i in 0..<20 {
             try leaving.request("cache.set", #"{"key":"gone\#(i)","value":"v"}"#, id: 10 + i)
         }
@@ -120,10 +120,11 @@ struct ExecutionEndToEndTests {
         // Per connection.
         _ = try writer.result("cache.remove", #"{"key":"d","fromDisk":false}"#)
         _ = try reader.result("connection.configure", #"{"loadDiskFileSynchronously":true}"#)
-        try writer.request("debug.sleep", #"{"seconds":1}"#, id: 2)
+        // A long hold, so that "answered before the hold ends" stays true on a loaded machine.
+        try writer.request("debug.sleep", #"{"seconds":4}"#, id: 2)
         usleep(100_000)
         try reader.request("cache.get", #"{"key":"d"}"#, id: 9)
-        let sync = try reader.readReply(timeout: 0.8)
+        let sync = try reader.readReply(timeout: 3)
         #expect(sync["result"]?["cacheType"]?.string == "disk")
         #expect(try writer.readReply()["id"]?.int64 == 2)
     }

@@ -10,9 +10,9 @@ struct LifecycleEndToEndTests {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let client = try daemon.client()
-        try client.request("debug.sleep", #"{"seconds":0.5}"#, id: 1)
+        try client.request("debug.sleep", #"{"seconds":1}"#, id: 1)
         try client.request("cache.set", #"{"key":"drained","value":"v"}"#, id: 2)
-        usleep(100_000)
+        usleep(400_000)
         kill(daemon.process.processIdentifier, SIGTERM)
         let replies = try client.readReplies(2)
         #expect(replies[2]?["result"]?["stored"]?.bool == true)
