@@ -49,6 +49,26 @@ struct ErrorsEndToEndTests {
         #expect(try client.result("server.ping")["pong"]?.bool == true)
     }
 
+    /// Hostile lines get the spec's errors and the connection (and daemon) carry on.
+    @Test func hostileJSONNeverCrashes() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        let hostile: [(bytes: [UInt8], reason: String)] = [
+            (Array(#"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8), "invalidUTF8"),
+            (Array(repeating: UInt8(ascii: "["), count: 100_000), "nestingTooDeep"),
+            (Array(#"{"jsonrpc":"2.0","id":99999999999999999999999,"method":"server.ping"}"#.utf8), "numberOutOfRange"),
+            (Array(#"{"jsonrpc":"2.0","id":1,"id":2,"method":"server.ping"}"#.utf8), "duplicateKey"),
+            (Array(#"{"jsonrpc":"2.0","id":1,"method":"server.ping"}"#.utf8) + [0] + Array("junk".utf8), "invalidJSON"),
+        ]
+        for (bytes, reason) in hostile {
+            try client.sendRaw(bytes + [0x0A])
+            expectError(try client.readReply(), code: -32700, reason: reason)
+        }
+        #expect(try client.result("server.ping")["pong"]?.bool == true)
+        #expect(try daemon.client().result("server.ping")["pong"]?.bool == true)
+    }
+
     @Test func paramsErrors() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
