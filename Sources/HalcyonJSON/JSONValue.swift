@@ -9,8 +9,8 @@ import CJansson
 /// is never mutated after it is created: this module exposes no mutating call, and
 /// children are handed out as new owners of their own reference.
 ///
-/// Threading: safe to use and share from any thread. That is why `@unchecked Sendable`
-/// holds: jansson 2.14 is built here with `JSON_HAVE_ATOMIC_BUILTINS 1`
+/// Threading: safe to use and share from any thread (immutable, atomic refcount). That
+/// is why `@unchecked Sendable` holds: jansson 2.14 is built here with `JSON_HAVE_ATOMIC_BUILTINS 1`
 /// (`jansson_config.h`), so `json_incref`/`json_decref` are `__atomic` operations, and
 /// since jansson 2.11 `json_dump*` no longer marks values while encoding, so reads
 /// and serialisations of one immutable tree from several threads do not race.
