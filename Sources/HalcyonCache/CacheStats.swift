@@ -37,8 +37,15 @@ public struct CacheStats: Sendable, Equatable {
     public var diskEntries: Int = 0
     /// Writes waiting or running on the ioQueue right now.
     public var writesQueued: Int = 0
-    /// Sweeps and after-store trims that failed with a disk error (the write itself stood).
+    /// Sweeps, after-store trims and lifetime write-backs that failed with a disk error
+    /// (the write itself stood).
     public var maintenanceErrors: Int = 0
+    /// Files whose times were rewritten to carry a lifetime that reads extended in memory
+    /// (the lazy write-back: about two per TTL for a hot key, plus one when its memory
+    /// copy leaves, and at a flush or shutdown).
+    public var extensionWriteBacks: Int = 0
+    /// Periodic sweeps run.
+    public var sweeps: Int = 0
 
     public init() {}
 }

@@ -94,30 +94,43 @@ extension DiskStorage.Backend {
     }
 
     /// Removes the entries expired at `referenceDate` (default `config.clock.now()`).
+    ///
+    /// - Parameter liveLifetimes: lifetimes the caller knows better than the files (file
+    ///   name -> the entry's lifetime): a file named there is judged by that lifetime,
+    ///   so an entry whose extension has not reached its file yet is never deleted.
     /// - Returns: the URLs of the removed files, so callers can count expirations.
     @discardableResult
-    public func removeExpiredValues(referenceDate: Date? = nil) throws(CacheError) -> [URL] {
-        let nowNanos = FileTimes.nanos(referenceDate ?? config.clock.now())
+    public func removeExpiredValues(referenceDate: Date? = nil, liveLifetimes: [String: Date] = [:]) throws(CacheError) -> [URL] {
+        let date = referenceDate ?? config.clock.now()
+        let nowNanos = FileTimes.nanos(date)
         var removed: [URL] = []
         for file in try cacheFiles() where file.status.times.isExpired(atNanos: nowNanos) {
+            if let lifetime = liveLifetimes[file.name], lifetime > date { continue }
             if try removeFile(named: file.name) { removed.append(url(of: file.name)) }
         }
         return removed
     }
 
-    /// When the folder holds more than `config.sizeLimit` bytes (file bytes), removes
-    /// the least recently accessed entries until it holds at most half the limit, so
-    /// that the next trims are not one store away. Does nothing when the limit is 0.
+    /// When the folder holds more than `config.sizeLimit` bytes (file bytes, headers
+    /// included: the measure `totalSize` reports), removes the least recently accessed
+    /// entries until it holds at most half the limit, so that the next trims are not one
+    /// store away. Does nothing when the limit is 0.
+    ///
+    /// - Parameter recentAccess: last accesses the caller knows better than the files
+    ///   (file name -> instant; reads answered from memory do not touch the file).
     /// - Returns: the URLs of the removed files, so callers can count evictions.
     @discardableResult
-    public func removeSizeExceededValues() throws(CacheError) -> [URL] {
+    public func removeSizeExceededValues(recentAccess: [String: Date] = [:]) throws(CacheError) -> [URL] {
         try checkReady()
         let limit = config.sizeLimit
         guard limit > 0 else { return [] }
         var files = try cacheFiles()
         var total = files.reduce(UInt64(0)) { $0 + $1.status.fileSize }
         guard total > limit else { return [] }
-        files.sort { $0.status.times.lastAccessNanos < $1.status.times.lastAccessNanos }
+        func lastAccess(_ file: CacheFile) -> Int64 {
+            max(file.status.times.lastAccessNanos, recentAccess[file.name].map(FileTimes.nanos) ?? 0)
+        }
+        files.sort { lastAccess($0) < lastAccess($1) }
         let target = limit / 2
         var removed: [URL] = []
         for file in files {

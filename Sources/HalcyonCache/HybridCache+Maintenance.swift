@@ -1,6 +1,7 @@
 // Whole-cache work of the hybrid cache: clear, removeExpired and trim (writes that every
-// later read queues behind), totalSize, the debug hold of the ioQueue, and the periodic
-// sweep that removes expired entries and enforces the disk size limit.
+// later read queues behind, applied by `perform`), totalSize, the debug hold of the
+// ioQueue, and the periodic sweep that removes expired entries and enforces the disk
+// size limit.
 
 import Foundation
 
@@ -14,21 +15,17 @@ extension HybridCache {
         memory: Bool = true, disk: Bool = true, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] in
-            dispatchPrecondition(condition: .onQueue(ioQueue))
-            let fromMemory = memory ? memoryStorage.removeAll() : 0
-            do throws(CacheError) {
-                let fromDisk = disk ? try diskStorage.removeAll() : 0
-                if disk { diskUsage.withLock { $0 = DiskUsage(bytes: 0, count: 0) } }
-                return .success(max(fromMemory, fromDisk))
-            } catch {
-                return .failure(error)
-            }
+        enqueueWrite(.clear(memory: memory, disk: disk), scope: .wholeCache, callbackQueue, .normal, completion) {
+            if case .removed(let n) = $0 { return n }
+            return 0
         }
     }
 
-    /// Removes the entries expired at `referenceDate` (default now) from the chosen tiers
-    /// and counts them as expirations. A whole-cache write on the ioQueue.
+    /// Removes the entries whose lifetime ends at or before `referenceDate` (default now)
+    /// from the chosen tiers and counts them as expirations; memory copies whose residency
+    /// is over leave too. A file is judged by the lifetime the cache knows: lifetimes that
+    /// memory extended are written back first, and no live entry's file is deleted. A
+    /// whole-cache write on the ioQueue.
     ///
     /// - Returns (through `completion`): the larger of the two tiers' counts.
     @discardableResult
@@ -36,36 +33,25 @@ extension HybridCache {
         memory: Bool = true, disk: Bool = true, referenceDate: Date? = nil, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] in
-            dispatchPrecondition(condition: .onQueue(ioQueue))
-            let fromMemory = memory ? memoryStorage.removeExpired(referenceDate: referenceDate) : 0
-            do throws(CacheError) {
-                let fromDisk = disk ? try diskStorage.removeExpiredValues(referenceDate: referenceDate).count : 0
-                counters.withLock { $0.diskExpirations += fromDisk }
-                if disk { recountDiskUsage() }
-                return .success(max(fromMemory, fromDisk))
-            } catch {
-                return .failure(error)
-            }
+        enqueueWrite(
+            .removeExpired(memory: memory, disk: disk, referenceDate: referenceDate), scope: .wholeCache,
+            callbackQueue, .normal, completion
+        ) {
+            if case .removed(let n) = $0 { return n }
+            return 0
         }
     }
 
-    /// When the disk tier is over its size limit, removes least recently accessed files
-    /// until it is at or below half the limit. A whole-cache write on the ioQueue.
+    /// When the disk tier is over its size limit (bytes on disk, headers included),
+    /// removes least recently accessed files until it is at or below half the limit; an
+    /// entry read from memory counts as accessed then. A whole-cache write on the ioQueue.
     @discardableResult
     public func trim(
         callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<TrimResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] in
-            dispatchPrecondition(condition: .onQueue(ioQueue))
-            do throws(CacheError) {
-                let removed = try diskStorage.removeSizeExceededValues().count
-                counters.withLock { $0.diskEvictions += removed }
-                recountDiskUsage()
-                return .success(TrimResult(removed: removed, totalSize: try diskStorage.totalSize()))
-            } catch {
-                return .failure(error)
-            }
+        enqueueWrite(.trim, scope: .wholeCache, callbackQueue, .normal, completion) {
+            if case .trimmed(let r) = $0 { return r }
+            return TrimResult(removed: 0, totalSize: 0)
         }
     }
 
@@ -98,20 +84,13 @@ extension HybridCache {
         }
     }
 
-    /// The periodic sweep, on the ioQueue: expired entries of both tiers, then the disk
-    /// size limit. Not a counted write: it removes only what no read may return anyway
-    /// (expired) or what the disk tier may drop at any time (size pressure).
+    /// The periodic sweep, on the ioQueue: departed memory copies, lifetimes written
+    /// back, expired files (sparing live entries), then the disk size limit. Goes through
+    /// `perform` like every write, and is counted (`CacheStats.sweeps`); not a counted
+    /// write in the write book: it removes only what no read may return anyway (expired)
+    /// or what the disk tier may drop at any time (size pressure).
     func sweep() {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
-        memoryStorage.removeExpired()
-        do throws(CacheError) {
-            let expired = try diskStorage.removeExpiredValues(referenceDate: nil).count
-            counters.withLock { $0.diskExpirations += expired }
-        } catch {
-            counters.withLock { $0.maintenanceErrors += 1 }
-        }
-        recountDiskUsage()
-        enforceDiskSizeLimit()
+        _ = perform(.sweep)
     }
 
     /// Runs a sweep now, on the ioQueue; for tests and operators.

@@ -23,12 +23,12 @@ extension HybridCache {
         }
     }
 
-    /// Reads `key`: memory first, then disk. A disk hit is put back into memory with the
-    /// memory expiration (`options.memoryExpiration` or the tier's), never outliving the
-    /// disk copy. The tier that answered extends the entry per `options.extendingExpiration`;
-    /// a memory entry that mirrors a disk copy is never extended past that copy's
-    /// expiration as last known (the read does not look at the disk), so `expiresAt` is
-    /// always an instant the cache honours.
+    /// Reads `key`: memory first, then disk. A disk hit is put back into memory as a
+    /// resident copy (residency `options.memoryExpiration` or the tier's). The read extends
+    /// the entry's lifetime per `options.extendingExpiration` whichever tier answered; the
+    /// extension is kept in memory, and reaches the file lazily (see
+    /// `MemoryStorage.Backend`). `options.referenceDate` is the instant the lifetime is
+    /// judged at, in both tiers. `expiresAt` is the entry's lifetime.
     ///
     /// A memory hit completes at once through `callbackQueue`; a memory miss reads the disk
     /// on the ioQueue, or on the caller's thread when `options.loadDiskFileSynchronously`.
@@ -46,7 +46,9 @@ extension HybridCache {
                 return retrieveNow(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
             }
         }
-        if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: options.extendingExpiration) {
+        if let (entry, meta) = memoryStorage.valueAndMeta(
+            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
+        {
             return runInline(callbackQueue, options.priority, completion) {
                 .success(RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
             }
@@ -57,11 +59,12 @@ extension HybridCache {
             }
         }
         switch path {
-        case .inline(let epoch):
+        case .inline(let epoch) where !memoryStorage.hasPendingWriteBack(forKey: key):
+            // (A pending write-back of this key goes first on the ioQueue: read after it.)
             return runInline(callbackQueue, options.priority, completion) {
                 retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.epoch == epoch })
             }
-        case .inlineThenQueue, .queued:
+        case .inline, .inlineThenQueue, .queued:
             return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
                 let inlineEpoch = writes.withLock { $0.inlineEpoch }
                 return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
@@ -81,8 +84,8 @@ extension HybridCache {
         }
     }
 
-    /// Size, flags, expiration and last access of `key` from the tier that holds it,
-    /// without loading or extending it. Same paths as `retrieve`; a miss is a success
+    /// Size, flags, lifetime, memory expiration (when a memory copy exists) and last
+    /// access of `key`, without loading or extending it. Same paths as `retrieve`; a miss is a success
     /// with `cacheType: .none`.
     @discardableResult
     public func describe(
@@ -107,12 +110,14 @@ extension HybridCache {
         case .queued:
             return enqueue(write: nil, callbackQueue, options.priority, completion) { lookUp(options.fromMemoryOnly) }
         case .inline, .inlineThenQueue:
-            if let meta = memoryStorage.meta(forKey: key) {
+            if let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {
                 return runInline(callbackQueue, options.priority, completion) {
                     .success(transform(HybridCache.description(of: meta)))
                 }
             }
-            if options.fromMemoryOnly || options.loadDiskFileSynchronously {
+            if options.fromMemoryOnly
+                || (options.loadDiskFileSynchronously && !memoryStorage.hasPendingWriteBack(forKey: key))
+            {
                 return runInline(callbackQueue, options.priority, completion) { lookUp(options.fromMemoryOnly) }
             }
             return enqueue(write: nil, callbackQueue, options.priority, completion) { lookUp(false) }
@@ -122,11 +127,12 @@ extension HybridCache {
     private static func description(of meta: MemoryStorage.Meta) -> EntryDescription {
         EntryDescription(
             cacheType: .memory, size: meta.size, flags: meta.flags,
-            expiresAt: optionalDate(meta.expiration), lastAccessAt: meta.lastAccess)
+            expiresAt: optionalDate(meta.expiration), memoryExpiresAt: optionalDate(meta.memoryExpiration),
+            lastAccessAt: meta.lastAccess)
     }
 
     private func describeNow(forKey key: String, options: Options, memoryOnly: Bool) -> Result<EntryDescription, CacheError> {
-        if let meta = memoryStorage.meta(forKey: key) {
+        if let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {
             return .success(HybridCache.description(of: meta))
         }
         let miss = EntryDescription(cacheType: .none, size: 0, flags: 0, expiresAt: nil, lastAccessAt: nil)
@@ -147,7 +153,9 @@ extension HybridCache {
     private func retrieveNow(
         forKey key: String, options: Options, putBackIf: @escaping (WriteBook) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
-        if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: options.extendingExpiration) {
+        if let (entry, meta) = memoryStorage.valueAndMeta(
+            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
+        {
             return .success(RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
         }
         if options.fromMemoryOnly {
@@ -159,28 +167,65 @@ extension HybridCache {
     /// Reads the disk tier and puts a hit back into memory, unless `putBackIf` (checked
     /// under the write book's lock, where the memory store then happens) says a write may
     /// have changed the key since the read began: an older value must never replace it.
+    /// The file is read without touching its times; the read's extension of the lifetime
+    /// goes into the resident copy (or, when memory cannot keep the value, straight into
+    /// the write-back set once it is due), like a memory hit's.
     private func retrieveFromDisk(
         forKey key: String, options: Options, putBackIf: (WriteBook) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         do throws(CacheError) {
             guard let (entry, meta) = try diskStorage.valueAndMeta(
-                forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration,
+                forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none,
                 forcedExtension: options.forcedExtension)
             else {
                 counters.withLock { $0.diskMisses += 1 }
                 return .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
             }
             counters.withLock { $0.diskHits += 1 }
-            let expiration = options.memoryExpiration ?? config.memory.expiration
+            let mirror = extendedLifetime(of: meta, options.extendingExpiration, forcedExtension: options.forcedExtension)
             writes.withLock { book in
-                if putBackIf(book) {
-                    // Capped at the disk copy's expiry, so no later memory hit outlives it.
-                    memoryStorage.store(entry, forKey: key, expiration: expiration, expirationCap: meta.expiration)
+                guard putBackIf(book) else { return }
+                let kept = memoryStorage.store(
+                    entry, forKey: key, residency: options.memoryExpiration, mirroring: mirror)
+                let now = mirror.extendedAt
+                if !kept, MemoryStorage.Backend.isWriteBackDue(
+                    expiresAt: mirror.expiresAt, diskExpiresAt: mirror.diskExpiresAt, now: now)
+                {
+                    memoryStorage.queueWriteBack(.init(
+                        key: key, forcedExtension: options.forcedExtension, expiresAt: mirror.expiresAt,
+                        timeToLive: mirror.timeToLive, extendedAt: mirror.extendedAt))
                 }
             }
-            return .success(RetrieveResult(cacheType: .disk, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
+            return .success(RetrieveResult(
+                cacheType: .disk, entry: entry, expiresAt: HybridCache.optionalDate(mirror.expiresAt)))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The lifetime of a disk entry after a read extending it per `extending`. The file
+    /// keeps its original time-to-live as the span between its last access and its
+    /// expiration (see `FileTimes`).
+    private func extendedLifetime(
+        of meta: DiskStorage.FileMeta, _ extending: ExpirationExtending, forcedExtension: String?
+    ) -> MemoryStorage.Mirror {
+        let now = config.disk.clock.now()
+        let stored: TimeInterval? = meta.expiration == .distantFuture
+            ? nil : max(0, meta.expiration.timeIntervalSince(meta.lastAccess))
+        var mirror = MemoryStorage.Mirror(
+            expiresAt: meta.expiration, timeToLive: stored, extendedAt: meta.lastAccess,
+            diskExpiresAt: meta.expiration, forcedExtension: forcedExtension)
+        switch extending {
+        case .none:
+            break
+        case .cacheTime:
+            mirror.expiresAt = Lifetime.end(of: stored.map { .seconds($0) } ?? .never, from: now)
+            mirror.extendedAt = now
+        case .expirationTime(let expiration):
+            mirror.expiresAt = Lifetime.end(of: expiration, from: now)
+            mirror.timeToLive = expiration.timeToLive(from: now)
+            mirror.extendedAt = now
+        }
+        return mirror
     }
 }

@@ -17,9 +17,12 @@ import Foundation
 /// ```
 ///
 /// Threading: every method may be called from any thread and never blocks on the ioQueue.
-/// - Writes (`store`, `touch`, `remove`, `clear`, `removeExpired`, `trim`) run on
-///   `ioQueue` in call order and change both tiers there as one step. Exception: a
-///   `store` with `toDisk: false` for a key with no queued write runs inline.
+/// - Writes (`store`, `touch`, `remove`, `clear`, `removeExpired`, `trim`, the sweep,
+///   write-backs) are `WriteOperation` values applied by `perform` on `ioQueue` in call
+///   order, changing both tiers there as one step. Exception: a `store` with
+///   `toDisk: false` for a key with no queued write and certainly no file runs inline.
+/// - An entry has one lifetime, whichever tier answers (see `MemoryStorage.Backend`):
+///   reads extend it in memory, and the disk copy's times catch up lazily (write-back).
 /// - Reads (`retrieve`, `cachedType`, `describe`) answer from memory on the caller's
 ///   thread; on a miss the disk is read on `ioQueue`, or on the caller's thread with
 ///   `loadDiskFileSynchronously`. While a write to the key (or a whole-cache write) is
@@ -56,14 +59,16 @@ public final class HybridCache: @unchecked Sendable {
         public var loadDiskFileSynchronously = false
         /// Expiration of a disk store or touch; nil = the disk tier's default.
         public var diskExpiration: StorageExpiration? = nil
-        /// Expiration of a memory store or touch; nil = the memory tier's default
-        /// (for a touch: the entry's own). Never outlives the disk entry it mirrors.
+        /// Memory expiration of a store or touch; nil = the memory tier's default (for a
+        /// touch: the entry's own). For an entry with a disk copy it bounds only how long
+        /// the bytes stay in RAM; for a `toDisk: false` entry it is the lifetime.
         public var memoryExpiration: StorageExpiration? = nil
-        /// What a read does to the expiration of the tier that answered. Default `.cacheTime`.
+        /// What a read does to the entry's lifetime, whichever tier answered. Default `.cacheTime`.
         public var extendingExpiration: ExpirationExtending = .cacheTime
         /// File extension for this key's disk file instead of the configured one.
         public var forcedExtension: String? = nil
-        /// The "now" of disk expiration decisions; nil = the disk clock's now.
+        /// The instant reads judge the lifetime at (both tiers), and a store counts its
+        /// expiration from; nil = now.
         public var referenceDate: Date? = nil
         /// Reads look at the memory tier only. Default false.
         public var fromMemoryOnly = false
@@ -82,7 +87,7 @@ public final class HybridCache: @unchecked Sendable {
         public var stored: Bool
         /// Bytes stored.
         public var size: Int
-        /// When the stored entry expires; nil = never.
+        /// The entry's lifetime; nil = never.
         public var expiresAt: Date?
     }
 
@@ -92,7 +97,7 @@ public final class HybridCache: @unchecked Sendable {
         public var cacheType: CacheType
         /// The entry; nil for a miss.
         public var entry: CacheEntry?
-        /// When the entry expires after this read's extension; nil = never or a miss.
+        /// The entry's lifetime after this read's extension; nil = never or a miss.
         public var expiresAt: Date?
     }
 
@@ -104,8 +109,11 @@ public final class HybridCache: @unchecked Sendable {
         public var size: Int
         /// The entry's opaque flags.
         public var flags: UInt32
-        /// When the entry expires in the tier that answered; nil = never (or a miss).
+        /// The entry's lifetime, whichever tier answered; nil = never (or a miss).
         public var expiresAt: Date?
+        /// When the memory copy leaves RAM unless read again; nil when there is no memory
+        /// copy (or a miss). Equal to `expiresAt` for a memory-only entry.
+        public var memoryExpiresAt: Date? = nil
         /// The entry's last store, read or touch in that tier; nil for a miss.
         public var lastAccessAt: Date?
     }
@@ -114,7 +122,7 @@ public final class HybridCache: @unchecked Sendable {
     public struct TouchResult: Sendable, Equatable {
         /// Whether either tier held the key.
         public var touched: Bool
-        /// The new expiration (the disk's when the disk held the key); nil = never or untouched.
+        /// The entry's new lifetime; nil = never or untouched.
         public var expiresAt: Date?
     }
 
@@ -154,7 +162,7 @@ public final class HybridCache: @unchecked Sendable {
     /// HybridCache+DiskUsage.swift); nil until the first listing or after a failed one.
     /// Written on the ioQueue only; read by `stats()` from any thread.
     let diskUsage = Locked<DiskUsage?>(nil)
-    private let sweepTimer: RepeatingTimer?
+    let sweepTimer: RepeatingTimer?
 
     /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
     /// happened while it was reading (then it must not put its older value into memory).
@@ -194,6 +202,7 @@ public final class HybridCache: @unchecked Sendable {
             : nil
         // Weak: the timer must not keep a forgotten cache alive; deinit cancels it.
         sweepTimer?.start { [weak self] in self?.sweep() }
+        memoryStorage.setWriteBackHandler { [weak self] in self?.scheduleWriteBackDrain() }
         // The first ioQueue job: list the disk folder once, so stores can check the size
         // limit without listing it again.
         ioQueue.async { [self] in recountDiskUsage() }

@@ -9,20 +9,35 @@ import Foundation
 
 extension MemoryStorage {
     /// One stored entry and its place in the recency list.
+    ///
+    /// Two instants bound a node. `expiresAt` is the entry's *lifetime*: the instant after
+    /// which no read returns the entry from either tier. `residentUntil` is the node's
+    /// *residency*: how long the bytes may stay in RAM (`memoryExpiration`). The node
+    /// leaves memory at the earlier of the two. For an entry without a disk copy both are
+    /// the same instant (its memory expiration is its lifetime).
     struct Node {
         var key: String
         var entry: CacheEntry
-        /// The expiration the entry was stored with, kept so a `.cacheTime` read can
-        /// restart the same span from the read's instant.
-        var expiration: StorageExpiration
-        /// Never later than `cap`: every place that sets it takes the minimum.
+        /// The entry's original time-to-live, which a `.cacheTime` read counts again from
+        /// the read's instant; nil = never expires.
+        var timeToLive: TimeInterval?
+        /// The lifetime; see the type's comment.
         var expiresAt: Date
-        /// The latest instant this entry may live to: the expiration of the disk copy it
-        /// mirrors, as known when it was stored, put back or touched (`distantFuture` for an
-        /// entry without a disk copy). A read extends the memory entry without touching the
-        /// disk, so without the cap a slide or a `.never` would promise a life the disk copy
-        /// does not have.
-        var cap: Date
+        /// The instant `expiresAt` was last counted from (store, slide, touch); with
+        /// `timeToLive` it is what a write-back gives the disk copy's times.
+        var extendedAt: Date
+        /// The memory expiration, restarted by each extending read.
+        var residency: StorageExpiration
+        var residentUntil: Date
+        /// The disk copy's expiration as last written; nil = no disk copy (memory only).
+        var diskExpiresAt: Date?
+        /// The file extension the disk copy was stored under (part of its file name).
+        var forcedExtension: String?
+        /// A write-back of this node's lifetime is in the pending set.
+        var writeBackQueued: Bool
+        /// Unique per store, put-back or touch (from the backend's counter), so that a
+        /// pending write-back of an older version of the key is recognised and dropped.
+        var generation: UInt64
         var lastAccess: Date
         /// Towards the most recently used end; `nil` at the head.
         var newer: Int32
@@ -31,10 +46,26 @@ extension MemoryStorage {
 
         var cost: Int { entry.bytes.count }
 
+        /// When the node leaves memory: the end of its residency or of its lifetime.
+        var leavesAt: Date { min(expiresAt, residentUntil) }
+
+        /// True when the disk copy's times are behind the lifetime the node knows.
+        var lagsDisk: Bool {
+            guard let diskExpiresAt else { return false }
+            return diskExpiresAt != expiresAt
+        }
+
         func meta() -> Meta {
             Meta(
                 size: entry.bytes.count, flags: entry.flags, expiration: expiresAt,
-                expirationCap: cap == .distantFuture ? nil : cap, lastAccess: lastAccess)
+                memoryExpiration: residentUntil, hasDiskCopy: diskExpiresAt != nil, lastAccess: lastAccess)
+        }
+
+        /// What a write-back gives the disk copy: the node's lifetime as it is now.
+        func writeBack() -> WriteBack {
+            WriteBack(
+                key: key, forcedExtension: forcedExtension, generation: generation, expiresAt: expiresAt,
+                timeToLive: timeToLive, extendedAt: extendedAt)
         }
     }
 
@@ -70,26 +101,20 @@ extension MemoryStorage {
 
         func slot(forKey key: String) -> Int32? { index[key] }
 
-        /// Inserts or replaces `key`, makes it the most recently used. Returns the change in cost.
-        /// `expiresAt` must already be capped at `cap` (the caller checked it is in the future).
-        mutating func set(
-            key: String, entry: CacheEntry, expiration: StorageExpiration, expiresAt: Date, cap: Date, now: Date
-        ) -> (costDelta: Int, countDelta: Int) {
-            if let slot = index[key] {
+        /// Inserts or replaces `node.key`, makes it the most recently used. Returns the
+        /// change in cost and count. The node's links are overwritten.
+        mutating func set(_ node: Node) -> (costDelta: Int, countDelta: Int) {
+            if let slot = index[node.key] {
                 let i = Int(slot)
                 let old = nodes[i].cost
-                nodes[i].entry = entry
-                nodes[i].expiration = expiration
-                nodes[i].expiresAt = expiresAt
-                nodes[i].cap = cap
-                nodes[i].lastAccess = now
+                let (newer, older) = (nodes[i].newer, nodes[i].older)
+                nodes[i] = node
+                nodes[i].newer = newer
+                nodes[i].older = older
                 moveToFront(slot)
-                totalCost += entry.bytes.count - old
-                return (entry.bytes.count - old, 0)
+                totalCost += node.cost - old
+                return (node.cost - old, 0)
             }
-            let node = Node(
-                key: key, entry: entry, expiration: expiration, expiresAt: expiresAt, cap: cap, lastAccess: now,
-                newer: LRUState.none, older: LRUState.none)
             let slot: Int32
             if let reused = free.popLast() {
                 slot = reused
@@ -98,44 +123,23 @@ extension MemoryStorage {
                 slot = Int32(nodes.count)
                 nodes.append(node)
             }
-            index[key] = slot
+            nodes[Int(slot)].newer = LRUState.none
+            nodes[Int(slot)].older = LRUState.none
+            index[node.key] = slot
             linkAtFront(slot)
             totalCost += node.cost
             return (node.cost, 1)
         }
 
-        /// Marks `slot` used now and optionally moves its expiration, never past its cap
-        /// (one comparison: the cap costs the hit path nothing else).
-        mutating func markRead(_ slot: Int32, now: Date, extending: ExpirationExtending) {
-            let i = Int(slot)
-            nodes[i].lastAccess = now
-            switch extending {
-            case .none:
-                break
-            case .cacheTime:
-                nodes[i].expiresAt = min(nodes[i].expiration.estimatedExpirationSince(now), nodes[i].cap)
-            case .expirationTime(let expiration):
-                nodes[i].expiration = expiration
-                nodes[i].expiresAt = min(expiration.estimatedExpirationSince(now), nodes[i].cap)
-            }
+        /// Direct access for the backend's lifetime arithmetic (see `MemoryStorage+Lifetime.swift`).
+        mutating func withNode<T>(_ slot: Int32, _ body: (inout Node) -> T) -> T {
+            body(&nodes[Int(slot)])
+        }
+
+        /// Marks `slot` used now and moves it to the front.
+        mutating func touchRecency(_ slot: Int32, now: Date) {
+            nodes[Int(slot)].lastAccess = now
             moveToFront(slot)
-        }
-
-        /// The instant `expiration` counted from `now` gives `slot`, capped at `cap` when
-        /// given, else at the entry's own cap.
-        func cappedExpiration(_ slot: Int32, _ expiration: StorageExpiration, cap: Date?, now: Date) -> Date {
-            min(expiration.estimatedExpirationSince(now), cap ?? nodes[Int(slot)].cap)
-        }
-
-        /// Gives `slot` a new expiration counted from `now`, and a new cap when `cap` is
-        /// non-nil; does not count as a read. Returns the new (capped) expiration instant.
-        mutating func setExpiration(_ slot: Int32, _ expiration: StorageExpiration, cap: Date?, now: Date) -> Date {
-            let i = Int(slot)
-            let expiresAt = cappedExpiration(slot, expiration, cap: cap, now: now)
-            if let cap { nodes[i].cap = cap }
-            nodes[i].expiration = expiration
-            nodes[i].expiresAt = expiresAt
-            return expiresAt
         }
 
         /// Unlinks and frees `slot`; returns the removed node's cost.
@@ -165,10 +169,14 @@ extension MemoryStorage {
             return removed
         }
 
-        /// The slots whose expiration is at or before `date`.
-        func expiredSlots(at date: Date) -> [Int32] {
-            index.values.filter { nodes[Int($0)].expiresAt <= date }
+        /// The slots that must leave: lifetime over at `lifetimeDate`, or residency over
+        /// at `now`.
+        func departingSlots(lifetimeAt lifetimeDate: Date, now: Date) -> [Int32] {
+            index.values.filter { nodes[Int($0)].expiresAt <= lifetimeDate || nodes[Int($0)].residentUntil <= now }
         }
+
+        /// Every node, for whole-tier passes (flush, clear).
+        var allSlots: Dictionary<String, Int32>.Values { index.values }
 
         private mutating func moveToFront(_ slot: Int32) {
             guard head != slot else { return }

@@ -1,6 +1,7 @@
-// The memory tier: an LRU of byte values with a total-cost limit, a count limit, a
-// per-entry expiration that a read can slide forward (never past the entry's cap, the
-// expiry of the disk copy it mirrors), and a periodic sweep of expired entries. Split
+// The memory tier: an LRU of byte values with a total-cost limit, a count limit, per
+// entry a lifetime (which a read can slide forward) and a residency (how long the bytes
+// stay in RAM), the pending write-backs of lifetimes that moved ahead of their disk
+// copies, and a periodic sweep of departed entries. Split
 // into lock-guarded shards so readers on different threads rarely meet (see
 // `Config.shardCount` and Docs/ARCHITECTURE.md ("Why 16 shards") for the measurement).
 
@@ -15,11 +16,16 @@ public enum MemoryStorage {
         public var size: Int
         /// The entry's opaque flags.
         public var flags: UInt32
-        /// When the entry expires; `Date.distantFuture` for never. Never after `expirationCap`.
+        /// The entry's lifetime: after it no read returns the entry from either tier;
+        /// `Date.distantFuture` for never.
         public var expiration: Date
-        /// The latest instant any extension may move `expiration` to: the expiration of the
-        /// disk copy this entry mirrors (see `Backend.store`); nil = no cap.
-        public var expirationCap: Date?
+        /// When the memory copy leaves RAM unless read again (its residency); equal to
+        /// `expiration` for an entry without a disk copy. The copy leaves at the earlier of
+        /// the two.
+        public var memoryExpiration: Date
+        /// True when the entry has a disk copy (its lifetime then lives on after the memory
+        /// copy leaves); false for an entry stored in memory only.
+        public var hasDiskCopy: Bool
         /// The last store, read or touch.
         public var lastAccess: Date
     }
@@ -32,7 +38,7 @@ public enum MemoryStorage {
         public var misses: Int
         /// Entries dropped to respect `totalCostLimit` or `countLimit`.
         public var evictions: Int
-        /// Entries dropped because they had expired (on read or by a sweep).
+        /// Entries dropped because their lifetime or residency ended (on read or by a sweep).
         public var expirations: Int
         /// Sum of the entries' byte counts.
         public var totalCost: Int
@@ -72,13 +78,75 @@ public enum MemoryStorage {
         let state = Locked(LRUState())
     }
 
+    /// The disk copy a memory copy mirrors, and the entry's lifetime as the cache knows
+    /// it (which may be ahead of that copy's times: see `WriteBack`).
+    public struct Mirror: Sendable, Equatable {
+        /// The entry's lifetime; nil = never expires.
+        public var expiresAt: Date
+        /// The entry's original time-to-live (nil = never), which `.cacheTime` reads
+        /// count again from the read's instant.
+        public var timeToLive: TimeInterval?
+        /// The instant `expiresAt` was counted from.
+        public var extendedAt: Date
+        /// The disk copy's expiration as it stands in its file.
+        public var diskExpiresAt: Date
+        /// The extension the disk copy's file name was made with.
+        public var forcedExtension: String?
+
+        public init(
+            expiresAt: Date, timeToLive: TimeInterval?, extendedAt: Date, diskExpiresAt: Date, forcedExtension: String?
+        ) {
+            self.expiresAt = expiresAt
+            self.timeToLive = timeToLive
+            self.extendedAt = extendedAt
+            self.diskExpiresAt = diskExpiresAt
+            self.forcedExtension = forcedExtension
+        }
+    }
+
+    /// A lifetime the disk copy of `key` has not been given yet: the owner of the disk
+    /// tier writes it into the file's times (expiration `expiresAt`, last access
+    /// `extendedAt`, so the file keeps `timeToLive` for its own slides).
+    public struct WriteBack: Sendable, Equatable {
+        public var key: String
+        public var forcedExtension: String?
+        /// The memory node it came from; a newer node of the key supersedes it.
+        public var generation: UInt64
+        public var expiresAt: Date
+        public var timeToLive: TimeInterval?
+        public var extendedAt: Date
+
+        public init(
+            key: String, forcedExtension: String?, generation: UInt64 = 0, expiresAt: Date, timeToLive: TimeInterval?,
+            extendedAt: Date
+        ) {
+            self.key = key
+            self.forcedExtension = forcedExtension
+            self.generation = generation
+            self.expiresAt = expiresAt
+            self.timeToLive = timeToLive
+            self.extendedAt = extendedAt
+        }
+    }
+
     /// The memory tier.
     ///
     /// Threading: every method is thread-safe and synchronous; it runs on the caller's
-    /// thread and calls nothing back. Each shard's lock guards that shard's map, list
-    /// and counters; the global cost and count are atomics, so the limits are global
-    /// although the locks are not. At most one shard lock is held at a time, so the shards
-    /// cannot deadlock. The clean timer fires on `cleanQueue`.
+    /// thread. Each shard's lock guards that shard's map, list and counters; the global
+    /// cost and count are atomics, so the limits are global although the locks are not;
+    /// `pending` (the write-back set) has its own lock, never taken inside a shard's. At
+    /// most one lock is held at a time, so nothing here can deadlock. The clean timer
+    /// fires on `cleanQueue`. The only call out is the write-back handler, made with no
+    /// lock held, when the pending set stops being empty.
+    ///
+    /// Lifetime and residency: an entry stored with `mirroring:` has a disk copy; its
+    /// lifetime (`Meta.expiration`) is the entry's, and the memory expiration only bounds
+    /// its residency (`Meta.memoryExpiration`). An extending read moves both, in memory
+    /// only; when the lifetime has run ahead of the disk copy's by at least half of what
+    /// it promises, or when the node leaves memory (eviction, residency end, `removeAll`,
+    /// a memory-only `remove`), the node's lifetime goes into the pending set, for the
+    /// owner of the disk tier to write back (`takeWriteBacks`). An entry stored without a
+    /// mirror lives in memory only, and its memory expiration is its lifetime.
     ///
     /// Eviction order: when a store takes the tier over a limit, the victim is the oldest
     /// of the shards' least recently used entries, which is the globally least recently
@@ -90,8 +158,6 @@ public enum MemoryStorage {
     /// let memory = MemoryStorage.Backend(config: .init(totalCostLimit: 64 << 20))
     /// memory.store(CacheEntry(bytes: [1, 2, 3]), forKey: "k", expiration: .seconds(60))
     /// let entry = memory.value(forKey: "k")   // slides the expiration by default
-    /// // A copy of a disk entry that expires at `diskDate`: no read may extend it beyond.
-    /// memory.store(entry!, forKey: "k", expiration: .never, expirationCap: diskDate)
     /// ```
     public final class Backend: Sendable {
         /// The settings fixed at init.
@@ -101,6 +167,11 @@ public enum MemoryStorage {
         private let shardMask: Int
         private let globalCost = Atomic<Int>(0)
         private let globalCount = Atomic<Int>(0)
+        private let generations = Atomic<UInt64>(0)
+        /// The pending write-backs by key ("write-back set").
+        private let pending = Locked<[String: WriteBack]>([:])
+        /// Called (no lock held) when the write-back set stops being empty.
+        private let writeBackHandler = Locked<(@Sendable () -> Void)?>(nil)
         /// Serial queue the periodic clean timer fires on; it only calls `removeExpired`.
         private let cleanQueue = DispatchQueue(label: "halcyon.MemoryStorage.cleanQueue")
         private let cleanTimer: RepeatingTimer?
@@ -124,162 +195,397 @@ public enum MemoryStorage {
             cleanTimer?.cancel()
         }
 
+        /// Installs the function told that write-backs are pending (the hybrid cache
+        /// queues a drain). It must only hand off: it runs on whatever thread added the
+        /// first pending write-back.
+        public func setWriteBackHandler(_ handler: @escaping @Sendable () -> Void) {
+            writeBackHandler.withLock { $0 = handler }
+        }
+
         @inline(__always)
         private func shard(for key: String) -> Shard {
             shards[key.hashValue & shardMask]
         }
 
+        private func nextGeneration() -> UInt64 {
+            generations.add(1, ordering: .relaxed).newValue
+        }
+
         // MARK: Writing
 
-        /// Stores `entry` under `key`, replacing any previous entry, and makes it the most
-        /// recently used. Evicts least recently used entries while over a limit.
+        /// Stores `entry` under `key` as an entry of the memory tier only, replacing any
+        /// previous entry, and makes it the most recently used. Its memory expiration is
+        /// its lifetime. Evicts least recently used entries while over a limit.
         ///
-        /// - Parameters:
-        ///   - expiration: counted from now; `nil` uses `config.expiration`.
-        ///   - expirationCap: the instant the entry must not outlive, whatever a later read
-        ///     or touch asks: the expiration of the disk copy this value mirrors. The
-        ///     expiration is capped at it now, and every extension is capped at it later
-        ///     (until a touch gives a new cap, or a store replaces the entry). `nil` = no cap,
-        ///     for a value that lives in memory only.
-        /// - Returns: false when nothing was stored: the (capped) expiration is already over,
-        ///   or the entry alone exceeds `totalCostLimit`. In both cases an older entry under
-        ///   `key` is removed too, so a reader never sees a value older than this write.
+        /// - Parameter expiration: counted from now; `nil` uses `config.expiration`.
+        /// - Returns: false when nothing was stored: the expiration is already over, or the
+        ///   entry alone exceeds `totalCostLimit`. In both cases an older entry under `key`
+        ///   is removed too, so a reader never sees a value older than this write.
         @discardableResult
-        public func store(
-            _ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil, expirationCap: Date? = nil
-        ) -> Bool {
+        public func store(_ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil) -> Bool {
             let expiration = expiration ?? config.expiration
             let now = clock.now()
-            let cap = expirationCap ?? .distantFuture
-            let expiresAt = min(expiration.estimatedExpirationSince(now), cap)
-            if expiration.isExpired || expiresAt <= now
-                || (config.totalCostLimit > 0 && entry.bytes.count > config.totalCostLimit)
-            {
+            let expiresAt = expiration.estimatedExpirationSince(now)
+            guard !expiration.isExpired, expiresAt > now else {
                 remove(forKey: key)
                 return false
             }
-            let delta = shard(for: key).state.withLock {
-                $0.set(key: key, entry: entry, expiration: expiration, expiresAt: expiresAt, cap: cap, now: now)
+            return insert(Node(
+                key: key, entry: entry, timeToLive: expiration.timeToLive(from: now), expiresAt: expiresAt,
+                extendedAt: now, residency: expiration, residentUntil: expiresAt, diskExpiresAt: nil,
+                forcedExtension: nil, writeBackQueued: false, generation: nextGeneration(), lastAccess: now,
+                newer: LRUState.none, older: LRUState.none))
+        }
+
+        /// Stores `entry` under `key` as the resident copy of a disk entry: its lifetime is
+        /// `mirror.expiresAt`, its residency `residency` (nil: `config.expiration`) counted
+        /// from now. When the lifetime is already ahead of the disk copy by the write-back
+        /// threshold, a write-back is queued at once.
+        ///
+        /// - Returns: false when nothing was stored (lifetime or residency already over,
+        ///   or the entry alone exceeds `totalCostLimit`); an older entry is removed then.
+        @discardableResult
+        public func store(_ entry: CacheEntry, forKey key: String, residency: StorageExpiration?, mirroring mirror: Mirror) -> Bool {
+            let residency = residency ?? config.expiration
+            let now = clock.now()
+            let residentUntil = residency.estimatedExpirationSince(now)
+            guard !residency.isExpired, residentUntil > now, mirror.expiresAt > now else {
+                remove(forKey: key)
+                return false
             }
+            var node = Node(
+                key: key, entry: entry, timeToLive: mirror.timeToLive, expiresAt: mirror.expiresAt,
+                extendedAt: mirror.extendedAt, residency: residency, residentUntil: residentUntil,
+                diskExpiresAt: mirror.diskExpiresAt, forcedExtension: mirror.forcedExtension, writeBackQueued: false,
+                generation: nextGeneration(), lastAccess: now, newer: LRUState.none, older: LRUState.none)
+            let writeBack = Backend.writeBackDue(&node, now: now)
+            guard insert(node) else { return false }
+            if let writeBack { addPending([writeBack]) }
+            return true
+        }
+
+        private func insert(_ node: Node) -> Bool {
+            if config.totalCostLimit > 0 && node.cost > config.totalCostLimit {
+                remove(forKey: node.key)
+                return false
+            }
+            let delta = shard(for: node.key).state.withLock { $0.set(node) }
             globalCost.add(delta.costDelta, ordering: .relaxed)
             globalCount.add(delta.countDelta, ordering: .relaxed)
+            dropPending(forKey: node.key, olderThan: node.generation)
             enforceLimits()
             return true
         }
 
-        /// Gives `key` a new expiration counted from now, without reading it.
+        /// Gives `key` a new lifetime and restarts its residency, without reading it.
         ///
         /// - Parameters:
-        ///   - expiration: `nil` restarts the entry's own expiration from now.
-        ///     An already-over expiration removes the entry.
-        ///   - expirationCap: non-nil replaces the entry's cap (the disk copy was touched
-        ///     too; `distantFuture` lifts the cap); nil keeps it. The new expiration is
-        ///     capped either way, and a cap already over removes the entry.
-        /// - Returns: the new expiration instant, or nil when the key is absent or expired
-        ///   (or was removed by an already-over expiration or cap).
+        ///   - expiration: the new memory expiration (residency; for a memory-only entry
+        ///     also its lifetime); nil keeps the entry's own.
+        ///   - mirror: for an entry with a disk copy, the copy's new lifetime (the disk was
+        ///     touched too); nil for a memory-only entry, whose lifetime is then its new
+        ///     memory expiration.
+        /// - Returns: the new lifetime, or nil when the key is absent or gone (or was
+        ///   removed because the new lifetime is already over).
         @discardableResult
-        public func touch(forKey key: String, expiration: StorageExpiration? = nil, expirationCap: Date? = nil) -> Date? {
+        public func touch(forKey key: String, expiration residency: StorageExpiration? = nil, mirroring mirror: Mirror? = nil) -> Date? {
             let now = clock.now()
+            let generation = nextGeneration()
+            var departed: WriteBack?
             let (result, removedCost) = shard(for: key).state.withLock { state -> (Date?, Int?) in
                 guard let slot = state.slot(forKey: key) else { return (nil, nil) }
-                if state[slot].expiresAt <= now {
+                if state[slot].leavesAt <= now {
                     state.expirations += 1
+                    if state[slot].lagsDisk { departed = state[slot].writeBack() }
                     return (nil, state.remove(slot))
                 }
-                let newExpiration = expiration ?? state[slot].expiration
-                let newDate = state.cappedExpiration(slot, newExpiration, cap: expirationCap, now: now)
-                if newExpiration.isExpired || newDate <= now {
-                    return (nil, state.remove(slot))
+                let alive = state.withNode(slot) { node -> Bool in
+                    let newResidency = residency ?? node.residency
+                    node.residency = newResidency
+                    node.residentUntil = newResidency.estimatedExpirationSince(now)
+                    node.generation = generation
+                    node.writeBackQueued = false
+                    if let mirror, node.diskExpiresAt != nil {
+                        node.expiresAt = mirror.expiresAt
+                        node.timeToLive = mirror.timeToLive
+                        node.extendedAt = mirror.extendedAt
+                        node.diskExpiresAt = mirror.diskExpiresAt
+                    } else if node.diskExpiresAt == nil {
+                        node.expiresAt = node.residentUntil
+                        node.timeToLive = newResidency.timeToLive(from: now)
+                        node.extendedAt = now
+                    }
+                    return !newResidency.isExpired && node.leavesAt > now
                 }
-                return (state.setExpiration(slot, newExpiration, cap: expirationCap, now: now), nil)
+                if !alive { return (nil, state.remove(slot)) }
+                return (state[slot].expiresAt, nil)
             }
             if let removedCost { accountRemoval(cost: removedCost, count: 1) }
+            dropPending(forKey: key, olderThan: generation)
+            if let departed { addPending([departed]) }
             return result
         }
 
         /// Removes `key`. Returns whether a live or expired entry was there.
+        ///
+        /// - Parameter writingBack: true when the disk copy stays (a memory-only removal):
+        ///   a lifetime that ran ahead of it is then queued for write-back like any
+        ///   departure. False (default) drops any pending write-back of `key` too: the
+        ///   caller is replacing or removing the disk copy.
         @discardableResult
-        public func remove(forKey key: String) -> Bool {
-            let removedCost = shard(for: key).state.withLock { state -> Int? in
+        public func remove(forKey key: String, writingBack: Bool = false) -> Bool {
+            let removed = shard(for: key).state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
                 guard let slot = state.slot(forKey: key) else { return nil }
-                return state.remove(slot)
+                let writeBack = writingBack && state[slot].lagsDisk ? state[slot].writeBack() : nil
+                return (state.remove(slot), writeBack)
             }
-            guard let removedCost else { return false }
-            accountRemoval(cost: removedCost, count: 1)
+            if writingBack {
+                if let writeBack = removed?.writeBack { addPending([writeBack]) }
+            } else {
+                dropPending(forKey: key, olderThan: .max)
+            }
+            guard let removed else { return false }
+            accountRemoval(cost: removed.cost, count: 1)
             return true
         }
 
         /// Removes every entry. Returns how many there were (expired ones included).
+        ///
+        /// - Parameter writingBack: true when the disk copies stay (clearing the memory
+        ///   tier only): lifetimes that ran ahead of them are queued for write-back. False
+        ///   (default) also empties the pending set.
         @discardableResult
-        public func removeAll() -> Int {
+        public func removeAll(writingBack: Bool = false) -> Int {
             var removed = 0
+            var writeBacks: [WriteBack] = []
             for shard in shards {
                 let (count, cost) = shard.state.withLock { state -> (Int, Int) in
+                    if writingBack {
+                        for slot in state.allSlots where state[slot].lagsDisk { writeBacks.append(state[slot].writeBack()) }
+                    }
                     let cost = state.totalCost
                     return (state.removeAll(), cost)
                 }
                 accountRemoval(cost: cost, count: count)
                 removed += count
             }
+            if writingBack {
+                addPending(writeBacks)
+            } else {
+                pending.withLock { $0.removeAll() }
+            }
             return removed
         }
 
-        /// Removes the entries whose expiration is at or before `referenceDate` (default:
-        /// now) and counts them as expirations. Returns how many it removed.
+        /// Removes the entries whose lifetime ends at or before `referenceDate` (default:
+        /// now) or whose residency is over now, and counts them as expirations. Lifetimes
+        /// ahead of their disk copies are queued for write-back. Returns how many it removed.
         @discardableResult
         public func removeExpired(referenceDate: Date? = nil) -> Int {
-            let date = referenceDate ?? clock.now()
+            let now = clock.now()
+            let date = referenceDate ?? now
             var removed = 0
+            var writeBacks: [WriteBack] = []
             for shard in shards {
                 let (count, cost) = shard.state.withLock { state -> (Int, Int) in
-                    let slots = state.expiredSlots(at: date)
+                    let slots = state.departingSlots(lifetimeAt: date, now: now)
                     var cost = 0
-                    for slot in slots { cost += state.remove(slot) }
+                    for slot in slots {
+                        if state[slot].lagsDisk { writeBacks.append(state[slot].writeBack()) }
+                        cost += state.remove(slot)
+                    }
                     state.expirations += slots.count
                     return (slots.count, cost)
                 }
                 accountRemoval(cost: cost, count: count)
                 removed += count
             }
+            addPending(writeBacks)
             return removed
+        }
+
+        // MARK: Write-back
+
+        /// Takes the pending set: for each key still resident with the same generation,
+        /// the node's lifetime as it is now (the node then counts as written back); for a
+        /// departed node, the lifetime it left with; a key since stored again is skipped.
+        /// The caller must write every returned lifetime to the disk copy.
+        public func takeWriteBacks() -> [WriteBack] {
+            let taken = pending.withLock { set -> [WriteBack] in
+                let all = Array(set.values)
+                set.removeAll(keepingCapacity: true)
+                return all
+            }
+            return taken.compactMap { record in
+                shard(for: record.key).state.withLock { state -> WriteBack? in
+                    guard let slot = state.slot(forKey: record.key) else { return record }
+                    guard state[slot].generation == record.generation else { return nil }
+                    return state.withNode(slot) { node in
+                        node.writeBackQueued = false
+                        node.diskExpiresAt = node.expiresAt
+                        return node.writeBack()
+                    }
+                }
+            }
+        }
+
+        /// Takes the pending set and every resident lifetime ahead of its disk copy (for
+        /// a flush: a sweep, a shutdown). The nodes then count as written back.
+        public func takeAllWriteBacks() -> [WriteBack] {
+            var all = takeWriteBacks()
+            for shard in shards {
+                shard.state.withLock { state in
+                    for slot in state.allSlots where state[slot].lagsDisk {
+                        all.append(state.withNode(slot) { node in
+                            node.writeBackQueued = false
+                            node.diskExpiresAt = node.expiresAt
+                            return node.writeBack()
+                        })
+                    }
+                }
+            }
+            return all
+        }
+
+        /// Queues a write-back that no resident node tracks (a disk hit whose value memory
+        /// could not keep). A store or touch of the key drops it.
+        public func queueWriteBack(_ writeBack: WriteBack) {
+            addPending([writeBack])
+        }
+
+        /// Whether a write-back of `key` is pending.
+        public func hasPendingWriteBack(forKey key: String) -> Bool {
+            pending.withLock { $0[key] != nil }
+        }
+
+        /// The resident entries that have a disk copy: key, file extension, lifetime and
+        /// last access, so that disk maintenance can judge a file by what memory knows.
+        public func residentDiskEntries() -> [(key: String, forcedExtension: String?, expiresAt: Date, lastAccess: Date)] {
+            var out: [(key: String, forcedExtension: String?, expiresAt: Date, lastAccess: Date)] = []
+            for shard in shards {
+                shard.state.withLock { state in
+                    for slot in state.allSlots where state[slot].diskExpiresAt != nil {
+                        let node = state[slot]
+                        out.append((node.key, node.forcedExtension, node.expiresAt, node.lastAccess))
+                    }
+                }
+            }
+            return out
+        }
+
+        private func addPending(_ writeBacks: [WriteBack]) {
+            guard !writeBacks.isEmpty else { return }
+            let wasEmpty = pending.withLock { set -> Bool in
+                let wasEmpty = set.isEmpty
+                for writeBack in writeBacks { set[writeBack.key] = writeBack }
+                return wasEmpty
+            }
+            if wasEmpty, let handler = writeBackHandler.withLock({ $0 }) { handler() }
+        }
+
+        private func dropPending(forKey key: String, olderThan generation: UInt64) {
+            pending.withLock { set in
+                if let record = set[key], record.generation < generation { set[key] = nil }
+            }
+        }
+
+        /// The write-back threshold. Marks `node` queued and returns its write-back when its
+        /// lifetime is ahead of the disk copy and either ends earlier than the disk copy
+        /// (a shortening must reach the disk soon) or the disk copy has at most half of the
+        /// remaining lifetime left: a hot key costs about two file-time writes per TTL,
+        /// whatever its read rate.
+        static func writeBackDue(_ node: inout Node, now: Date) -> WriteBack? {
+            guard !node.writeBackQueued, let disk = node.diskExpiresAt,
+                  isWriteBackDue(expiresAt: node.expiresAt, diskExpiresAt: disk, now: now)
+            else { return nil }
+            node.writeBackQueued = true
+            return node.writeBack()
+        }
+
+        /// The threshold itself (see `writeBackDue`), for a lifetime no node tracks.
+        public static func isWriteBackDue(expiresAt: Date, diskExpiresAt disk: Date, now: Date) -> Bool {
+            guard disk != expiresAt else { return false }
+            return expiresAt < disk || disk.timeIntervalSince(now) <= expiresAt.timeIntervalSince(now) / 2
         }
 
         // MARK: Reading
 
-        /// The entry under `key`, or nil when absent or expired (an expired entry is
+        /// The entry under `key`, or nil when absent or gone (a departed entry is
         /// removed on the way). Counts a hit or a miss and marks the entry used now.
         ///
-        /// - Parameter extendingExpiration: what the read does to the expiration;
-        ///   default `.cacheTime` (the stored span restarts from now).
+        /// - Parameter extendingExpiration: what the read does to the lifetime;
+        ///   default `.cacheTime` (the original time-to-live restarts from now).
         public func value(forKey key: String, extendingExpiration: ExpirationExtending = .cacheTime) -> CacheEntry? {
             valueAndMeta(forKey: key, extendingExpiration: extendingExpiration)?.entry
         }
 
         /// Like `value(forKey:extendingExpiration:)`, also returning the entry's meta after
         /// the read's extension.
+        ///
+        /// - Parameter referenceDate: the instant the lifetime is judged at (default now):
+        ///   an entry whose lifetime ends at or before it is a miss (and stays, unextended).
+        ///   Residency is always judged now. Extensions count from now.
         public func valueAndMeta(
-            forKey key: String, extendingExpiration: ExpirationExtending = .cacheTime
+            forKey key: String, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime
         ) -> (entry: CacheEntry, meta: Meta)? {
             let now = clock.now()
-            var expiredCost: Int?
+            var departed: (cost: Int, writeBack: WriteBack?)?
+            var writeBack: WriteBack?
             let found = shard(for: key).state.withLock { state -> (CacheEntry, Meta)? in
                 guard let slot = state.slot(forKey: key) else {
                     state.misses += 1
                     return nil
                 }
-                if state[slot].expiresAt <= now {
+                if state[slot].leavesAt <= now {
                     state.misses += 1
                     state.expirations += 1
-                    expiredCost = state.remove(slot)
+                    let lagging = state[slot].lagsDisk ? state[slot].writeBack() : nil
+                    departed = (state.remove(slot), lagging)
+                    return nil
+                }
+                if let referenceDate, state[slot].expiresAt <= referenceDate {
+                    state.misses += 1
                     return nil
                 }
                 state.hits += 1
-                state.markRead(slot, now: now, extending: extendingExpiration)
+                state.touchRecency(slot, now: now)
+                writeBack = state.withNode(slot) { Backend.extend(&$0, extendingExpiration, now: now) }
                 let node = state[slot]
                 return (node.entry, node.meta())
             }
-            if let expiredCost { accountRemoval(cost: expiredCost, count: 1) }
+            if let departed {
+                accountRemoval(cost: departed.cost, count: 1)
+                if let lagging = departed.writeBack { addPending([lagging]) }
+            }
+            if let writeBack { addPending([writeBack]) }
             return found
+        }
+
+        /// Applies a read's extension to `node`; returns a write-back when one is due.
+        static func extend(_ node: inout Node, _ extending: ExpirationExtending, now: Date) -> WriteBack? {
+            let expiration: StorageExpiration
+            switch extending {
+            case .none:
+                return nil
+            case .cacheTime:
+                expiration = node.timeToLive.map { .seconds($0) } ?? .never
+            case .expirationTime(let asked):
+                expiration = asked
+                node.timeToLive = asked.timeToLive(from: now)
+            }
+            node.extendedAt = now
+            if node.diskExpiresAt == nil {
+                // Memory only: the memory expiration is the lifetime.
+                if case .expirationTime(let asked) = extending { node.residency = asked }
+                node.expiresAt = expiration.estimatedExpirationSince(now)
+                node.residentUntil = node.expiresAt
+                return nil
+            }
+            // The same whole-second rounding the disk tier gives a stored expiration, so
+            // that the lifetime reported now is the one the file will carry.
+            node.expiresAt = Lifetime.end(of: expiration, from: now)
+            node.residentUntil = node.residency.estimatedExpirationSince(now)
+            return writeBackDue(&node, now: now)
         }
 
         /// Whether a live entry is under `key`. Never extends, never reorders, never counts.
@@ -287,21 +593,36 @@ public enum MemoryStorage {
             meta(forKey: key) != nil
         }
 
-        /// The meta of the live entry under `key`. Never extends, never reorders, never counts.
-        public func meta(forKey key: String) -> Meta? {
+        /// The meta of the live entry under `key`, judged at `referenceDate` (default now;
+        /// residency always now). Never extends, never reorders, never counts; a departed
+        /// entry is removed (and its lifetime queued for write-back).
+        public func meta(forKey key: String, referenceDate: Date? = nil) -> Meta? {
             let now = clock.now()
-            return shard(for: key).state.withLock { state -> Meta? in
-                guard let slot = state.slot(forKey: key), state[slot].expiresAt > now else { return nil }
+            var departed: (cost: Int, writeBack: WriteBack?)?
+            let found = shard(for: key).state.withLock { state -> Meta? in
+                guard let slot = state.slot(forKey: key) else { return nil }
+                if state[slot].leavesAt <= now {
+                    state.expirations += 1
+                    let lagging = state[slot].lagsDisk ? state[slot].writeBack() : nil
+                    departed = (state.remove(slot), lagging)
+                    return nil
+                }
+                if let referenceDate, state[slot].expiresAt <= referenceDate { return nil }
                 return state[slot].meta()
             }
+            if let departed {
+                accountRemoval(cost: departed.cost, count: 1)
+                if let lagging = departed.writeBack { addPending([lagging]) }
+            }
+            return found
         }
 
         // MARK: Occupancy
 
-        /// Sum of the entries' byte counts (expired entries not yet swept included).
+        /// Sum of the entries' byte counts (departed entries not yet swept included).
         public var totalCost: Int { globalCost.load(ordering: .relaxed) }
 
-        /// Number of entries (expired entries not yet swept included).
+        /// Number of entries (departed entries not yet swept included).
         public var count: Int { globalCount.load(ordering: .relaxed) }
 
         /// A snapshot of the counters; each shard is read under its own lock, so the sums
@@ -336,8 +657,10 @@ public enum MemoryStorage {
 
         /// Evicts globally least recently used entries until under both limits. Peeks at
         /// every shard's tail under that shard's lock (one lock at a time), then evicts the
-        /// oldest if it is still that shard's tail.
+        /// oldest if it is still that shard's tail. An evicted lifetime ahead of its disk
+        /// copy is queued for write-back.
         private func enforceLimits() {
+            var writeBacks: [WriteBack] = []
             while overLimit() {
                 var victim: (shard: Shard, lastAccess: Date)?
                 for shard in shards {
@@ -347,14 +670,25 @@ public enum MemoryStorage {
                         victim = (shard, oldest.lastAccess)
                     }
                 }
-                guard let victim else { return }
+                guard let victim else { break }
                 let cost = victim.shard.state.withLock { state -> Int? in
                     guard let oldest = state.oldest else { return nil }
                     state.evictions += 1
+                    if state[oldest.slot].lagsDisk { writeBacks.append(state[oldest.slot].writeBack()) }
                     return state.remove(oldest.slot)
                 }
                 if let cost { accountRemoval(cost: cost, count: 1) }
             }
+            addPending(writeBacks)
         }
+    }
+}
+
+/// Lifetime arithmetic shared by the tiers.
+enum Lifetime {
+    /// The instant `expiration` counted from `now` ends, rounded up to a whole second as
+    /// the disk tier stores it (`FileTimes.planned`); `now` itself when already over.
+    static func end(of expiration: StorageExpiration, from now: Date) -> Date {
+        FileTimes.planned(expiration, now: now)?.expirationDate ?? now
     }
 }

@@ -272,8 +272,9 @@ public final class Daemon: Sendable {
         }
         for client in remaining { client.pipeline.fireUserInboundEventTriggered(ShutdownEvent.close) }
         for client in remaining { _ = try? client.closeFuture.wait() }
-        // Every write that started has finished once the ioQueue is empty.
-        cache.ioQueue.sync {}
+        // Every write that started has finished once the ioQueue is empty; then the
+        // lifetimes reads extended in memory are written to their files.
+        cache.shutdown()
         socket?.cleanUp()
         try? group.syncShutdownGracefully()
         logger.info("stopped")

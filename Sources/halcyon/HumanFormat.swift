@@ -33,6 +33,12 @@ enum HumanFormat {
         return delta >= 0 ? "in \(Durations.describe(delta)) (\(when))" : "expired \(Durations.describe(-delta)) ago (\(when))"
     }
 
+    /// How long a memory copy stays in RAM: `in memory for 5m`, `in memory for good`.
+    static func residency(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
+        guard let value, let time = value.double else { return "in memory for good" }
+        return "in memory for \(Durations.describe(max(0, time - now)))"
+    }
+
     /// A past instant: `3s ago (2026-11-23 09:59:57 UTC)`. The disk tier rounds times up
     /// to whole seconds, so an access a moment ago may lie up to a second ahead: that
     /// reads `just now`, not `in 0.4s`.

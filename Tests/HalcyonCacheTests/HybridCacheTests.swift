@@ -37,20 +37,22 @@ struct HybridCacheTests {
         #expect(miss.entry == nil)
     }
 
-    @Test func diskHitPutBackNeverOutlivesTheDiskEntry() async throws {
+    @Test func memoryCopyCarriesTheLifetimeAndItsOwnResidency() async throws {
         let f = HybridCacheFixture(memoryExpiration: .seconds(1_000))
         let cache = f.cache
         var options = HybridCache.Options()
         options.diskExpiration = .seconds(10)
         _ = await result { cache.store(CacheEntry(bytes: [1]), forKey: "k", options: options, completion: $0) }
-        // At store time memory already follows the disk's shorter life.
-        #expect(cache.memoryStorage.meta(forKey: "k")!.expiration <= f.clock.now().addingTimeInterval(10))
+        let meta = cache.memoryStorage.meta(forKey: "k")!
+        #expect(meta.expiration == f.clock.now().addingTimeInterval(10))
+        #expect(meta.memoryExpiration == f.clock.now().addingTimeInterval(1_000))
         cache.memoryStorage.removeAll()
         var read = HybridCache.Options()
         read.extendingExpiration = .none
         let hit = try await result { cache.retrieve(forKey: "k", options: read, completion: $0) }.get()
         #expect(hit.cacheType == .disk)
-        #expect(cache.memoryStorage.meta(forKey: "k")!.expiration <= hit.expiresAt!)
+        #expect(hit.expiresAt == f.clock.now().addingTimeInterval(10))
+        #expect(cache.memoryStorage.meta(forKey: "k")!.expiration == hit.expiresAt!)
     }
 
     @Test func toDiskFalseStoresInMemoryInline() async throws {
@@ -155,7 +157,8 @@ struct HybridCacheTests {
         let touched = try await result { cache.touch(forKey: "k", options: options, completion: $0) }.get()
         #expect(touched.touched)
         #expect(touched.expiresAt == f.clock.now().addingTimeInterval(60))
-        // Memory capped at the disk's new expiration.
+        // One lifetime: the memory copy carries the new one; its residency restarted.
+        #expect(cache.memoryStorage.meta(forKey: "k")?.memoryExpiration == f.clock.now().addingTimeInterval(600))
         #expect(cache.memoryStorage.meta(forKey: "k")?.expiration == f.clock.now().addingTimeInterval(60))
         #expect(try cache.diskStorage.meta(forKey: "k")?.expiration == f.clock.now().addingTimeInterval(60))
         let missing = try await result { cache.touch(forKey: "missing", completion: $0) }.get()

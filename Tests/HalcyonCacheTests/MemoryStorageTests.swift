@@ -159,49 +159,88 @@ struct MemoryStorageTests {
         #expect(memory.count == 0)
     }
 
-    @Test(arguments: designs) func capBoundsTheStoreAndEveryExtension(shards: Int) {
+    static func mirror(_ clock: ManualClock, ttl: TimeInterval) -> MemoryStorage.Mirror {
+        let end = clock.now().addingTimeInterval(ttl)
+        return .init(expiresAt: end, timeToLive: ttl, extendedAt: clock.now(), diskExpiresAt: end, forcedExtension: nil)
+    }
+
+    /// A resident copy of a disk entry: the lifetime slides with reads, the residency
+    /// (memory expiration) bounds only how long the bytes stay, and the copy leaves at
+    /// the earlier of the two.
+    @Test(arguments: designs) func lifetimeAndResidencyAreSeparate(shards: Int) {
         let (memory, clock) = Self.make(shards: shards)
-        let cap = clock.now().addingTimeInterval(100)
-        #expect(memory.store(Self.entry(1), forKey: "k", expiration: .seconds(300), expirationCap: cap))
-        #expect(memory.meta(forKey: "k")?.expiration == cap)
-        #expect(memory.meta(forKey: "k")?.expirationCap == cap)
-        // A slide that would pass the cap stops at it; a shorter one is untouched.
-        clock.advance(by: 50)
-        #expect(memory.valueAndMeta(forKey: "k")?.meta.expiration == cap)
-        #expect(memory.valueAndMeta(forKey: "k", extendingExpiration: .expirationTime(.seconds(10)))?.meta.expiration
-            == clock.now().addingTimeInterval(10))
-        // "Never" and a later date are capped too.
-        #expect(memory.valueAndMeta(forKey: "k", extendingExpiration: .expirationTime(.never))?.meta.expiration == cap)
-        #expect(memory.valueAndMeta(
-            forKey: "k", extendingExpiration: .expirationTime(.date(cap.addingTimeInterval(1))))?.meta.expiration == cap)
-        // A touch without a new cap keeps the old one.
-        #expect(memory.touch(forKey: "k", expiration: .days(1)) == cap)
-        // Past the cap the entry is gone, however it was extended.
-        clock.set(cap)
+        #expect(memory.store(Self.entry(1), forKey: "k", residency: .seconds(300), mirroring: Self.mirror(clock, ttl: 1_000)))
+        var meta = memory.meta(forKey: "k")
+        #expect(meta?.expiration == clock.now().addingTimeInterval(1_000))
+        #expect(meta?.memoryExpiration == clock.now().addingTimeInterval(300))
+        #expect(meta?.hasDiskCopy == true)
+        // A read 200 s later slides both: the lifetime by its own TTL, residency by 300 s.
+        clock.advance(by: 200)
+        meta = memory.valueAndMeta(forKey: "k")?.meta
+        #expect(meta?.expiration == clock.now().addingTimeInterval(1_000))
+        #expect(meta?.memoryExpiration == clock.now().addingTimeInterval(300))
+        // Without reads the residency ends first: the copy leaves, the lifetime is queued
+        // for write-back (the disk copy was 200 s behind).
+        clock.advance(by: 300)
         #expect(memory.value(forKey: "k") == nil)
+        let writeBacks = memory.takeWriteBacks()
+        #expect(writeBacks.map(\.key) == ["k"])
+        #expect(writeBacks.first?.expiresAt == clock.now().addingTimeInterval(700))
+        // A lifetime shorter than the residency ends the copy at the lifetime.
+        #expect(memory.store(Self.entry(1), forKey: "short", residency: .seconds(300), mirroring: Self.mirror(clock, ttl: 10)))
+        clock.advance(by: 10)
+        #expect(memory.value(forKey: "short") == nil)
+        #expect(memory.takeWriteBacks().isEmpty)
+    }
+
+    /// `referenceDate` judges the lifetime: at or after it the entry is a miss, and it
+    /// stays (unextended) for reads at the real now.
+    @Test(arguments: designs) func referenceDateJudgesTheLifetime(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        memory.store(Self.entry(1), forKey: "k", residency: .seconds(300), mirroring: Self.mirror(clock, ttl: 100))
+        let end = clock.now().addingTimeInterval(100)
+        #expect(memory.valueAndMeta(forKey: "k", referenceDate: end, extendingExpiration: .cacheTime) == nil)
+        #expect(memory.meta(forKey: "k", referenceDate: end) == nil)
+        #expect(memory.meta(forKey: "k", referenceDate: end.addingTimeInterval(-1))?.expiration == end)
+        #expect(memory.meta(forKey: "k")?.expiration == end)
+        #expect(memory.removeExpired(referenceDate: end) == 1)
         #expect(memory.count == 0)
     }
 
-    @Test(arguments: designs) func touchReplacesOrLiftsTheCap(shards: Int) {
+    /// The write-back threshold: a hot key's lifetime goes to the write-back set only once
+    /// the disk copy has at most half of the lifetime left, whatever the read rate.
+    @Test(arguments: designs) func writeBackOnlyPastHalfTheTTL(shards: Int) {
         let (memory, clock) = Self.make(shards: shards)
-        let now = clock.now()
-        memory.store(Self.entry(1), forKey: "k", expiration: .never, expirationCap: now.addingTimeInterval(10))
-        #expect(memory.touch(forKey: "k", expirationCap: now.addingTimeInterval(60)) == now.addingTimeInterval(60))
-        #expect(memory.meta(forKey: "k")?.expirationCap == now.addingTimeInterval(60))
-        #expect(memory.touch(forKey: "k", expiration: .seconds(30), expirationCap: .distantFuture) == now.addingTimeInterval(30))
-        #expect(memory.meta(forKey: "k")?.expirationCap == nil)
-        #expect(memory.valueAndMeta(forKey: "k", extendingExpiration: .expirationTime(.never))?.meta.expiration == .distantFuture)
-        // A cap already over removes the entry.
-        #expect(memory.touch(forKey: "k", expirationCap: now) == nil)
-        #expect(!memory.isCached(forKey: "k"))
-        // A store replaces the cap; without one the entry has none.
-        memory.store(Self.entry(1), forKey: "k", expiration: .seconds(5), expirationCap: now.addingTimeInterval(1))
-        memory.store(Self.entry(1), forKey: "k", expiration: .seconds(5))
-        #expect(memory.meta(forKey: "k")?.expirationCap == nil)
-        #expect(memory.meta(forKey: "k")?.expiration == now.addingTimeInterval(5))
-        // A cap already over stores nothing and removes the older value.
-        #expect(!memory.store(Self.entry(1), forKey: "k", expiration: .never, expirationCap: now))
-        #expect(!memory.isCached(forKey: "k"))
+        memory.store(Self.entry(1), forKey: "k", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        var taken: [MemoryStorage.WriteBack] = []
+        for _ in 0..<1_000 {  // 1,000 reads over 1,000 s: ten TTLs
+            clock.advance(by: 1)
+            #expect(memory.value(forKey: "k") != nil)
+            taken += memory.takeWriteBacks()
+        }
+        // One write-back every half TTL (50 s): about 20, never one per read.
+        #expect(taken.count >= 19 && taken.count <= 21)
+        #expect(taken.allSatisfy { $0.timeToLive == 100 })
+    }
+
+    @Test(arguments: designs) func departuresQueueLaggingLifetimes(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, costLimit: 4)
+        memory.store(Self.entry(2), forKey: "a", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        memory.store(Self.entry(2), forKey: "b", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        clock.advance(by: 10)
+        _ = memory.value(forKey: "a")  // 10 s ahead of its file: not due yet
+        _ = memory.value(forKey: "b")
+        #expect(memory.takeWriteBacks().isEmpty)
+        // Eviction of "a" (least recently used) queues its lifetime.
+        memory.store(Self.entry(2), forKey: "c", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        #expect(memory.takeWriteBacks().map(\.key) == ["a"])
+        // A memory-only removal and a memory-only clear queue theirs; a full removal drops it.
+        #expect(memory.remove(forKey: "b", writingBack: true))
+        #expect(memory.takeWriteBacks().map(\.key) == ["b"])
+        clock.advance(by: 1)
+        _ = memory.value(forKey: "c")
+        memory.removeAll(writingBack: true)
+        #expect(memory.takeWriteBacks().map(\.key) == ["c"])
     }
 
     @Test(arguments: designs) func removals(shards: Int) {

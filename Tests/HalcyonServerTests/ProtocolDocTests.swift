@@ -268,7 +268,7 @@ struct ProtocolDocTests {
     }
 }
 
-/// Spec points the doc states in prose (§6 "Which expiry a reply shows", `referenceDate`),
+/// Spec points the doc states in prose (§6 "One lifetime per entry", `referenceDate`),
 /// checked against a real daemon with times relative to now.
 @Suite("Protocol spec points")
 struct ProtocolDocSpecPointTests {
@@ -297,8 +297,9 @@ struct ProtocolDocSpecPointTests {
         #expect(touchedAt >= before + 6 && touchedAt <= now() + 7)
     }
 
-    /// get and describe report the expiry of the tier that answered.
-    @Test func readsReportTheAnsweringTiersExpiry() throws {
+    /// One lifetime per entry: get and describe report it whichever tier answered;
+    /// describe adds the memory copy's residency as `memoryExpiresAt`.
+    @Test func readsReportTheEntrysLifetime() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let client = try daemon.client()
@@ -306,44 +307,44 @@ struct ProtocolDocSpecPointTests {
         let set = try client.result("cache.set", #"{"key":"k","value":"v","expiration":{"days":1}}"#)
         let diskAt = try #require(set["expiresAt"]?.int64)
         #expect(diskAt >= before + 86_400 && diskAt <= now() + 86_401)
-        // Memory: the daemon's default 300 s.
+        // Memory answers with the lifetime, not its residency (the daemon's default 300 s).
         let memoryHit = try client.result("cache.get", #"{"key":"k","extendingExpiration":"none"}"#)
         #expect(memoryHit["cacheType"]?.string == "memory")
-        let memoryAt = try #require(memoryHit["expiresAt"]?.int64, "\(memoryHit.compactText)")
-        #expect(memoryAt >= before + 300 && memoryAt <= now() + 301)
+        #expect(memoryHit["expiresAt"]?.int64 == diskAt, "\(memoryHit.compactText)")
         let memoryDescribed = try client.result("cache.describe", #"{"key":"k"}"#)
         #expect(memoryDescribed["cacheType"]?.string == "memory")
-        #expect(memoryDescribed["expiresAt"]?.int64 == memoryAt)
-        // Disk: the file's own expiry, once the memory copy is gone.
+        #expect(memoryDescribed["expiresAt"]?.int64 == diskAt)
+        let residentUntil = try #require(memoryDescribed["memoryExpiresAt"]?.int64, "\(memoryDescribed.compactText)")
+        #expect(residentUntil >= before + 300 && residentUntil <= now() + 301)
+        // Disk: the same lifetime once the memory copy is gone, and no memoryExpiresAt.
         _ = try client.result("cache.remove", #"{"key":"k","fromDisk":false}"#)
         let diskDescribed = try client.result("cache.describe", #"{"key":"k"}"#)
         #expect(diskDescribed["cacheType"]?.string == "disk")
         #expect(diskDescribed["expiresAt"]?.int64 == diskAt, "\(diskDescribed.compactText)")
+        #expect(diskDescribed["memoryExpiresAt"] == nil)
         let diskHit = try client.result("cache.get", #"{"key":"k","extendingExpiration":"none"}"#)
         #expect(diskHit["cacheType"]?.string == "disk")
         #expect(diskHit["expiresAt"]?.int64 == diskAt, "\(diskHit.compactText)")
     }
 
-    /// referenceDate judges the disk tier; a memory hit is judged at the current time.
-    @Test func referenceDateJudgesTheDiskTier() throws {
+    /// referenceDate judges the lifetime in both tiers.
+    @Test func referenceDateJudgesBothTiers() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let client = try daemon.client()
         _ = try client.result("cache.set", #"{"key":"r","value":"v","expiration":{"seconds":100}}"#)
         let later = now() + 200
-        // Held in memory: answered from memory whatever referenceDate says.
-        let memory = try client.result("cache.isCached", #"{"key":"r","referenceDate":\#(later)}"#)
-        #expect(memory["cacheType"]?.string == "memory", "\(memory.compactText)")
-        // Only on disk: expired at `later`, still cached now.
-        _ = try client.result("cache.remove", #"{"key":"r","fromDisk":false}"#)
-        let atLater = try client.result("cache.isCached", #"{"key":"r","referenceDate":\#(later)}"#)
-        #expect(atLater["cached"]?.bool == false, "\(atLater.compactText)")
-        let describedLater = try client.result("cache.describe", #"{"key":"r","referenceDate":\#(later)}"#)
-        #expect(describedLater["found"]?.bool == false, "\(describedLater.compactText)")
-        let gotLater = try client.result("cache.get", #"{"key":"r","referenceDate":\#(later)}"#)
-        #expect(gotLater["found"]?.bool == false, "\(gotLater.compactText)")
-        let atNow = try client.result("cache.isCached", #"{"key":"r","referenceDate":\#(now())}"#)
-        #expect(atNow["cacheType"]?.string == "disk", "\(atNow.compactText)")
+        for tier in ["memory", "disk"] {
+            if tier == "disk" { _ = try client.result("cache.remove", #"{"key":"r","fromDisk":false}"#) }
+            let atLater = try client.result("cache.isCached", #"{"key":"r","referenceDate":\#(later)}"#)
+            #expect(atLater["cached"]?.bool == false, "\(tier): \(atLater.compactText)")
+            let describedLater = try client.result("cache.describe", #"{"key":"r","referenceDate":\#(later)}"#)
+            #expect(describedLater["found"]?.bool == false, "\(tier): \(describedLater.compactText)")
+            let gotLater = try client.result("cache.get", #"{"key":"r","referenceDate":\#(later)}"#)
+            #expect(gotLater["found"]?.bool == false, "\(tier): \(gotLater.compactText)")
+            let atNow = try client.result("cache.isCached", #"{"key":"r","referenceDate":\#(now())}"#)
+            #expect(atNow["cacheType"]?.string == tier, "\(atNow.compactText)")
+        }
         // removeExpired at `later` removes it; the reads above deleted nothing.
         let removed = try client.result("cache.removeExpired", #"{"referenceDate":\#(later)}"#)
         #expect(removed["removed"]?.int64 == 1, "\(removed.compactText)")

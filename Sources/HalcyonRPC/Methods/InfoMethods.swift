@@ -150,5 +150,7 @@ extension CacheStats {
         w.field("expirations", memoryExpirations + diskExpirations)
         w.field("writesQueued", writesQueued)
         w.field("maintenanceErrors", maintenanceErrors)
+        w.field("extensionWriteBacks", extensionWriteBacks)
+        w.field("sweeps", sweeps)
     }
 }

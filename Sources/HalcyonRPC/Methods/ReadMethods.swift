@@ -70,6 +70,7 @@ extension Dispatcher {
                         w.field("size", d.size)
                         w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
                         w.field("expiresAt", expiresAt: d.expiresAt)
+                        if d.cacheType == .memory { w.field("memoryExpiresAt", expiresAt: d.memoryExpiresAt) }
                         w.field("lastAccessAt", roundedDown: d.lastAccessAt)
                     }
                     w.endObject()

@@ -26,15 +26,18 @@ struct DescribeCommand: HalcyonSubcommand {
         }
         guard found else { throw .miss }
         let tier = result["cacheType"]?.string ?? "unknown"
-        // A memory hit reports the memory copy's expiry, which is usually shorter than the
-        // disk copy's (default 300 s): say so, or `--ttl 10m` would seem to read "in 5m".
-        let expiryNote = tier == "memory" ? " (memory copy)" : ""
+        // One lifetime whichever tier answered; a memory copy also says how long it stays
+        // in RAM ("expires in 7d; in memory for 5m"), which never shortens the lifetime.
+        var expires = HumanFormat.expiry(result["expiresAt"])
+        if let resident = result["memoryExpiresAt"] {
+            expires += "; " + HumanFormat.residency(resident)
+        }
         let rows: [(String, String)] = [
             ("key", key),
             ("tier", tier),
             ("size", result["size"]?.int64.map(HumanFormat.size) ?? "unknown"),
             ("encoding", result["encoding"]?.string ?? "unknown"),
-            ("expires", HumanFormat.expiry(result["expiresAt"]) + expiryNote),
+            ("expires", expires),
             ("last access", HumanFormat.pastTime(result["lastAccessAt"])),
         ]
         for (name, text) in rows {

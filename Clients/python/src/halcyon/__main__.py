@@ -113,6 +113,8 @@ def run(argv: Optional[List[str]] = None) -> int:
                     print(f"size:        {result.get('size')} bytes")
                     print(f"encoding:    {result.get('encoding')}")
                     print(f"expires:     {_when(result.get('expiresAt'))}")
+                    if "memoryExpiresAt" in result:
+                        print(f"in memory:   until {_when(result.get('memoryExpiresAt'))}")
                     print(f"last access: {_when(result.get('lastAccessAt'))}")
                 return 0 if result.get("found") else 1
             if cmd == "touch":

@@ -195,8 +195,13 @@ class Description:
         cache_type: ``"memory"`` or ``"disk"``.
         size: the value's size in bytes.
         encoding: the encoding it was written with.
-        expires_at: Unix seconds, or ``None`` for never.
+        expires_at: the entry's lifetime, whichever tier answered: Unix seconds after
+            which no read returns it, or ``None`` for never.
         last_access_at: Unix seconds of the last read or write.
+        memory_expires_at: when the memory copy leaves RAM unless read again (its
+            residency; it never shortens the lifetime), or ``None`` when the entry has
+            no memory copy. For an entry stored with ``to_disk=False`` it equals
+            ``expires_at``.
     """
 
     cache_type: str
@@ -204,6 +209,7 @@ class Description:
     encoding: Optional[str]
     expires_at: Optional[float]
     last_access_at: Optional[float]
+    memory_expires_at: Optional[float] = None
 
 
 def _number_or_none(value: Any) -> Optional[float]:
@@ -365,6 +371,7 @@ def _description(result: Any) -> Optional[Description]:
         encoding=encoding if isinstance(encoding, str) else None,
         expires_at=_number_or_none(r.get("expiresAt")),
         last_access_at=_number_or_none(r.get("lastAccessAt")),
+        memory_expires_at=_number_or_none(r.get("memoryExpiresAt")),
     )
 
 

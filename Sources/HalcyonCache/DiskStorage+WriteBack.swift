@@ -1,0 +1,62 @@
+// What the hybrid cache needs from the disk tier to own an entry's lifetime: writing a
+// lifetime that memory extended back into a file's times (metadata only: the value is
+// neither read nor rewritten), a maybeCached answer with no system call, and the file
+// name a key maps to (so that maintenance can spare the files of live entries).
+
+import CHalcyonSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension DiskStorage.Backend {
+    /// Gives the file of `writeBack.key` the lifetime memory knows: expiration
+    /// `writeBack.expiresAt` (as the disk tier rounds it), last access
+    /// `writeBack.extendedAt`, so that the file keeps `writeBack.timeToLive` for its own
+    /// slides. Sets the times even when the file's own expiration has passed (memory
+    /// kept the entry alive meanwhile); never creates a file.
+    ///
+    /// - Returns: false when there is no such file (removed, trimmed, never written).
+    /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`,
+    ///   `.cannotSetCacheFileAttribute`.
+    public func writeBack(_ writeBack: MemoryStorage.WriteBack) throws(CacheError) -> Bool {
+        let config = self.config
+        try checkReady()
+        let name = try checkedFileName(forKey: writeBack.key, forcedExtension: writeBack.forcedExtension, config: config)
+        guard knownNames.mayContain(name) else { return false }
+        let expiration: StorageExpiration = writeBack.timeToLive.map { .seconds($0) } ?? .never
+        // A lifetime over before it began (an extension to an expiration already past)
+        // expires the file in place, as a read asking for it would.
+        let times = writeBack.expiresAt <= writeBack.extendedAt
+            ? FileTimes(expirationSeconds: 0, lastAccessNanos: FileTimes.nanos(writeBack.extendedAt))
+            : FileTimes.planned(expiration, now: writeBack.extendedAt)
+                ?? FileTimes(expirationSeconds: 0, lastAccessNanos: FileTimes.nanos(writeBack.extendedAt))
+        let path = path(of: name)
+        let fd = hc_open_noatime(path)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return false }
+            throw .cannotLoadDataFromDisk(path: path, errno: code)
+        }
+        defer { close(fd) }
+        if let e = POSIX.setTimes(fd, times) {
+            throw .cannotSetCacheFileAttribute(path: path, errno: e.code)
+        }
+        return true
+    }
+
+    /// False only when `key` certainly has no file (the maybeCached set says so): no
+    /// system call, safe to ask under a lock on a caller's thread.
+    public func mayHold(key: String, forcedExtension: String?) -> Bool {
+        guard isReady, let name = try? checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+        else { return false }
+        return knownNames.mayContain(name)
+    }
+
+    /// The name of the file `key` is (or would be) stored in.
+    func fileName(forKey key: String, forcedExtension: String?) -> String {
+        cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+    }
+}

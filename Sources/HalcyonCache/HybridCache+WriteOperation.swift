@@ -1,0 +1,404 @@
+// The one write path of the hybrid cache. Every change to either tier (store, touch,
+// remove, clear, removeExpired, trim, the sweep, the memory-only store and the
+// write-back of extended lifetimes) is a `WriteOperation` value, and `perform(_:)` is
+// the one function that applies it, on the ioQueue (the inline memory-only store, which
+// the spec lets run at arrival, goes through it too, under the write book's lock).
+// Nothing else writes a tier. This is the seam where a write-ahead journal appends each
+// operation before it is applied and before its reply goes out.
+
+import Foundation
+
+extension HybridCache {
+    /// One write, as a plain value: everything a journal record of it needs.
+    enum WriteOperation: Sendable {
+        /// A set: the value goes to memory and, unless `toDisk` is false, to disk.
+        case store(Store)
+        /// A new expiration counted from `Touch.countedFrom`, without touching the value.
+        case touch(Touch)
+        /// Lifetimes that memory extended, written into the disk copies' file times.
+        case writeBack([MemoryStorage.WriteBack])
+        case remove(key: String, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?)
+        case clear(memory: Bool, disk: Bool)
+        case removeExpired(memory: Bool, disk: Bool, referenceDate: Date?)
+        case trim
+        /// The periodic sweep: departed memory copies, expired files, the size limit.
+        case sweep
+
+        struct Store: Sendable {
+            var key: String
+            /// The bytes and the flags (the wire encoding) kept with them.
+            var entry: CacheEntry
+            var toDisk: Bool
+            /// The entry's expiration (the disk copy's; for `toDisk: false`, unused).
+            var expiration: StorageExpiration
+            /// The memory expiration: residency for a disk-backed entry, the lifetime of a
+            /// memory-only one.
+            var memoryExpiration: StorageExpiration
+            var forcedExtension: String?
+            /// The instant the expirations count from; `perform` fills it when nil.
+            var countedFrom: Date?
+
+            /// The absolute expiry (as the disk tier rounds it) and the original TTL.
+            var expiresAt: Date? { countedFrom.map { Lifetime.end(of: expiration, from: $0) } }
+            var timeToLive: TimeInterval? { countedFrom.flatMap { expiration.timeToLive(from: $0) } }
+        }
+
+        struct Touch: Sendable {
+            var key: String
+            /// The new expiration of the entry (its disk copy's).
+            var expiration: StorageExpiration
+            /// The new memory expiration; nil keeps the memory copy's own.
+            var memoryExpiration: StorageExpiration?
+            var forcedExtension: String?
+            /// The instant the expiration counts from; `perform` fills it when nil.
+            var countedFrom: Date?
+
+            /// The new absolute expiry.
+            var expiresAt: Date? { countedFrom.map { Lifetime.end(of: expiration, from: $0) } }
+        }
+
+        /// The same operation with every relative time resolved against `now`.
+        func stamped(_ now: Date) -> WriteOperation {
+            switch self {
+            case .store(var s):
+                if s.countedFrom == nil { s.countedFrom = now }
+                return .store(s)
+            case .touch(var t):
+                if t.countedFrom == nil { t.countedFrom = now }
+                return .touch(t)
+            default:
+                return self
+            }
+        }
+    }
+
+    /// What applying a write produced.
+    enum WriteOutcome: Sendable {
+        case stored(StoreResult)
+        case touched(TouchResult)
+        /// Entries removed (or, for a key's remove, 1 when either tier held it).
+        case removed(Int)
+        case trimmed(TrimResult)
+        /// Files whose times were written back.
+        case wroteBack(Int)
+    }
+
+    /// Applies one write to both tiers. The one function every write goes through.
+    ///
+    /// - Important: only on the ioQueue, except the memory-only store of a key that
+    ///   certainly has no file and nothing queued, which the caller runs inline with the
+    ///   write book's lock held (`inline: true`).
+    func perform(_ operation: WriteOperation, inline: Bool = false) -> Result<WriteOutcome, CacheError> {
+        if !inline { dispatchPrecondition(condition: .onQueue(ioQueue)) }
+        let operation = operation.stamped(config.disk.clock.now())
+        // A journal appends `operation` here, before it is applied.
+        switch operation {
+        case .store(let s):
+            let result = s.toDisk ? storeInBothTiers(s) : storeInMemoryOnly(s, inline: inline)
+            // A set is a store that completed: `stored: false` (already expired) counts, a
+            // disk error does not (the key is then in neither tier, or memory only).
+            if case .success = result { counters.withLock { $0.sets += 1 } }
+            return result.map { .stored($0) }
+        case .touch(let t):
+            return applyTouch(t).map { .touched($0) }
+        case .writeBack(let records):
+            return .success(.wroteBack(applyWriteBacks(records)))
+        case .remove(let key, let fromMemory, let fromDisk, let forcedExtension):
+            return applyRemove(key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: forcedExtension)
+                .map { .removed($0 ? 1 : 0) }
+        case .clear(let memory, let disk):
+            return applyClear(memory: memory, disk: disk).map { .removed($0) }
+        case .removeExpired(let memory, let disk, let referenceDate):
+            return applyRemoveExpired(memory: memory, disk: disk, referenceDate: referenceDate).map { .removed($0) }
+        case .trim:
+            return applyTrim().map { .trimmed($0) }
+        case .sweep:
+            applySweep()
+            return .success(.removed(0))
+        }
+    }
+
+    /// Queues `operation` as a counted write (see `enqueue`) and delivers its outcome,
+    /// mapped to the caller's result type.
+    func enqueueWrite<T: Sendable>(
+        _ operation: WriteOperation, scope: WriteScope, _ callbackQueue: CallbackQueue,
+        _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
+        _ map: @escaping @Sendable (WriteOutcome) -> T
+    ) -> CacheTask {
+        enqueue(write: scope, callbackQueue, priority, completion) { [self] in
+            perform(operation).map(map)
+        }
+    }
+
+    // MARK: Write-back of extended lifetimes
+
+    /// Called by the memory tier when write-backs become pending: one ioQueue job drains
+    /// the whole pending set, so a burst of extensions costs one job.
+    func scheduleWriteBackDrain() {
+        ioQueue.async { [weak self] in
+            guard let self else { return }
+            _ = perform(.writeBack(memoryStorage.takeWriteBacks()))
+        }
+    }
+
+    /// Writes every lifetime memory knows that its disk copy does not have yet, after
+    /// every write queued before it. The completion gets the number of files updated.
+    @discardableResult
+    public func flush(
+        callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        enqueue(write: nil, callbackQueue, .normal, completion) { [self] in
+            guard case .success(.wroteBack(let n)) = perform(.writeBack(memoryStorage.takeAllWriteBacks())) else {
+                return .success(0)
+            }
+            return .success(n)
+        }
+    }
+
+    /// For a clean shutdown: stops the sweep, waits for every queued job, then flushes
+    /// every extended lifetime to disk. Blocks the caller; call it once nothing will
+    /// ask the cache anything more (extensions after it stay in memory only).
+    public func shutdown() {
+        sweepTimer?.cancel()
+        let done = DispatchSemaphore(value: 0)
+        ioQueue.async { [self] in
+            _ = perform(.writeBack(memoryStorage.takeAllWriteBacks()))
+            done.signal()
+        }
+        done.wait()
+    }
+
+    private func applyWriteBacks(_ records: [MemoryStorage.WriteBack]) -> Int {
+        guard !records.isEmpty else { return 0 }
+        var written = 0
+        var failed = 0
+        for record in records {
+            do throws(CacheError) {
+                if try diskStorage.writeBack(record) { written += 1 }
+            } catch {
+                failed += 1
+            }
+        }
+        counters.withLock {
+            $0.extensionWriteBacks += written
+            $0.maintenanceErrors += failed
+        }
+        return written
+    }
+
+    // MARK: Applying each kind (only from `perform`)
+
+    private func storeInBothTiers(_ s: WriteOperation.Store) -> Result<StoreResult, CacheError> {
+        let now = s.countedFrom!
+        let old = existingFile(forKey: s.key, forcedExtension: s.forcedExtension)
+        do throws(CacheError) {
+            let meta = try diskStorage.store(
+                value: s.entry.bytes, flags: s.entry.flags, forKey: s.key, expiration: s.expiration,
+                forcedExtension: s.forcedExtension, referenceDate: now)
+            guard let meta else {
+                // Already expired: nothing stored; an older value must not outlive this write.
+                memoryStorage.remove(forKey: s.key)
+                if try diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension) {
+                    adjustDiskUsage(replacing: old, with: nil)
+                }
+                return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil))
+            }
+            adjustDiskUsage(replacing: old, with: meta)
+            memoryStorage.store(
+                s.entry, forKey: s.key, residency: s.memoryExpiration,
+                mirroring: .init(
+                    expiresAt: meta.expiration, timeToLive: s.timeToLive, extendedAt: now,
+                    diskExpiresAt: meta.expiration, forcedExtension: s.forcedExtension))
+            enforceDiskSizeLimit()
+            return .success(StoreResult(
+                stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration)))
+        } catch {
+            memoryStorage.remove(forKey: s.key)
+            if (try? diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension)) == true {
+                adjustDiskUsage(replacing: old, with: nil)
+            }
+            return .failure(error)
+        }
+    }
+
+    /// A `toDisk: false` store: memory gets the value, the disk loses its older copy (so
+    /// that when memory later drops the value a read misses instead of finding an older
+    /// one). Inline, the caller has made sure no file exists. A disk that is not ready
+    /// holds no copy, so that is no failure; a removal that fails otherwise is reported,
+    /// with memory already holding the new value.
+    private func storeInMemoryOnly(_ s: WriteOperation.Store, inline: Bool) -> Result<StoreResult, CacheError> {
+        let stored = memoryStorage.store(s.entry, forKey: s.key, expiration: s.memoryExpiration)
+        let expiresAt = stored ? memoryStorage.meta(forKey: s.key)?.expiration : nil
+        let result = StoreResult(
+            stored: stored, size: s.entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate))
+        guard !inline, diskStorage.isReady else { return .success(result) }
+        let old = existingFile(forKey: s.key, forcedExtension: s.forcedExtension)
+        do throws(CacheError) {
+            if try diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension) {
+                adjustDiskUsage(replacing: old, with: nil)
+            }
+            return .success(result)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The entry gets `t.expiration` counted from `t.countedFrom` in both tiers; the
+    /// memory copy restarts its residency. A resident copy vouches for the entry even
+    /// when its file's own times lag behind (the lifetime memory extended is written
+    /// with the touch); otherwise the file decides.
+    private func applyTouch(_ t: WriteOperation.Touch) -> Result<TouchResult, CacheError> {
+        let now = t.countedFrom!
+        do throws(CacheError) {
+            if let resident = memoryStorage.meta(forKey: t.key), resident.hasDiskCopy {
+                if t.expiration.isExpired || Lifetime.end(of: t.expiration, from: now) <= now {
+                    memoryStorage.remove(forKey: t.key)
+                    let old = existingFile(forKey: t.key, forcedExtension: t.forcedExtension)
+                    if try diskStorage.remove(forKey: t.key, forcedExtension: t.forcedExtension) {
+                        adjustDiskUsage(replacing: old, with: nil)
+                    }
+                    return .success(TouchResult(touched: true, expiresAt: .distantPast))
+                }
+                let expiresAt = t.expiresAt!
+                let timeToLive = t.expiration.timeToLive(from: now)
+                let wrote = try diskStorage.writeBack(.init(
+                    key: t.key, forcedExtension: t.forcedExtension, expiresAt: expiresAt, timeToLive: timeToLive,
+                    extendedAt: now))
+                guard wrote else {
+                    // The file went (trimmed): the resident copy has nothing left to mirror.
+                    memoryStorage.remove(forKey: t.key)
+                    return .success(TouchResult(touched: false, expiresAt: nil))
+                }
+                memoryStorage.touch(
+                    forKey: t.key, expiration: t.memoryExpiration,
+                    mirroring: .init(
+                        expiresAt: expiresAt, timeToLive: timeToLive, extendedAt: now, diskExpiresAt: expiresAt,
+                        forcedExtension: t.forcedExtension))
+                return .success(TouchResult(touched: true, expiresAt: HybridCache.optionalDate(expiresAt)))
+            }
+            let diskMeta = try diskStorage.touch(
+                forKey: t.key, expiration: t.expiration, forcedExtension: t.forcedExtension)
+            if diskMeta?.expiration == .distantPast { adjustDiskUsage(replacing: diskMeta, with: nil) }
+            // A memory-only entry: its memory expiration is its lifetime.
+            let memoryDate = diskMeta == nil ? memoryStorage.touch(forKey: t.key, expiration: t.memoryExpiration) : nil
+            let expiresAt = diskMeta.map(\.expiration) ?? memoryDate
+            return .success(TouchResult(
+                touched: diskMeta != nil || memoryDate != nil, expiresAt: expiresAt.flatMap(HybridCache.optionalDate)))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func applyRemove(key: String, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?) -> Result<Bool, CacheError> {
+        // Memory alone: the disk copy stays, and gets the lifetime memory extended.
+        let inMemory = fromMemory && memoryStorage.remove(forKey: key, writingBack: !fromDisk)
+        do throws(CacheError) {
+            let old = fromDisk ? existingFile(forKey: key, forcedExtension: forcedExtension) : nil
+            let onDisk = fromDisk ? try diskStorage.remove(forKey: key, forcedExtension: forcedExtension) : false
+            if onDisk { adjustDiskUsage(replacing: old, with: nil) }
+            if inMemory || onDisk { counters.withLock { $0.removals += 1 } }
+            return .success(inMemory || onDisk)
+        } catch {
+            if inMemory { counters.withLock { $0.removals += 1 } }
+            return .failure(error)
+        }
+    }
+
+    /// The larger of the two tiers' counts, so a key held in both tiers counts once.
+    private func applyClear(memory: Bool, disk: Bool) -> Result<Int, CacheError> {
+        // Clearing memory alone keeps the disk copies: they get the lifetimes memory extended.
+        let fromMemory = memory ? memoryStorage.removeAll(writingBack: !disk) : 0
+        if memory && !disk { _ = applyWriteBacks(memoryStorage.takeWriteBacks()) }
+        do throws(CacheError) {
+            let fromDisk = disk ? try diskStorage.removeAll() : 0
+            if disk { diskUsage.withLock { $0 = DiskUsage(bytes: 0, count: 0) } }
+            return .success(max(fromMemory, fromDisk))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Judges both tiers by the lifetime the cache knows: memory copies first (a departed
+    /// one's lifetime goes to its file), then every lifetime memory extended is written
+    /// back, and files of entries memory still vouches for are spared.
+    private func applyRemoveExpired(memory: Bool, disk: Bool, referenceDate: Date?) -> Result<Int, CacheError> {
+        let fromMemory = memory ? memoryStorage.removeExpired(referenceDate: referenceDate) : 0
+        _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
+        do throws(CacheError) {
+            var fromDisk = 0
+            if disk {
+                fromDisk = try diskStorage.removeExpiredValues(
+                    referenceDate: referenceDate, liveLifetimes: residentLifetimes()).count
+                counters.withLock { $0.diskExpirations += fromDisk }
+                recountDiskUsage()
+            }
+            return .success(max(fromMemory, fromDisk))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func applyTrim() -> Result<TrimResult, CacheError> {
+        _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
+        do throws(CacheError) {
+            let removed = try diskStorage.removeSizeExceededValues(recentAccess: residentAccesses()).count
+            counters.withLock { $0.diskEvictions += removed }
+            recountDiskUsage()
+            return .success(TrimResult(removed: removed, totalSize: diskUsage.withLock { $0?.bytes } ?? 0))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func applySweep() {
+        counters.withLock { $0.sweeps += 1 }
+        memoryStorage.removeExpired()
+        _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
+        do throws(CacheError) {
+            let expired = try diskStorage.removeExpiredValues(referenceDate: nil, liveLifetimes: residentLifetimes()).count
+            counters.withLock { $0.diskExpirations += expired }
+        } catch {
+            counters.withLock { $0.maintenanceErrors += 1 }
+        }
+        recountDiskUsage()
+        enforceDiskSizeLimit()
+    }
+
+    /// After a store: keeps the disk tier within its size limit now, not at the next
+    /// sweep. Checks the running account (O(1)); only when it says "over" does the disk
+    /// tier list the folder, trim to half the limit (judging last access by what memory
+    /// knows), and the account get recounted.
+    func enforceDiskSizeLimit() {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        let limit = config.disk.sizeLimit
+        guard limit > 0 else { return }
+        if diskUsage.withLock({ $0 }) == nil { recountDiskUsage() }
+        guard let usage = diskUsage.withLock({ $0 }), usage.bytes > limit else { return }
+        _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
+        do throws(CacheError) {
+            let removed = try diskStorage.removeSizeExceededValues(recentAccess: residentAccesses())
+            counters.withLock { $0.diskEvictions += removed.count }
+        } catch {
+            counters.withLock { $0.maintenanceErrors += 1 }
+        }
+        recountDiskUsage()
+    }
+
+    /// File name -> lifetime of every resident copy of a disk entry.
+    private func residentLifetimes() -> [String: Date] {
+        var out: [String: Date] = [:]
+        for e in memoryStorage.residentDiskEntries() {
+            out[diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension)] = e.expiresAt
+        }
+        return out
+    }
+
+    /// File name -> last access of every resident copy of a disk entry.
+    private func residentAccesses() -> [String: Date] {
+        var out: [String: Date] = [:]
+        for e in memoryStorage.residentDiskEntries() {
+            out[diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension)] = e.lastAccess
+        }
+        return out
+    }
+}
