@@ -75,6 +75,28 @@ def test_expirations_on_the_wire(daemon: Daemon, key: str) -> None:
         assert d is not None and d.expires_at is not None and d.expires_at <= time.time() + 31
 
 
+def test_one_lifetime_whichever_tier_answers(daemon: Daemon, key: str) -> None:
+    # The entry's lifetime is the disk expiration; the memory copy only says how long it
+    # stays in RAM (memory_expires_at), and a memory hit reports the lifetime too.
+    with halcyon.Client(daemon.socket) as c:
+        now = time.time()
+        c.set(key, "v", expire=600, memory_expire=30)
+        d = c.describe(key)
+        assert d is not None and d.cache_type == "memory"
+        assert d.expires_at is not None and now + 595 <= d.expires_at <= now + 602
+        assert d.memory_expires_at is not None and now + 25 <= d.memory_expires_at <= now + 32
+        e = c.get_entry(key, extend=False)
+        assert e is not None and e.cache_type == "memory" and e.expires_at == d.expires_at
+        # extend=N resets the lifetime even when memory answers.
+        e = c.get_entry(key, extend=5000)
+        assert e is not None and e.cache_type == "memory" and e.expires_at is not None
+        assert e.expires_at >= now + 4995
+        c.clear(memory=True, disk=False)
+        d = c.describe(key)
+        assert d is not None and d.cache_type == "disk" and d.memory_expires_at is None
+        assert d.expires_at == e.expires_at
+
+
 def test_short_expiry_really_expires(daemon: Daemon, key: str) -> None:
     with halcyon.Client(daemon.socket) as c:
         c.set(key, "brief", expire=1, memory_expire=1)
