@@ -178,7 +178,8 @@ class Entry:
         value: the value, decoded by its encoding (bytes, str or a JSON value).
         encoding: ``"base64"``, ``"utf8"`` or ``"json"``.
         cache_type: the tier that answered, ``"memory"`` or ``"disk"``.
-        expires_at: Unix time in seconds, or ``None`` for never.
+        expires_at: the entry's lifetime after this read's extension, whichever tier
+            answered: Unix time in seconds, or ``None`` for never.
     """
 
     value: Any

@@ -213,7 +213,10 @@ class Client:
             expire: disk-tier expiration: seconds, ``timedelta``, ``datetime``,
                 ``"never"``, or a protocol form (``{"days": 7}``); ``None`` = the
                 daemon's default (7 days unless configured).
-            memory_expire: memory-tier expiration, same forms (daemon default 300 s).
+            memory_expire: how long the memory copy stays in RAM after its last read,
+                same forms (daemon default 300 s); it never shortens the entry's
+                lifetime (``expire``), except with ``to_disk=False``, where it is the
+                lifetime.
             to_disk: ``False`` keeps the value in memory only.
         Raises:
             TypeError: the value is not bytes, str or JSON-able.
