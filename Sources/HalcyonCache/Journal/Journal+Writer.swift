@@ -48,7 +48,7 @@ extension Journal {
     ///
     /// Every `Writer` starts a new segment (a sequence one past the largest in the folder),
     /// so it never appends after a tail a crash may have torn. A group of records goes
-    /// out with one `writev` (value bytes are not copied); a failed write is cut off again
+    /// out with one `writev` (values of 4 KiB and more are not copied); a failed write is cut off again
     /// (`ftruncate`) so later groups never follow a torn one, or, if that fails too, the
     /// next group starts a new segment.
     ///
@@ -80,6 +80,9 @@ extension Journal {
         /// Whether groups go out with `writev` (default) or are first copied into one
         /// buffer for a single `write`; the latter exists to measure the difference.
         let vectored: Bool
+        /// Values shorter than this are copied into the frame buffer; longer ones go to
+        /// `writev` as buffers of their own, uncopied.
+        static let inlineValueLimit = 4096
         private let state: Locked<State>
         private let syncQueue = DispatchQueue(label: "com.halcyon.Journal.Writer.sync", qos: .utility)
         private let timer: DispatchSourceTimer?
@@ -138,7 +141,14 @@ extension Journal {
                 for record in records {
                     let start = heads.count
                     let value = RecordCodec.appendHead(record, salt: s.salt, to: &heads)
-                    pieces.append((start..<heads.count, value))
+                    if value.count < Self.inlineValueLimit {
+                        // Copying a small value is cheaper than one more iovec for the
+                        // kernel to walk (measured: Benchmarks/results/journal.md).
+                        heads.append(contentsOf: value)
+                        pieces.append((start..<heads.count, []))
+                    } else {
+                        pieces.append((start..<heads.count, value))
+                    }
                 }
                 let total = heads.count + pieces.reduce(0) { $0 + $1.value.count }
                 let failure = write(heads: heads, pieces: pieces, fd: s.fd)
