@@ -62,7 +62,7 @@ extension DiskStorage {
         /// Files found damaged on read (wrong length, bad checksum, impossible header):
         /// each was a miss and was removed.
         let corruptions = Atomic<Int>(0)
-        /// Non-regular entries (FIFO, socket, device, symbolic link, folder) met where a
+        /// Non-regular entries (FIFO, socket, device, folder) met where a
         /// cache file was looked up: each was a miss and was left alone.
         let foreignEntries = Atomic<Int>(0)
 
@@ -305,11 +305,14 @@ extension DiskStorage {
             if fd < 0 {
                 let code = errno
                 if code == ENOENT || code == ENOTDIR { return nil }
-                if code == ELOOP || code == ENXIO || code == EISDIR {
-                    // A symbolic link (never followed), a socket, a folder: not ours.
+                if code == ENXIO {
+                    // A socket: not ours.
                     foreignEntries.add(1, ordering: .relaxed)
                     return nil
                 }
+                // ELOOP is a symbolic link, never followed: an error the operator sees
+                // (`cannotLoadDataFromDisk`, errno ELOOP) until a store of the key
+                // renames a real file over it.
                 throw .cannotLoadDataFromDisk(path: path, errno: code)
             }
             defer { close(fd) }
@@ -413,7 +416,7 @@ extension DiskStorage {
             let fd = hc_open_cache_file(path, 0)
             if fd < 0 {
                 let code = errno
-                if code == ENOENT || code == ELOOP || code == ENXIO || code == EISDIR { return nil }
+                if code == ENOENT || code == ENXIO { return nil }
                 throw .cannotLoadDataFromDisk(path: path, errno: code)
             }
             defer { close(fd) }

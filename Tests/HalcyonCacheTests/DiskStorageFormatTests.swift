@@ -136,14 +136,21 @@ struct DiskStorageFormatTests {
         let before = try #require(diskRawTimes(outside))
         #expect(symlink(outside.path, disk.cacheFileURL(forKey: "k").path) == 0)
         let fresh = folder.backend()
-        #expect(try fresh.value(forKey: "k") == nil)
-        #expect(try fresh.value(forKey: "k", extendingExpiration: .expirationTime(.days(9))) == nil)
-        #expect(try fresh.touch(forKey: "k", expiration: .days(5)) == nil)
+        // The link is refused (ELOOP from O_NOFOLLOW): a read error, never the outside value.
+        let loop = CacheError.cannotLoadDataFromDisk(path: disk.cacheFileURL(forKey: "k").path, errno: ELOOP)
+        #expect(throws: loop) { try fresh.value(forKey: "k") }
+        #expect(throws: loop) { try fresh.value(forKey: "k", extendingExpiration: .expirationTime(.days(9))) }
+        #expect(throws: loop) { try fresh.touch(forKey: "k", expiration: .days(5)) }
+        #expect(!fresh.isCached(forKey: "k"))
         #expect(try fresh.listKeys().keys.isEmpty)
         let after = try #require(diskRawTimes(outside))
-        #expect(after.mtime.tv_sec == before.mtime.tv_sec && after.atime.tv_sec == before.atime.tv_sec)
-        #expect(fresh.foreignEntryCount >= 3)
+        #expect(after.mtime.tv_sec == before.mtime.tv_sec && after.mtime.tv_nsec == before.mtime.tv_nsec)
+        #expect(after.atime.tv_sec == before.atime.tv_sec && after.atime.tv_nsec == before.atime.tv_nsec)
         #expect(FileManager.default.fileExists(atPath: outside.path))
+        // A store renames a real file over the link; the outside file is untouched.
+        try fresh.store(value: diskBytes("mine"), forKey: "k")
+        #expect(try fresh.value(forKey: "k")?.bytes == diskBytes("mine"))
+        #expect(try Data(contentsOf: outside).count == 48 + 1 + 6)
     }
 
     @Test func keyListingPagesThroughEveryLiveKeyOnceWithoutValues() throws {

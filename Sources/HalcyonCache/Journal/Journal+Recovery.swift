@@ -62,6 +62,8 @@ extension Journal {
     /// expected result of a crash during a write (`tail`); in an older one it is
     /// reported as damage.
     ///
+    /// Call it at start, before a `Writer` opens the folder (the writer then starts a new
+    /// segment after the ones read). Threading: any thread; it touches only the files.
     /// - Parameters:
     ///   - directory: the journal folder (a missing folder is an empty journal).
     ///   - cutTail: truncate the newest segment at the end of its last valid record
