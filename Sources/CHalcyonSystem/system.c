@@ -29,6 +29,19 @@ int hc_open_noatime(const char *path) {
     return fd;
 }
 
+int hc_open_cache_file(const char *path, int writable) {
+    int base = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    int fd;
+    do {
+        fd = open(path, base | O_NOATIME);
+    } while (fd < 0 && errno == EINTR);
+    if (fd >= 0 || errno != EPERM) return fd;
+    do {
+        fd = open(path, base);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
 long hc_utime_now(void) { return UTIME_NOW; }
 long hc_utime_omit(void) { return UTIME_OMIT; }
 

@@ -20,6 +20,9 @@ public enum CacheError: Error, Sendable, Equatable {
     /// The key cannot name a file (only without hashed file names: `/`, NUL, `.`,
     /// `..`, or longer than 255 bytes).
     case invalidKey(key: String)
+    /// The write-ahead journal could not be created, written or synced (ENOSPC, EIO,
+    /// EROFS, ...): the write it carried was not made durable and did not happen.
+    case cannotWriteJournal(path: String, errno: Int32)
     /// The request was cancelled. `started` tells whether its work ran (its effects
     /// stand; only the result was withdrawn) or never began.
     case cancelled(started: Bool)
@@ -33,6 +36,7 @@ public enum CacheError: Error, Sendable, Equatable {
         case .cannotLoadDataFromDisk: return "cannotLoadDataFromDisk"
         case .cannotRemoveCacheFile: return "cannotRemoveCacheFile"
         case .invalidKey: return "invalidKey"
+        case .cannotWriteJournal: return "cannotWriteJournal"
         case .cancelled: return "requestCancelled"
         }
     }
@@ -42,7 +46,7 @@ public enum CacheError: Error, Sendable, Equatable {
         switch self {
         case .diskStorageIsNotReady(_, let e), .cannotCreateCacheFile(_, let e),
              .cannotSetCacheFileAttribute(_, let e), .cannotLoadDataFromDisk(_, let e),
-             .cannotRemoveCacheFile(_, let e):
+             .cannotRemoveCacheFile(_, let e), .cannotWriteJournal(_, let e):
             return e
         case .invalidKey, .cancelled:
             return nil

@@ -13,7 +13,7 @@ extension DiskStorage {
         /// The cache folder's name under `directory`. Default `"default"`.
         public var name: String
         /// The most bytes the folder may hold before `removeSizeExceededValues()` trims it;
-        /// `0` means unlimited. Counted in file bytes (value plus the 8-byte header).
+        /// `0` means unlimited. Counted in file bytes (value, key and the 48-byte header).
         public var sizeLimit: UInt64
         /// The expiration of a stored value when `store` is not given one. Default 7 days.
         public var expiration: StorageExpiration = .days(7)

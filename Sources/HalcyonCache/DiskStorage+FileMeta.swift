@@ -1,5 +1,5 @@
 // How an entry's metadata lives on disk: expiration in mtime, last access in atime,
-// flags in a small header at the start of the file. Also the arithmetic that turns
+// flags, key and version in a header at the start of the file (DiskStorage+FileFormat.swift). Also the arithmetic that turns
 // expirations into file times (rounding up, sliding, the "never" sentinel).
 // Docs/ARCHITECTURE.md ("The disk tier") explains the choice.
 
@@ -11,8 +11,12 @@ extension DiskStorage {
     public struct FileMeta: Sendable, Equatable {
         /// The entry's file.
         public var url: URL
-        /// The value's byte count (the file holds 8 bytes more: the header).
+        /// The value's byte count (the file holds more: header and key).
         public var size: UInt64
+        /// The whole file's byte count, header and key included: what the size limit counts.
+        public var fileSize: UInt64
+        /// The entry's version as stored (0 for files of format 1, which kept none).
+        public var version: UInt64
         /// The opaque flags stored with the value.
         public var flags: UInt32
         /// When the entry expires, a whole second; `Date.distantFuture` for never.
@@ -20,9 +24,15 @@ extension DiskStorage {
         /// The last store, read or touch (see `FileTimes` for the sub-second shift).
         public var lastAccess: Date
 
-        public init(url: URL, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date) {
+        /// - Parameters:
+        ///   - fileSize: the file's size; default `size` plus a format-2 header.
+        ///   - version: default 0.
+        public init(url: URL, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date,
+                    fileSize: UInt64? = nil, version: UInt64 = 0) {
             self.url = url
             self.size = size
+            self.fileSize = fileSize ?? size + UInt64(DiskStorage.FileHeader.size)
+            self.version = version
             self.flags = flags
             self.expiration = expiration
             self.lastAccess = lastAccess
@@ -30,8 +40,8 @@ extension DiskStorage {
     }
 }
 
-/// The fixed 8-byte header in front of every value: `"HCY1"` then the flags as a
-/// little-endian UInt32. A header rather than an xattr: it comes back in the same
+/// The fixed 8-byte header of format 1, still read (never written): `"HCY1"` then the
+/// flags as a little-endian UInt32. A header rather than an xattr: it comes back in the same
 /// `read` as the value (one syscall fewer per hit), survives `cp`/`tar` and file
 /// systems without user xattrs, and cost no more on store when measured.
 enum DiskFileHeader {
@@ -119,11 +129,20 @@ struct FileTimes: Equatable, Sendable {
         return rounded(endNanos: endNanos, nowNanos: nowNanos)
     }
 
+    /// The time-to-live these times encode, in nanoseconds; -1 for never.
+    var ttlNanos: Int64 {
+        isNever ? -1 : expirationSeconds * Self.nanosPerSecond - lastAccessNanos
+    }
+
     /// Sliding expiration: the same time-to-live, counted again from `now`.
-    func slid(to now: Date) -> FileTimes {
+    /// - Parameter recordedTTLNanos: the TTL kept in the file header, used only when the
+    ///   times themselves hold none (changed by hand or by a tool that did not keep
+    ///   `mtime - atime`); nil or not positive means none.
+    func slid(to now: Date, recordedTTLNanos: Int64? = nil) -> FileTimes {
         let nowNanos = Self.nanos(now)
         if isNever { return FileTimes(expirationSeconds: Self.neverSentinel, lastAccessNanos: nowNanos) }
-        let ttl = expirationSeconds * Self.nanosPerSecond - lastAccessNanos
+        var ttl = expirationSeconds * Self.nanosPerSecond - lastAccessNanos
+        if ttl <= 0, let recordedTTLNanos, recordedTTLNanos > 0 { ttl = recordedTTLNanos }
         guard ttl > 0 else { return self }  // no recoverable TTL (times set by hand): leave as is
         guard ttl < Self.neverSentinel * Self.nanosPerSecond - nowNanos else { return .never(at: nowNanos) }
         return Self.rounded(endNanos: nowNanos + ttl, nowNanos: nowNanos) ?? self

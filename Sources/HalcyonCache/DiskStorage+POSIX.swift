@@ -17,9 +17,14 @@ enum POSIX {
         var fileSize: UInt64
         var isRegular: Bool
         var times: FileTimes
+        /// Device and inode: whether a name still points at the file a descriptor holds.
+        var device: UInt64
+        var inode: UInt64
 
         init(_ st: stat) {
             fileSize = UInt64(max(0, st.st_size))
+            device = UInt64(st.st_dev)
+            inode = UInt64(st.st_ino)
             isRegular = (st.st_mode & S_IFMT) == S_IFREG
             times = FileTimes(
                 expirationSeconds: Int64(st.st_mtim.tv_sec),
@@ -73,6 +78,32 @@ enum POSIX {
             done += n
         }
         return .success(done)
+    }
+
+    /// Writes all of several buffers with as few `writev` calls as the kernel allows
+    /// (one, unless it writes short), retrying EINTR. At most `IOV_MAX` (1024) buffers.
+    static func writevAll(_ fd: Int32, _ buffers: [UnsafeRawBufferPointer]) -> Errno? {
+        var vectors = buffers.filter { !$0.isEmpty }.map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress!), iov_len: $0.count)
+        }
+        var first = 0
+        while first < vectors.count {
+            let n = vectors[first...].withUnsafeBufferPointer { Glibc.writev(fd, $0.baseAddress!, Int32($0.count)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return Errno.current
+            }
+            var left = n
+            while first < vectors.count, left >= vectors[first].iov_len {
+                left -= vectors[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                vectors[first].iov_base = vectors[first].iov_base! + left
+                vectors[first].iov_len -= left
+            }
+        }
+        return nil
     }
 
     /// Sets mtime to the expiration and atime to the last access on an open file.

@@ -1,5 +1,6 @@
 // The disk tier: one key -> one file in one folder, with the entry's expiration, last
-// access and flags kept in the file itself, so they survive restarts without a database.
+// access, flags, key and version kept in the file itself, so they survive restarts
+// without a database.
 // Writes are atomic (temp file + rename). See Docs/ARCHITECTURE.md ("The disk tier").
 
 import CHalcyonSystem
@@ -17,8 +18,8 @@ import Musl
 ///
 /// ```swift
 /// let disk = DiskStorage.Backend(config: .init(name: "main", sizeLimit: 1 << 30))
-/// try disk.store(value: Array("hi".utf8), flags: 1, forKey: "greeting", expiration: .seconds(60))
-/// let entry = try disk.value(forKey: "greeting")   // CacheEntry(bytes: "hi", flags: 1)
+/// try disk.store(value: Array("hi".utf8), flags: 1, forKey: "greeting", expiration: .seconds(60), version: 7)
+/// let entry = try disk.value(forKey: "greeting")   // CacheEntry(bytes: "hi", flags: 1, version: 7)
 /// ```
 public enum DiskStorage {}
 
@@ -58,6 +59,17 @@ extension DiskStorage {
         /// How many times a lookup went to the disk (open of a cache file); tests read
         /// it to prove that the maybeCached shortcut answered a miss without a syscall.
         let diskLookups = Atomic<Int>(0)
+        /// Files found damaged on read (wrong length, bad checksum, impossible header):
+        /// each was a miss and was removed.
+        let corruptions = Atomic<Int>(0)
+        /// Non-regular entries (FIFO, socket, device, folder) met where a
+        /// cache file was looked up: each was a miss and was left alone.
+        let foreignEntries = Atomic<Int>(0)
+
+        /// How many damaged cache files reads have found and removed (`diskCorruptions`).
+        public var corruptionCount: Int { corruptions.load(ordering: .relaxed) }
+        /// How many non-regular entries lookups have met and skipped.
+        public var foreignEntryCount: Int { foreignEntries.load(ordering: .relaxed) }
         /// Runs the initial scan; one per backend so that a held scan (test hook) cannot
         /// delay another backend's.
         private let scanQueue: DispatchQueue
@@ -123,6 +135,8 @@ extension DiskStorage {
         ///   - expiration: default `config.expiration`; rounded up to a whole second.
         ///   - forcedExtension: overrides `config.pathExtension` for this file.
         ///   - referenceDate: "now" for the expiration; default `config.clock.now()`.
+        ///   - version: the entry's version, kept in the file (default 0); the write path
+        ///     takes it from a `VersionClock`.
         /// - Returns: the stored entry's meta, or nil when `expiration` is already over
         ///   (nothing is written and an existing value is left as it is).
         /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotCreateCacheFile`
@@ -130,32 +144,46 @@ extension DiskStorage {
         @discardableResult
         public func store(
             value: [UInt8], flags: UInt32 = 0, forKey key: String, expiration: StorageExpiration? = nil,
-            forcedExtension: String? = nil, referenceDate: Date? = nil
+            forcedExtension: String? = nil, referenceDate: Date? = nil, version: UInt64 = 0
         ) throws(CacheError) -> FileMeta? {
             let config = self.config
             try checkReady()
             let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
             let now = referenceDate ?? config.clock.now()
             guard let times = FileTimes.planned(expiration ?? config.expiration, now: now) else { return nil }
+            let keyBytes = Array(key.utf8)
+            guard keyBytes.count <= FileHeader.maximumKeyLength else { throw .invalidKey(key: key) }
+            let header = value.withUnsafeBytes {
+                FileHeader.encode(flags: flags, version: version, ttlNanos: times.ttlNanos, key: keyBytes, value: $0)
+            }
+            let contents = FileContents(header: header, key: keyBytes, value: value)
 
-            if try !writeFile(named: name, value: value, flags: flags, times: times, synchronous: config.synchronousWrites) {
+            if try !writeFile(named: name, contents: contents, times: times, synchronous: config.synchronousWrites) {
                 // The folder was deleted under us: recreate it and retry once.
                 if let failure = POSIX.makeDirectories(directoryPath) {
                     throw .cannotCreateCacheFile(path: path(of: name), errno: failure.code)
                 }
-                if try !writeFile(named: name, value: value, flags: flags, times: times, synchronous: config.synchronousWrites) {
+                if try !writeFile(named: name, contents: contents, times: times, synchronous: config.synchronousWrites) {
                     throw .cannotCreateCacheFile(path: path(of: name), errno: ENOENT)
                 }
             }
             knownNames.insert(name)
             return FileMeta(url: url(of: name), size: UInt64(value.count), flags: flags,
-                            expiration: times.expirationDate, lastAccess: times.lastAccessDate)
+                            expiration: times.expirationDate, lastAccess: times.lastAccessDate,
+                            fileSize: UInt64(header.count + keyBytes.count + value.count), version: version)
+        }
+
+        /// The three pieces of a cache file, written with one `writev`.
+        private struct FileContents {
+            var header: [UInt8]
+            var key: [UInt8]
+            var value: [UInt8]
         }
 
         /// Writes a temporary file, dates it, and renames it over the target. Returns
         /// false when the folder is missing (ENOENT), so the caller can recreate it.
         private func writeFile(
-            named name: String, value: [UInt8], flags: UInt32, times: FileTimes, synchronous: Bool
+            named name: String, contents: FileContents, times: FileTimes, synchronous: Bool
         ) throws(CacheError) -> Bool {
             let finalPath = path(of: name)
             let sequence = temporaryCounter.add(1, ordering: .relaxed).newValue
@@ -168,8 +196,12 @@ extension DiskStorage {
                 throw .cannotCreateCacheFile(path: finalPath, errno: code)
             }
             var failure: CacheError?
-            let header = DiskFileHeader.encode(flags: flags)
-            if let e = header.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) ?? value.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
+            let written = contents.header.withUnsafeBytes { header in
+                contents.key.withUnsafeBytes { key in
+                    contents.value.withUnsafeBytes { value in POSIX.writevAll(fd, [header, key, value]) }
+                }
+            }
+            if let e = written {
                 failure = .cannotCreateCacheFile(path: finalPath, errno: e.code)
             } else if let e = POSIX.setTimes(fd, times) {
                 // After the last write: a write would move mtime again.
@@ -269,10 +301,18 @@ extension DiskStorage {
             let path = path(of: name)
 
             diskLookups.add(1, ordering: .relaxed)
-            let fd = hc_open_noatime(path)
+            let fd = hc_open_cache_file(path, 0)
             if fd < 0 {
                 let code = errno
                 if code == ENOENT || code == ENOTDIR { return nil }
+                if code == ENXIO {
+                    // A socket: not ours.
+                    foreignEntries.add(1, ordering: .relaxed)
+                    return nil
+                }
+                // ELOOP is a symbolic link, never followed: an error the operator sees
+                // (`cannotLoadDataFromDisk`, errno ELOOP) until a store of the key
+                // renames a real file over it.
                 throw .cannotLoadDataFromDisk(path: path, errno: code)
             }
             defer { close(fd) }
@@ -281,32 +321,48 @@ extension DiskStorage {
             case .success(let s): status = s
             case .failure(let e): throw .cannotLoadDataFromDisk(path: path, errno: e.code)
             }
-            guard status.isRegular, status.fileSize >= UInt64(DiskFileHeader.size) else { return nil }
+            guard status.isRegular else {
+                // A FIFO or device opened without blocking (O_NONBLOCK); never read from it.
+                foreignEntries.add(1, ordering: .relaxed)
+                return nil
+            }
             if status.times.isExpired(atNanos: FileTimes.nanos(referenceDate)) { return nil }
 
-            var header = (UInt64(0))
-            let flags: UInt32? = try withUnsafeMutableBytes(of: &header) { (raw) throws(CacheError) -> UInt32? in
-                switch POSIX.readFully(fd, into: raw, from: 0) {
-                case .success(let n): return n == DiskFileHeader.size ? DiskFileHeader.decodeFlags(UnsafeRawBufferPointer(raw)) : nil
-                case .failure(let e): throw .cannotLoadDataFromDisk(path: path, errno: e.code)
-                }
+            let file: OpenedFile
+            switch try readHeader(fd: fd, path: path, status: status, key: key) {
+            case .found(let found): file = found
+            case .miss: return nil
+            case .corrupt:
+                discardCorrupt(name: name, status: status)
+                return nil
             }
-            guard let flags else { return nil }  // not our format: a stray file is a miss
-            let valueSize = Int(status.fileSize) - DiskFileHeader.size
 
             var entry: CacheEntry?
             if actuallyLoad {
+                let valueSize = file.valueSize
                 var readError: Int32 = 0
                 var complete = true
                 let bytes = [UInt8](unsafeUninitializedCapacity: valueSize) { buffer, initialized in
-                    switch POSIX.readFully(fd, into: UnsafeMutableRawBufferPointer(buffer), from: DiskFileHeader.size) {
+                    switch POSIX.readFully(fd, into: UnsafeMutableRawBufferPointer(buffer), from: file.valueOffset) {
                     case .success(let n): initialized = n; complete = n == valueSize
                     case .failure(let e): initialized = 0; readError = e.code
                     }
                 }
                 if readError != 0 { throw .cannotLoadDataFromDisk(path: path, errno: readError) }
-                guard complete else { return nil }  // cannot happen with rename-only writes
-                entry = CacheEntry(bytes: bytes, flags: flags)
+                if let expected = file.checksum {
+                    let actual = file.headerBytes.withUnsafeBytes { header in
+                        file.keyBytes.withUnsafeBytes { key in
+                            bytes.withUnsafeBytes { FileHeader.computeChecksum(header: header, key: key, value: $0) }
+                        }
+                    }
+                    complete = complete && actual == expected
+                }
+                guard complete else {
+                    // Shrunk under us, or damaged: either way not the value that was stored.
+                    discardCorrupt(name: name, status: status)
+                    return nil
+                }
+                entry = CacheEntry(bytes: bytes, flags: file.flags, version: file.version)
             }
 
             var times = status.times
@@ -314,7 +370,7 @@ extension DiskStorage {
             case .none:
                 break
             case .cacheTime:
-                times = times.slid(to: referenceDate)
+                times = times.slid(to: referenceDate, recordedTTLNanos: file.ttlNanos)
             case .expirationTime(let expiration):
                 // An expiration already over expires the entry in place (mtime in 1970)
                 // rather than unlinking by name, which could delete a value a
@@ -325,9 +381,10 @@ extension DiskStorage {
             if times != status.times, POSIX.setTimes(fd, times) != nil {
                 times = status.times
             }
-            let meta = FileMeta(url: url(of: name), size: UInt64(valueSize), flags: flags,
+            let meta = FileMeta(url: url(of: name), size: UInt64(file.valueSize), flags: file.flags,
                                 expiration: times.expirationDate,
-                                lastAccess: times.lastAccessDate)
+                                lastAccess: times.lastAccessDate,
+                                fileSize: status.fileSize, version: file.version)
             return (entry, meta)
         }
 
@@ -355,13 +412,15 @@ extension DiskStorage {
                 return meta
             }
             let path = path(of: name)
-            let fd = hc_open_noatime(path)
+            // Times are set on the open descriptor: never through a link, never on a FIFO.
+            let fd = hc_open_cache_file(path, 0)
             if fd < 0 {
                 let code = errno
-                if code == ENOENT { return nil }
+                if code == ENOENT || code == ENXIO { return nil }
                 throw .cannotLoadDataFromDisk(path: path, errno: code)
             }
             defer { close(fd) }
+            guard case .success(let status) = POSIX.fstat(fd), status.isRegular else { return nil }
             if let e = POSIX.setTimes(fd, times) {
                 throw .cannotSetCacheFileAttribute(path: path, errno: e.code)
             }

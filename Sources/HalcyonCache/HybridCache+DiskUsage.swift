@@ -23,7 +23,7 @@ extension HybridCache {
 
     /// The bytes a stored value occupies on disk (its file, header included).
     static func fileBytes(_ meta: DiskStorage.FileMeta) -> UInt64 {
-        meta.size + UInt64(DiskFileHeader.size)
+        meta.fileSize
     }
 
     /// The file `key` has now, expired or not (a store replaces it, a remove deletes it),

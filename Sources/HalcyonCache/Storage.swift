@@ -73,18 +73,23 @@ public enum CacheType: String, Sendable, Equatable {
     case disk
 }
 
-/// A stored value: its bytes and a small opaque `flags` word that the cache keeps with
-/// them in both tiers and across restarts (like memcached's client flags). The daemon
+/// A stored value: its bytes, a small opaque `flags` word that the cache keeps with
+/// them in both tiers and across restarts (like memcached's client flags), and its version. The daemon
 /// keeps there the wire encoding the value was written with.
 public struct CacheEntry: Sendable, Equatable {
     /// The value's bytes, exactly as stored.
     public var bytes: [UInt8]
     /// Opaque to the cache; returned unchanged with the bytes.
     public var flags: UInt32
+    /// Changes on every write of the key and survives restarts (spec §3, "Version");
+    /// assigned by the write path from a `VersionClock`. 0 means "not assigned" (an
+    /// entry built by hand, or a file of format 1, which kept none).
+    public var version: UInt64
 
-    public init(bytes: [UInt8], flags: UInt32 = 0) {
+    public init(bytes: [UInt8], flags: UInt32 = 0, version: UInt64 = 0) {
         self.bytes = bytes
         self.flags = flags
+        self.version = version
     }
 }
 

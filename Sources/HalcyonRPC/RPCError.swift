@@ -222,6 +222,9 @@ extension RPCError {
         case .cannotRemoveCacheFile(let path, let errno):
             self.init(code: Code.cannotWrite, message: "Cannot remove \(path): \(RPCError.errnoName(errno))",
                       reason: error.reason, data: RPCError.errnoData(errno))
+        case .cannotWriteJournal(let path, let errno):
+            self.init(code: Code.cannotWrite, message: "Cannot write journal \(path): \(RPCError.errnoName(errno))",
+                      reason: error.reason, data: RPCError.errnoData(errno))
         case .cannotLoadDataFromDisk(let path, let errno):
             self.init(code: Code.cannotRead, message: "Cannot read \(path): \(RPCError.errnoName(errno))",
                       reason: error.reason, data: RPCError.errnoData(errno))

@@ -24,9 +24,10 @@ struct DiskStorageTests {
         // Empty values are values.
         try disk.store(value: [], flags: 7, forKey: "empty")
         #expect(try disk.value(forKey: "empty") == CacheEntry(bytes: [], flags: 7))
-        // File = 8-byte header + value.
+        // File = 48-byte header + key + value.
         let attributes = try FileManager.default.attributesOfItem(atPath: meta.url.path)
-        #expect((attributes[.size] as? NSNumber)?.intValue == 10_008)
+        #expect((attributes[.size] as? NSNumber)?.intValue == 48 + 1 + 10_000)
+        #expect(meta.fileSize == 48 + 1 + 10_000)
     }
 
     @Test func synchronousWritesStoreTheSameWay() throws {

@@ -32,20 +32,20 @@ struct DiskStorageTrimTests {
 
     @Test func sizeTrimRemovesLeastRecentlyAccessedDownToHalfTheLimit() throws {
         let folder = DiskTestFolder()
-        // Ten files of 100 value bytes = 108 file bytes each: 1080 bytes.
-        let disk = folder.backend(sizeLimit: 1000)
+        // Ten files of 100 value bytes = 150 file bytes each (48-byte header, 2-byte key): 1500 bytes.
+        let disk = folder.backend(sizeLimit: 1400)
         for i in 0..<10 {
             try disk.store(value: [UInt8](repeating: UInt8(i), count: 100), forKey: "k\(i)", expiration: .days(1),
                            referenceDate: diskT0.addingTimeInterval(Double(i)))
         }
-        #expect(try disk.totalSize() == 1080)
+        #expect(try disk.totalSize() == 1500)
         // Reading k0 and k1 makes them the most recent.
         _ = try disk.valueAndMeta(forKey: "k0", referenceDate: diskT0.addingTimeInterval(100))
         _ = try disk.valueAndMeta(forKey: "k1", referenceDate: diskT0.addingTimeInterval(101))
         let removed = try disk.removeSizeExceededValues()
-        // Down to <= 500 bytes: 4 files (432 bytes) stay; the 6 least recent go, oldest first.
+        // Down to <= 700 bytes: 4 files (600 bytes) stay; the 6 least recent go, oldest first.
         #expect(removed == (2...7).map { disk.cacheFileURL(forKey: "k\($0)") })
-        #expect(try disk.totalSize() == 432)
+        #expect(try disk.totalSize() == 600)
         for key in ["k0", "k1", "k8", "k9"] { #expect(disk.isCached(forKey: key, referenceDate: diskT0)) }
         // Under the limit: nothing to do.
         #expect(try disk.removeSizeExceededValues().isEmpty)
@@ -57,7 +57,7 @@ struct DiskStorageTrimTests {
         for i in 0..<5 { try disk.store(value: [UInt8](repeating: 1, count: 1000), forKey: "k\(i)") }
         #expect(try disk.removeSizeExceededValues().isEmpty)
         #expect(try disk.count() == 5)
-        // 5 x 1008 bytes over a 2100 limit: down to <= 1050, so 4 go.
+        // 5 x 1050 bytes over a 2100 limit: down to <= 1050, so 4 go.
         disk.config.sizeLimit = 2100
         #expect(try disk.removeSizeExceededValues().count == 4)
     }
@@ -70,7 +70,7 @@ struct DiskStorageTrimTests {
         let stale = disk.directoryURL.appendingPathComponent(".tmp-deadbeef-1")
         try Data(repeating: 0, count: 50).write(to: stale)
         #expect(try disk.count() == 2)
-        #expect(try disk.totalSize() == 11 + 9)
+        #expect(try disk.totalSize() == (48 + 1 + 3) + (48 + 1 + 1))
         // A new backend on the folder deletes the stale temp file in its scan.
         let again = folder.backend()
         #expect(!FileManager.default.fileExists(atPath: stale.path))

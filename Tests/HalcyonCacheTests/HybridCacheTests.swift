@@ -200,15 +200,15 @@ struct HybridCacheTests {
     }
 
     @Test func trimAndSizeLimitAfterStore() async throws {
-        // Each file is 100 bytes + an 8-byte header; the limit is 550.
+        // Each file is 108 bytes (48-byte header, 2-byte key, 58-byte value); the limit is 550.
         let f = HybridCacheFixture(diskSizeLimit: 550)
         let cache = f.cache
         for i in 0..<5 {
-            _ = await result { cache.store(CacheEntry(bytes: [UInt8](repeating: 1, count: 100)), forKey: "k\(i)", completion: $0) }
+            _ = await result { cache.store(CacheEntry(bytes: [UInt8](repeating: 1, count: 58)), forKey: "k\(i)", completion: $0) }
             f.clock.advance(by: 1)
         }
         #expect(try cache.diskStorage.totalSize() <= 550)
-        _ = await result { cache.store(CacheEntry(bytes: [UInt8](repeating: 1, count: 100)), forKey: "k5", completion: $0) }
+        _ = await result { cache.store(CacheEntry(bytes: [UInt8](repeating: 1, count: 58)), forKey: "k5", completion: $0) }
         // The store took the disk over the limit; the trim ran right after it, down to half.
         #expect(try cache.diskStorage.totalSize() <= 275)
         #expect(cache.diskStorage.isCached(forKey: "k5"))

@@ -5,6 +5,7 @@
 // thread-safe pass-through; errors are reported through errno as usual.
 #include <sys/types.h>
 #include <stdint.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,25 @@ int hc_futimens(int fd, int64_t atime_sec, long atime_nsec, int64_t mtime_sec, l
 /// Returns 0, or -1 with errno set.
 int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec,
                  int64_t mtime_sec, long mtime_nsec);
+
+/// Opens a cache file for reading without ever blocking or leaving the cache folder:
+/// O_RDONLY | O_CLOEXEC | O_NOFOLLOW (a symbolic link fails with ELOOP) | O_NONBLOCK (a
+/// FIFO opens at once instead of waiting for a writer) | O_NOATIME (dropped, as in
+/// `hc_open_noatime`, when the kernel refuses it with EPERM). With `writable` non-zero
+/// the file is opened O_RDWR instead (for setting times on it). The caller still checks
+/// with fstat that it got a regular file. Returns the descriptor, or -1 with errno set.
+int hc_open_cache_file(const char *path, int writable);
+
+/// CRC32C (Castagnoli) of `length` bytes, continuing from `crc` (0 to start; pass the
+/// previous result to checksum data in pieces). Uses SSE4.2 when the CPU has it.
+/// Thread-safe.
+uint32_t hc_crc32c(uint32_t crc, const void *buffer, size_t length);
+
+/// The same checksum computed with the portable slicing-by-8 tables, whatever the CPU.
+uint32_t hc_crc32c_portable(uint32_t crc, const void *buffer, size_t length);
+
+/// 1 when `hc_crc32c` uses the SSE4.2 instruction, 0 when it uses the tables.
+int hc_crc32c_is_hardware(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,103 @@
+// Listing the disk tier's keys from the files alone (after a restart too), page by page,
+// reading only headers and keys: what `cache.keys` needs from this tier.
+
+import CHalcyonSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension DiskStorage {
+    /// One live key found in the folder.
+    public struct ListedKey: Sendable, Equatable {
+        public var key: String
+        public var version: UInt64
+        public var flags: UInt32
+        /// When the entry expires; `Date.distantFuture` for never.
+        public var expiration: Date
+        /// The value's byte count.
+        public var size: UInt64
+    }
+
+    /// One page of a listing.
+    public struct KeyPage: Sendable, Equatable {
+        /// The keys found on this page, in file-name order (not key order: names are hashed).
+        public var keys: [ListedKey]
+        /// Pass to the next call to continue; nil when the folder has been walked to its end.
+        /// Opaque: a file name, so a page never repeats or skips a file that stays in place.
+        public var nextCursor: String?
+        /// Files of format 1 met on this page: they hold no key, so they cannot be listed
+        /// (they are still read by key, and a store rewrites them in format 2).
+        public var unlistableFiles: Int
+    }
+}
+
+extension DiskStorage.Backend {
+    /// A page of the keys held in the folder whose key starts with `prefix`, unexpired at
+    /// `referenceDate`. Reads each file's header and key only (one `pread` for keys up to
+    /// 208 bytes), never a value, and never changes a time or a file, except that a
+    /// damaged file is counted and removed as a read would.
+    ///
+    /// A page examines at most `limit` files (plus one listing of the folder), so a page
+    /// with fewer than `limit` keys does not mean the end: `nextCursor` nil does. A key
+    /// stored or removed during a walk may or may not appear; every key present for the
+    /// whole walk appears exactly once.
+    ///
+    /// Threading: any thread (like every backend method); cheap to interleave with other
+    /// work on the ioQueue page by page.
+    /// - Parameters:
+    ///   - prefix: default "" (all keys).
+    ///   - cursor: nil for the first page, else the previous page's `nextCursor`.
+    ///   - limit: the most files to examine (at least 1; default 1,000).
+    ///   - referenceDate: default `config.clock.now()`.
+    /// - Throws: `.diskStorageIsNotReady`, `.cannotLoadDataFromDisk`.
+    public func listKeys(
+        prefix: String = "", after cursor: String? = nil, limit: Int = 1000, referenceDate: Date? = nil
+    ) throws(CacheError) -> DiskStorage.KeyPage {
+        try checkReady()
+        let now = FileTimes.nanos(referenceDate ?? config.clock.now())
+        var names: [String]
+        switch POSIX.listDirectory(directoryPath) {
+        case .success(let listed): names = listed
+        case .failure(let e):
+            if e.code == ENOENT { return DiskStorage.KeyPage(keys: [], nextCursor: nil, unlistableFiles: 0) }
+            throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
+        }
+        names.removeAll { name in
+            if name.hasPrefix(DiskStorage.temporaryPrefix) { return true }
+            guard let cursor else { return false }
+            return !cursor.utf8.lexicographicallyPrecedes(name.utf8)  // at or before the cursor
+        }
+        // Sorted by bytes so the cursor order is total and stable across calls.
+        names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let slice = names.prefix(max(1, limit))
+        let prefixBytes = Array(prefix.utf8)
+
+        var page = DiskStorage.KeyPage(keys: [], nextCursor: nil, unlistableFiles: 0)
+        for name in slice {
+            let path = path(of: name)
+            let fd = hc_open_cache_file(path, 0)
+            if fd < 0 { continue }  // gone meanwhile, a link, a socket: not a key
+            defer { close(fd) }
+            guard case .success(let status) = POSIX.fstat(fd), status.isRegular,
+                  !status.times.isExpired(atNanos: now)
+            else { continue }
+            switch try readHeader(fd: fd, path: path, status: status, key: nil) {
+            case .miss:
+                continue
+            case .corrupt:
+                discardCorrupt(name: name, status: status)
+            case .found(let file):
+                guard file.hasKey else { page.unlistableFiles += 1; continue }
+                guard file.keyBytes.starts(with: prefixBytes) else { continue }
+                page.keys.append(DiskStorage.ListedKey(
+                    key: String(decoding: file.keyBytes, as: UTF8.self), version: file.version, flags: file.flags,
+                    expiration: status.times.expirationDate, size: UInt64(file.valueSize)))
+            }
+        }
+        if slice.count < names.count, let last = slice.last { page.nextCursor = last }
+        return page
+    }
+}
