@@ -218,7 +218,6 @@ def _as_dict(result: Any) -> Dict[str, Any]:
     return result
 
 
-@dataclass(frozen=True)
 class Command:
     """One request to send and how to read its result.
 
@@ -229,12 +228,24 @@ class Command:
         idempotent: running it twice has the effect of running it once, so the sync
             and async clients may resend it once after the connection broke between
             sending it and reading its reply.
+
+    A plain class with slots rather than a frozen dataclass: a client builds one per
+    call, and a frozen dataclass's ``__init__`` costs several times as much. Treat it
+    as immutable.
     """
 
-    method: str
-    params: Optional[Dict[str, Any]]
-    decode: Callable[[Any], Any]
-    idempotent: bool
+    __slots__ = ("method", "params", "decode", "idempotent", "_head")
+
+    def __init__(self, method: str, params: Optional[Dict[str, Any]], decode: Callable[[Any], Any],
+                 idempotent: bool) -> None:
+        self.method = method
+        self.params = params
+        self.decode = decode
+        self.idempotent = idempotent
+        self._head: Optional[bytes] = None
+
+    def __repr__(self) -> str:
+        return f"Command({self.method!r}, {self.params!r})"
 
     def request(self, request_id: Optional[int]) -> Dict[str, Any]:
         """The request object (a notification when ``request_id`` is None)."""
@@ -245,29 +256,75 @@ class Command:
             obj["id"] = request_id
         return obj
 
+    def line(self, request_id: int) -> bytes:
+        """The request line for ``request_id``, newline included. Everything but the id
+        is encoded once per command (the id goes last), so a resend or a pipeline only
+        joins bytes."""
+        head = self._head
+        if head is None:
+            text = '{"jsonrpc":"2.0","method":' + _ENCODE(self.method)
+            if self.params is not None:
+                text += ',"params":' + _ENCODE(self.params)
+            head = self._head = (text + ',"id":').encode("utf-8")
+        return head + b"%d}\n" % request_id
+
+
+#: Compact, UTF-8-preserving, NaN-refusing: the one encoder every request goes through
+#: (``json.dumps`` with these options builds a new encoder on every call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+_DECODE = json.loads
+
 
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON with the trailing newline that frames it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+    return (_ENCODE(obj) + "\n").encode("utf-8")
 
 
 def cancel_line(request_id: int) -> bytes:
     """The ``$/cancelRequest`` notification for a request we stopped waiting for."""
-    return dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+    return b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":%d}}\n' % request_id
 
 
 def parse_line(line: bytes) -> List[Dict[str, Any]]:
     """Parse one reply line into its reply objects (a batch reply holds several)."""
     try:
-        obj = json.loads(line)
+        obj = _DECODE(line)
     except ValueError as exc:
         raise errors.ProtocolError(f"daemon sent a line that is not JSON: {exc}") from None
     items = obj if isinstance(obj, list) else [obj]
-    out: List[Dict[str, Any]] = []
     for item in items:
         if not isinstance(item, dict):
             raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
-        out.append(item)
+    return items
+
+
+def parse_lines(chunk: bytes) -> List[Dict[str, Any]]:
+    """Parse complete reply lines (``\\n``-separated, no trailing newline) into their
+    reply objects, in order, with one ``json.loads`` for all of them: the daemon never
+    puts a raw newline inside a line, so the lines joined by commas form one array."""
+    if b"\n" not in chunk:
+        return parse_line(chunk)
+    try:
+        values = _DECODE(b"[" + chunk.replace(b"\n", b",") + b"]")
+    except ValueError:
+        # Not the daemon's usual framing (blank lines, CRs): line by line.
+        out: List[Dict[str, Any]] = []
+        for line in chunk.split(b"\n"):
+            line = line.strip()
+            if line:
+                out.extend(parse_line(line))
+        return out
+    out = []
+    for value in values:
+        if type(value) is dict:
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if not isinstance(item, dict):
+                    raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
+            out.extend(value)
+        else:
+            raise errors.ProtocolError(f"daemon sent a reply that is not an object: {value!r}")
     return out
 
 
@@ -332,9 +389,19 @@ def _entry(result: Any) -> Optional[Entry]:
 
 def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None) -> Command:
     def decode(result: Any) -> Any:
-        entry = _entry(result)
-        return default if entry is None else entry.value
+        # What _entry does, without building an Entry the caller never sees.
+        if type(result) is not dict:
+            result = _as_dict(result)
+        if not result.get("found"):
+            return default
+        value = result.get("value")
+        encoding = result.get("encoding")
+        if encoding == "utf8" and type(value) is str:
+            return value
+        return decode_value(value, encoding if isinstance(encoding, str) else None)
 
+    if type(key) is str and extend is None and not memory_only:
+        return Command("cache.get", {"key": key}, decode, True)
     return Command("cache.get", _get_params(key, extend, memory_only), decode, True)
 
 
