@@ -303,7 +303,7 @@ def parse_lines(chunk: bytes) -> List[Dict[str, Any]]:
     reply objects, in order, with one ``json.loads`` for all of them: the daemon never
     puts a raw newline inside a line, so the lines joined by commas form one array."""
     if b"\n" not in chunk:
-        return parse_line(chunk)
+        return parse_line(chunk) if chunk.strip() else []
     try:
         values = _DECODE(b"[" + chunk.replace(b"\n", b",") + b"]")
     except ValueError:
