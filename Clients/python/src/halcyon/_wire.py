@@ -262,9 +262,14 @@ class Command:
         joins bytes."""
         head = self._head
         if head is None:
-            text = '{"jsonrpc":"2.0","method":' + _ENCODE(self.method)
-            if self.params is not None:
-                text += ',"params":' + _ENCODE(self.params)
+            text = '{"jsonrpc":"2.0","method":' + _encode_string(self.method)
+            params = self.params
+            if params is not None:
+                if len(params) == 1 and type(params.get("key")) is str:
+                    # A plain single-key call (get, exists, describe): no encoder pass.
+                    text += ',"params":{"key":' + _encode_string(params["key"]) + "}"
+                else:
+                    text += ',"params":' + _encode(params)
             head = self._head = (text + ',"id":').encode("utf-8")
         return head + b"%d}\n" % request_id
 
@@ -272,7 +277,28 @@ class Command:
 #: Compact, UTF-8-preserving, NaN-refusing: the one encoder every request goes through
 #: (``json.dumps`` with these options builds a new encoder on every call).
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
-_DECODE = json.loads
+#: A JSON string literal for a str, escaping only what JSON requires (as ensure_ascii=False).
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    # CPython's C encoder, built once: JSONEncoder.encode builds a new one on every call.
+    # Arguments: markers (no cycle check), default, string encoder, indent, key and item
+    # separators, sort_keys, skipkeys, allow_nan.
+    def _no_default(o: Any) -> Any:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    _c_encoder = _c_make_encoder(None, _no_default, _encode_string, None, ":", ",", False, False, False)
+
+    def _encode(obj: Any) -> str:
+        return "".join(_c_encoder(obj, 0))
+else:  # pragma: no cover - other Pythons
+    _encode = _ENCODE
+_loads = json.loads
+
+
+def _DECODE(data: bytes) -> Any:
+    # json.loads on bytes first sniffs the encoding; the daemon only sends UTF-8.
+    return _loads(data.decode("utf-8"))
 
 
 def dumps(obj: Any) -> bytes:
