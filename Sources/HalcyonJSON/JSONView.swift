@@ -53,7 +53,7 @@ public struct JSONView {
         return JSONView(borrowing: child)
     }
 
-    /// The member whose name is `key`'s bytes (which may hold NUL); nil when absent.
+    /// The member whose name is `key`'s bytes (no NUL terminator needed); nil when absent.
     @inlinable public func member(_ key: UnsafeRawBufferPointer) -> JSONView? {
         guard hc_json_is_object(raw) != 0, let base = key.baseAddress,
               let child = json_object_getn(raw, base.assumingMemoryBound(to: CChar.self), key.count) else { return nil }

@@ -32,14 +32,16 @@ import Testing
     }
 
     @Test func membersInDocumentOrderWithNamesInPlace() throws {
-        let v = try JSONValue.parse(#"{"z":1,"a\u0000b":2,"m":3}"#).get()
+        // jansson refuses NUL in member names, so names are plain C strings with a length.
+        let v = try JSONValue.parse(#"{"z":1,"ab":2,"m":3}"#).get()
         var names: [[UInt8]] = []
         withExtendedLifetime(v) {
             v.view.forEachMember { name, _ in names.append(Array(name)); return true }
-            let key: [UInt8] = [0x61, 0, 0x62]
-            #expect(key.withUnsafeBytes { v.view.member($0)?.int64 } == 2)
+            let key: [UInt8] = [0x61, 0x62, 0x63]
+            #expect(key.withUnsafeBytes { v.view.member(UnsafeRawBufferPointer(rebasing: $0[0..<2]))?.int64 } == 2)
+            #expect(key.withUnsafeBytes { v.view.member($0) } == nil)
         }
-        #expect(names == [[0x7A], [0x61, 0, 0x62], [0x6D]])
+        #expect(names == [[0x7A], [0x61, 0x62], [0x6D]])
         var seen = 0
         withExtendedLifetime(v) { v.view.forEachMember { _, _ in seen += 1; return false } }
         #expect(seen == 1)
