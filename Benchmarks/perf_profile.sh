@@ -60,6 +60,6 @@ awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$replies" \
 echo
 echo "Top $top symbols by self time (perf report --no-children):"
 demangle() { if command -v swift >/dev/null; then swift demangle --simplified; else cat; fi; }
-perf report -q -i "$tmp/perf.data" --no-children --sort dso,symbol --percent-limit 0.3 2>/dev/null \
-    | grep -v '^$' | grep -v '^ *|' | grep -v '^ *-' | head -n "$top" | demangle | cut -c1-200
+perf report -q -i "$tmp/perf.data" --no-children -g none --sort dso,symbol --percent-limit 0.3 2>/dev/null \
+    | grep -v '^$' | head -n "$top" | demangle | sed 's/  *$//' | cut -c1-200
 if [ -n "$keep" ]; then mkdir -p "$keep"; cp "$tmp/perf.data" "$keep/"; echo "perf.data kept in $keep"; fi
