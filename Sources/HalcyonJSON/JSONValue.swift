@@ -43,7 +43,7 @@ public final class JSONValue: @unchecked Sendable {
 
     /// The member `key` of an object; nil when absent or when this is not an object.
     public subscript(key: String) -> JSONValue? {
-        guard hc_json_is_object(raw) != 0, let child = json_object_get(raw, key) else { return nil }
+        guard hc_json_is_object(raw) != 0, let child = key.withCString({ json_object_get(raw, $0) }) else { return nil }
         return JSONValue(borrowing: child)
     }
 

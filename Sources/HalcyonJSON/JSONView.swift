@@ -49,7 +49,11 @@ public struct JSONView {
 
     /// The member `key` of an object; nil when absent or when this is not an object.
     @inlinable public subscript(key: String) -> JSONView? {
-        guard hc_json_is_object(raw) != 0, let child = json_object_get(raw, key) else { return nil }
+        guard hc_json_is_object(raw) != 0 else { return nil }
+        // withCString, not the implicit String-to-pointer conversion, which builds a
+        // heap copy (`utf8CString`) on every call; a small or native string is passed
+        // in place.
+        guard let child = key.withCString({ json_object_get(raw, $0) }) else { return nil }
         return JSONView(borrowing: child)
     }
 
