@@ -33,7 +33,7 @@ extension Params {
         return .expirationTime(try Params.parseExpiration(inner, param: "\(name).expirationTime", reason: .invalidExtending))
     }
 
-    static func parseExpiration(_ member: JSONValue, param: String,
+    static func parseExpiration(_ member: JSONView, param: String,
                                 reason: RPCError.InvalidParamsReason) throws(RPCError) -> StorageExpiration {
         func invalid(_ why: String) -> RPCError {
             .invalidParams(reason: reason, param: param, message: "'\(param)' \(why)")
@@ -46,7 +46,7 @@ extension Params {
             default: throw invalid(forms)
             }
         }
-        guard member.kind == .object, member.count == 1, let (kind, amount) = member.members.first else {
+        guard member.kind == .object, member.count == 1, let (kind, amount) = member.firstMember else {
             throw invalid(forms)
         }
         switch kind {

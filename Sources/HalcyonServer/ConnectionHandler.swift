@@ -184,23 +184,23 @@ final class ConnectionHandler: ChannelDuplexHandler {
         case .single(let element):
             handle(element, batch: nil, slot: 0, context: context)
         case .batch(let elements):
-            let expecting = elements.filter(Self.expectsReply).count
+            let expecting = elements.filter(expectsReply).count
             let batch = expecting > 0 ? BatchReply(count: expecting) : nil
             var slot = 0
             for element in elements {
-                let expects = Self.expectsReply(element)
+                let expects = expectsReply(element)
                 handle(element, batch: expects ? batch : nil, slot: slot, context: context)
                 if expects { slot += 1 }
             }
         }
     }
 
-    private static func expectsReply(_ element: RPCElement) -> Bool {
+    private func expectsReply(_ element: RPCElement) -> Bool {
         switch element {
         // An invalid element without an id is a notification (say, with positional
         // params): notifications never get a reply, not even an error.
         case .invalid(let id, _): return id != nil
-        case .request(let request): return request.id != nil && request.method != "$/cancelRequest"
+        case .request(let request): return request.id != nil && !dispatcher.flags(of: request.method).contains(.transport)
         }
     }
 
@@ -211,7 +211,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
             }
         case .request(let request):
-            if request.method == "$/cancelRequest" {
+            if dispatcher.flags(of: request.method).contains(.transport) {
                 cancel(request)
             } else if request.method.hasPrefix("$/") {
                 // Unknown protocol-level notifications are ignored; requests get -32601.
@@ -252,8 +252,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func cancel(_ request: RPCRequest) {
-        guard let params = try? Params(request.params, allowed: ["id"]),
-              let target = try? params.id("id"), let seqs = seqsByID[target] else { return }
+        // The table's only transport method today is $/cancelRequest.
+        guard case .cancel(let target)? = try? dispatcher.transportAction(for: request),
+              let seqs = seqsByID[target] else { return }
         for seq in seqs {
             guard var entry = inFlight[seq], !entry.cancelled else { continue }
             entry.cancelled = true

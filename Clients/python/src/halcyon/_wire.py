@@ -225,7 +225,6 @@ def _as_dict(result: Any) -> Dict[str, Any]:
     return result
 
 
-@dataclass(frozen=True)
 class Command:
     """One request to send and how to read its result.
 
@@ -236,12 +235,24 @@ class Command:
         idempotent: running it twice has the effect of running it once, so the sync
             and async clients may resend it once after the connection broke between
             sending it and reading its reply.
+
+    A plain class with slots rather than a frozen dataclass: a client builds one per
+    call, and a frozen dataclass's ``__init__`` costs several times as much. Treat it
+    as immutable.
     """
 
-    method: str
-    params: Optional[Dict[str, Any]]
-    decode: Callable[[Any], Any]
-    idempotent: bool
+    __slots__ = ("method", "params", "decode", "idempotent", "_head")
+
+    def __init__(self, method: str, params: Optional[Dict[str, Any]], decode: Callable[[Any], Any],
+                 idempotent: bool) -> None:
+        self.method = method
+        self.params = params
+        self.decode = decode
+        self.idempotent = idempotent
+        self._head: Optional[bytes] = None
+
+    def __repr__(self) -> str:
+        return f"Command({self.method!r}, {self.params!r})"
 
     def request(self, request_id: Optional[int]) -> Dict[str, Any]:
         """The request object (a notification when ``request_id`` is None)."""
@@ -252,29 +263,101 @@ class Command:
             obj["id"] = request_id
         return obj
 
+    def line(self, request_id: int) -> bytes:
+        """The request line for ``request_id``, newline included. Everything but the id
+        is encoded once per command (the id goes last), so a resend or a pipeline only
+        joins bytes."""
+        head = self._head
+        if head is None:
+            text = '{"jsonrpc":"2.0","method":' + _encode_string(self.method)
+            params = self.params
+            if params is not None:
+                if len(params) == 1 and type(params.get("key")) is str:
+                    # A plain single-key call (get, exists, describe): no encoder pass.
+                    text += ',"params":{"key":' + _encode_string(params["key"]) + "}"
+                else:
+                    text += ',"params":' + _encode(params)
+            head = self._head = (text + ',"id":').encode("utf-8")
+        return head + b"%d}\n" % request_id
+
+
+#: Compact, UTF-8-preserving, NaN-refusing: the one encoder every request goes through
+#: (``json.dumps`` with these options builds a new encoder on every call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+#: A JSON string literal for a str, escaping only what JSON requires (as ensure_ascii=False).
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    # CPython's C encoder, built once: JSONEncoder.encode builds a new one on every call.
+    # Arguments: markers (no cycle check), default, string encoder, indent, key and item
+    # separators, sort_keys, skipkeys, allow_nan.
+    def _no_default(o: Any) -> Any:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    _c_encoder = _c_make_encoder(None, _no_default, _encode_string, None, ":", ",", False, False, False)
+
+    def _encode(obj: Any) -> str:
+        return "".join(_c_encoder(obj, 0))
+else:  # pragma: no cover - other Pythons
+    _encode = _ENCODE
+_loads = json.loads
+
+
+def _DECODE(data: bytes) -> Any:
+    # json.loads on bytes first sniffs the encoding; the daemon only sends UTF-8.
+    return _loads(data.decode("utf-8"))
+
 
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON with the trailing newline that frames it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+    return (_ENCODE(obj) + "\n").encode("utf-8")
 
 
 def cancel_line(request_id: int) -> bytes:
     """The ``$/cancelRequest`` notification for a request we stopped waiting for."""
-    return dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+    return b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":%d}}\n' % request_id
 
 
 def parse_line(line: bytes) -> List[Dict[str, Any]]:
     """Parse one reply line into its reply objects (a batch reply holds several)."""
     try:
-        obj = json.loads(line)
+        obj = _DECODE(line)
     except ValueError as exc:
         raise errors.ProtocolError(f"daemon sent a line that is not JSON: {exc}") from None
     items = obj if isinstance(obj, list) else [obj]
-    out: List[Dict[str, Any]] = []
     for item in items:
         if not isinstance(item, dict):
             raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
-        out.append(item)
+    return items
+
+
+def parse_lines(chunk: bytes) -> List[Dict[str, Any]]:
+    """Parse complete reply lines (``\\n``-separated, no trailing newline) into their
+    reply objects, in order, with one ``json.loads`` for all of them: the daemon never
+    puts a raw newline inside a line, so the lines joined by commas form one array."""
+    if b"\n" not in chunk:
+        return parse_line(chunk) if chunk.strip() else []
+    try:
+        values = _DECODE(b"[" + chunk.replace(b"\n", b",") + b"]")
+    except ValueError:
+        # Not the daemon's usual framing (blank lines, CRs): line by line.
+        out: List[Dict[str, Any]] = []
+        for line in chunk.split(b"\n"):
+            line = line.strip()
+            if line:
+                out.extend(parse_line(line))
+        return out
+    out = []
+    for value in values:
+        if type(value) is dict:
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if not isinstance(item, dict):
+                    raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
+            out.extend(value)
+        else:
+            raise errors.ProtocolError(f"daemon sent a reply that is not an object: {value!r}")
     return out
 
 
@@ -339,9 +422,19 @@ def _entry(result: Any) -> Optional[Entry]:
 
 def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None) -> Command:
     def decode(result: Any) -> Any:
-        entry = _entry(result)
-        return default if entry is None else entry.value
+        # What _entry does, without building an Entry the caller never sees.
+        if type(result) is not dict:
+            result = _as_dict(result)
+        if not result.get("found"):
+            return default
+        value = result.get("value")
+        encoding = result.get("encoding")
+        if encoding == "utf8" and type(value) is str:
+            return value
+        return decode_value(value, encoding if isinstance(encoding, str) else None)
 
+    if type(key) is str and extend is None and not memory_only:
+        return Command("cache.get", {"key": key}, decode, True)
     return Command("cache.get", _get_params(key, extend, memory_only), decode, True)
 
 
