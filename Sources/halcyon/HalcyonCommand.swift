@@ -1,6 +1,7 @@
 // The root of the command tree: its name, help and the list of subcommands.
 
 import ArgumentParser
+import HalcyonVersion
 
 /// `halcyon`: the command-line client of `halcyond`.
 ///
@@ -22,6 +23,7 @@ struct HalcyonCommand: ParsableCommand {
             GetCommand.self, SetCommand.self, RemoveCommand.self, ExistsCommand.self,
             DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self,
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
-            SizeCommand.self, CallCommand.self,
-        ])
+            SizeCommand.self, CallCommand.self, MetricsCommand.self,
+        ],
+        version: HalcyonVersion.current)
 }
