@@ -15,8 +15,9 @@ struct HalcyonCommand: ParsableCommand {
             Exit status: 0 on success or a hit, 1 on a miss (get, exists, describe, rm, \
             touch), 2 on any error, with one line on stderr naming the reason.
 
-            Every command also takes --socket <path> (else $HALCYON_SOCKET, else \
-            $XDG_RUNTIME_DIR/halcyon/halcyon.sock, else /tmp/halcyon-<euid>/halcyon.sock), \
+            Every command also takes --socket <path> (else $HALCYON_SOCKET, else the first \
+            socket of $XDG_RUNTIME_DIR/halcyon/halcyon.sock, /run/user/<euid>/halcyon/halcyon.sock, \
+            /tmp/halcyon-<euid>/halcyon.sock, /run/halcyon/halcyon.sock), \
             --timeout <seconds> (default 30) and -v/--verbose, before or after its name.
             """,
         subcommands: [
