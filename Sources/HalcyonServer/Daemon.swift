@@ -102,6 +102,16 @@ public final class Daemon: Sendable {
                 self.initializeConnection(channel, dispatcher: dispatcher, policy: policy)
             }
 
+        // Before binding: a taken metrics port fails the start with only the lock to undo.
+        if let metricsListen {
+            do {
+                let address = try MetricsHTTPServer.start(on: metricsListen, group: group, metrics: metrics)
+                logger.info("serving metrics over HTTP", metadata: ["address": "\(address)"])
+            } catch {
+                if case .bind(let socket) = source { socket.cleanUp() }
+                throw error
+            }
+        }
         let channel: any Channel
         var prepared: PreparedSocket?
         switch source {
@@ -140,10 +150,6 @@ public final class Daemon: Sendable {
                          metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
         }
         PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue).start()
-        if let metricsListen {
-            let address = try MetricsHTTPServer.start(on: metricsListen, group: group, metrics: metrics)
-            logger.info("serving metrics over HTTP", metadata: ["address": "\(address)"])
-        }
         Systemd.notifyReady()
     }
 

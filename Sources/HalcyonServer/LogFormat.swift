@@ -2,6 +2,7 @@
 // line for log shippers (`--log-format json`).
 
 import Foundation
+import Glibc
 import HalcyonJSON
 import Logging
 
@@ -73,7 +74,7 @@ public struct JSONLogHandler: LogHandler {
         line.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = Foundation.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
                 if written <= 0 { return }
                 offset += written
             }

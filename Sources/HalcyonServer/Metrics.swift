@@ -31,7 +31,7 @@ public final class Metrics: Sendable {
         .milliseconds(2500), .seconds(10),
     ]
 
-    private let registry = PrometheusCollectorRegistry()
+    private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let cache: HybridCache
     private let counters: ServerCounters
@@ -42,6 +42,8 @@ public final class Metrics: Sendable {
     private let lastSeen = NIOLockedValueBox([String: Int64]())
 
     init(cache: HybridCache, counters: ServerCounters) {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
         self.cache = cache
         self.counters = counters
         var factory = PrometheusMetricsFactory(registry: registry)

@@ -12,7 +12,7 @@ extension Dispatcher {
             let text = dispatcher.facts.metricsText()
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
-                w.field("format", metricsFormat)
+                w.field("format", Dispatcher.metricsFormat)
                 w.field("text", text)
                 w.endObject()
             })
