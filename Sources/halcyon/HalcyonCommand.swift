@@ -20,11 +20,11 @@ struct HalcyonCommand: ParsableCommand {
             /tmp/halcyon-<euid>/halcyon.sock, /run/halcyon/halcyon.sock), \
             --timeout <seconds> (default 30) and -v/--verbose, before or after its name.
             """,
+        version: HalcyonVersion.current,
         subcommands: [
             GetCommand.self, SetCommand.self, RemoveCommand.self, ExistsCommand.self,
             DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self,
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
             SizeCommand.self, CallCommand.self, MetricsCommand.self,
-        ],
-        version: HalcyonVersion.current)
+        ])
 }
