@@ -327,7 +327,7 @@ def test_clients_find_the_daemon_without_xdg_runtime_dir(halcyond_bin: str, halc
         assert wait_for(lambda: os.path.exists(target) and stat.S_ISSOCK(os.stat(target).st_mode)), "no socket"
         done = subprocess.run([halcyon_cli, "set", "cron-key", "from-cron"], env=env, capture_output=True, timeout=30)
         assert done.returncode == 0, done.stderr
-        code = ("import halcyon; c = halcyon.Client(); print(c.path); print(c.get('cron-key').decode())")
+        code = ("import halcyon; c = halcyon.Client(); print(c.path); print(c.get('cron-key'))")
         py = subprocess.run(["python3", "-c", code], capture_output=True, timeout=30,
                             env={**env, "PYTHONPATH": str(REPO / "Clients/python/src")})
         assert py.returncode == 0, py.stderr
