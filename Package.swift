@@ -3,12 +3,14 @@
 // Halcyon: a local cache daemon. The targets fix the direction of dependencies;
 // each uses only those listed before it:
 //
+//   HalcyonVersion             the release number (the VERSION file's), for --version and server.info
 //   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED)
 //   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
 //   HalcyonCache               the storage engine: disk tier, memory tier, hybrid cache, CallbackQueue
 //                              (no JSON, no sockets)
 //   HalcyonRPC                 JSON-RPC 2.0: envelopes, errors, the method table and handlers (no sockets, no files)
-//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle
+//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
+//                              metrics (swift-metrics, Prometheus text) and log formats
 //   halcyond, halcyon          thin executables: the daemon and the command-line client
 import PackageDescription
 
@@ -30,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -39,6 +43,9 @@ let package = Package(
             providers: [.apt(["libjansson-dev"])]
         ),
         .target(name: "CHalcyonSystem", path: "Sources/CHalcyonSystem"),
+        // The release number both executables print for --version (checked against the
+        // VERSION file and the Python package by a test).
+        .target(name: "HalcyonVersion", swiftSettings: swiftSettings),
         .target(
             name: "HalcyonJSON",
             dependencies: [
@@ -65,18 +72,21 @@ let package = Package(
         .target(
             name: "HalcyonServer",
             dependencies: [
-                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem",
+                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "halcyond",
             dependencies: [
-                "HalcyonServer",
+                "HalcyonServer", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -85,7 +95,7 @@ let package = Package(
         .executableTarget(
             name: "halcyon",
             dependencies: [
-                "HalcyonJSON", "CHalcyonSystem",
+                "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -95,7 +105,7 @@ let package = Package(
         .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HalcyonServerTests",
-            dependencies: ["HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem"],
+            dependencies: ["HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem", "HalcyonVersion"],
             swiftSettings: swiftSettings
         ),
     ]

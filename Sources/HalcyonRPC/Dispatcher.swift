@@ -65,6 +65,9 @@ public struct ServerFacts: Sendable {
     public var debugMethodsEnabled: Bool
     /// Live counters of the transport: open connections and requests in flight.
     public var liveCounters: @Sendable () -> (connections: Int, inFlight: Int, refusedPeers: Int)
+    /// The daemon's metrics in the Prometheus text format, for `server.metrics`; set by the
+    /// transport, which owns the metrics registry. Default: no series.
+    public var metricsText: @Sendable () -> String = { "" }
 
     public init(
         version: String, socketPath: String, startedAt: Date, limits: [(String, Int64)],

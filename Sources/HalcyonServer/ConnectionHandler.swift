@@ -68,6 +68,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private let maxLineBytes: Int
     private let logger: Logger
     private let session: ConnectionSession
+    private let observer: Observer?
 
     private var inFlight: [UInt64: InFlight] = [:]
     private var seqsByID: [RPCID: [UInt64]] = [:]
@@ -80,8 +81,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
-        maxLineBytes: Int, session: ConnectionSession, logger: Logger
+        maxLineBytes: Int, session: ConnectionSession, logger: Logger, observer: Observer? = nil
     ) {
+        self.observer = observer
         self.dispatcher = dispatcher
         self.counters = counters
         self.maxInFlight = maxInFlight
@@ -238,7 +240,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let observed = observer?.started(request, peer: session.peerDescription)
         let task = dispatcher.handle(request, session: session) { reply in
+            observed?.finished(reply)
             if eventLoop.inEventLoop {
                 bound.value.complete(seq: seq, reply: reply)
             } else {

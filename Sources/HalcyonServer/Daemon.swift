@@ -4,6 +4,7 @@
 import Foundation
 import HalcyonCache
 import HalcyonRPC
+import HalcyonVersion
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -27,6 +28,11 @@ public final class Daemon: Sendable {
     public let cache: HybridCache
     private let logger: Logger
     private let counters = ServerCounters()
+    /// The metrics registry, rendered by `server.metrics` and the optional HTTP endpoint.
+    public let metrics: Metrics
+    private let observer: Observer
+    /// Where `--metrics-listen` serves the metrics; nil for no endpoint.
+    private let metricsListen: MetricsListenAddress?
     private let group: MultiThreadedEventLoopGroup
     private let lifecycleQueue = DispatchQueue(label: "halcyon.Daemon.lifecycle")
     /// Open client channels, so shutdown can reach each one; guarded by its own lock.
@@ -35,12 +41,15 @@ public final class Daemon: Sendable {
     private let listening = NIOLockedValueBox<(channel: (any Channel)?, socket: PreparedSocket?, stopping: Bool)>(
         (nil, nil, false)
     )
-    public static let version = "0.1.0"
+    public static let version = HalcyonVersion.current
 
-    public init(configuration: ServerConfiguration, logger: Logger) {
+    public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.cache = HybridCache(config: Self.cacheConfig(from: configuration))
+        self.metrics = Metrics(cache: cache, counters: counters)
+        self.observer = Observer(metrics: metrics, logger: logger)
+        self.metricsListen = metricsListen
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }
 
@@ -60,8 +69,10 @@ public final class Daemon: Sendable {
 
     /// Runs the daemon with `configuration` until a signal stops it; never returns.
     /// Start-up failures print one line and exit 1.
-    public static func run(configuration: ServerConfiguration, logger: Logger) -> Never {
-        let daemon = Daemon(configuration: configuration, logger: logger)
+    public static func run(
+        configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil
+    ) -> Never {
+        let daemon = Daemon(configuration: configuration, logger: logger, metricsListen: metricsListen)
         do {
             try daemon.start()
         } catch {
@@ -76,9 +87,9 @@ public final class Daemon: Sendable {
     /// Binds the socket (or adopts the one systemd passed), starts accepting, and says
     /// READY to systemd.
     public func start() throws {
-        let dispatcher = Dispatcher(cache: cache, facts: facts())
-        let policy = AccessPolicy(configuration: configuration)
         let source = try SocketPath.listenSource(configuration)
+        let dispatcher = Dispatcher(cache: cache, facts: facts(socketPath: source.path))
+        let policy = AccessPolicy(configuration: configuration)
 
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
@@ -91,6 +102,16 @@ public final class Daemon: Sendable {
                 self.initializeConnection(channel, dispatcher: dispatcher, policy: policy)
             }
 
+        // Before binding: a taken metrics port fails the start with only the lock to undo.
+        if let metricsListen {
+            do {
+                let address = try MetricsHTTPServer.start(on: metricsListen, group: group, metrics: metrics)
+                logger.info("serving metrics over HTTP", metadata: ["address": "\(address)"])
+            } catch {
+                if case .bind(let socket) = source { socket.cleanUp() }
+                throw error
+            }
+        }
         let channel: any Channel
         var prepared: PreparedSocket?
         switch source {
@@ -112,7 +133,7 @@ public final class Daemon: Sendable {
         logger.info(
             "halcyond \(Self.version) listening",
             metadata: [
-                "socket": "\(configuration.socketPath)",
+                "socket": "\(source.path)",
                 "cacheFolder": "\(cache.diskStorage.directoryURL.path)",
                 "diskSizeLimit": "\(configuration.diskSizeLimit)",
                 "diskExpiration": "\(configuration.diskExpiration)",
@@ -132,12 +153,13 @@ public final class Daemon: Sendable {
         Systemd.notifyReady()
     }
 
-    private func facts() -> ServerFacts {
+    private func facts(socketPath: String) -> ServerFacts {
         let c = configuration
         let counters = self.counters
-        return ServerFacts(
+        let metrics = self.metrics
+        var facts = ServerFacts(
             version: Self.version,
-            socketPath: c.socketPath,
+            socketPath: socketPath,
             startedAt: Date(),
             limits: [
                 ("diskSizeLimit", Int64(clamping: c.diskSizeLimit)),
@@ -153,6 +175,8 @@ public final class Daemon: Sendable {
             debugMethodsEnabled: c.enableDebugMethods,
             liveCounters: { counters.snapshot }
         )
+        facts.metricsText = { metrics.render() }
+        return facts
     }
 
     // MARK: Connections
@@ -211,7 +235,10 @@ public final class Daemon: Sendable {
         let counters = self.counters
         let channels = self.channels
         channels.withLockedValue { $0[key] = channel }
+        let observer = self.observer
+        observer.connectionOpened(peer)
         channel.closeFuture.whenComplete { _ in
+            observer.connectionClosed(peer)
             counters.closeConnection()
             channels.withLockedValue { _ = $0.removeValue(forKey: key) }
         }
@@ -223,7 +250,8 @@ public final class Daemon: Sendable {
                 ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes)),
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
-                    maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, session: session, logger: logger
+                    maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, session: session, logger: logger,
+                    observer: observer
                 ),
             ])
         }

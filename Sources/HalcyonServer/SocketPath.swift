@@ -69,6 +69,15 @@ public enum SocketPath {
         /// Bind to `prepared.path`, then `prepared.applyPermissions()`; at exit close the
         /// listener, then `prepared.cleanUp()`.
         case bind(PreparedSocket)
+
+        /// The path clients connect to: the inherited socket's own (from `getsockname`),
+        /// or the one about to be bound. For `server.info` and the start log.
+        public var path: String {
+            switch self {
+            case .inherited(_, let path): return path
+            case .bind(let prepared): return prepared.path
+            }
+        }
     }
 
     /// The one call the server makes before listening: the first socket systemd passed

@@ -83,6 +83,7 @@ extension Dispatcher {
         .init("cache.stats",      ["options"],                                                                                                [.read, .fast],     InfoMethods.stats),
         .init("server.ping",      [],                                                                                                         [.fast],            InfoMethods.serverPing),
         .init("server.info",      [],                                                                                                         [.fast],            InfoMethods.serverInfo),
+        .init("server.metrics",   [],                                                                                                         [.fast],            MetricsMethods.metrics),
         .init("connection.configure", ["callbackQueue", "loadDiskFileSynchronously"],                                                         [.fast],            InfoMethods.connectionConfigure),
         .init("$/cancelRequest",  ["id"],                                                                                                     [.transport, .fast], TransportMethods.cancelRequest),
         .init("debug.sleep",      ["seconds", "on", "options"],                                                                               [.debug],           InfoMethods.debugSleep),

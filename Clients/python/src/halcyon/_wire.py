@@ -13,6 +13,7 @@ import base64
 import datetime as _dt
 import json
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -20,6 +21,7 @@ from . import errors
 
 __all__ = [
     "default_socket_path",
+    "socket_candidates",
     "resolve_socket_path",
     "encode_value",
     "decode_value",
@@ -41,22 +43,51 @@ _MISSING: Any = object()
 
 
 def default_socket_path() -> str:
-    """The daemon's default socket: ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock``, else
-    ``/tmp/halcyon-<uid>/halcyon.sock`` (PROTOCOL.md section 1)."""
+    """Where the daemon binds by default: ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock``,
+    else ``/tmp/halcyon-<uid>/halcyon.sock`` (PROTOCOL.md section 1)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return os.path.join(runtime, "halcyon", "halcyon.sock")
     return f"/tmp/halcyon-{os.getuid()}/halcyon.sock"
 
 
+def socket_candidates(environ: Optional[Mapping[str, str]] = None, uid: Optional[int] = None) -> "list[str]":
+    """The documented places a daemon listens, in the order clients try them:
+    ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock`` (when set), ``/run/user/<uid>/halcyon/halcyon.sock``
+    (a user daemon seen from cron, which sets no ``XDG_RUNTIME_DIR``),
+    ``/tmp/halcyon-<uid>/halcyon.sock``, then the system-wide ``/run/halcyon/halcyon.sock``."""
+    env = os.environ if environ is None else environ
+    user = os.getuid() if uid is None else uid
+    found: "list[str]" = []
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        found.append(os.path.join(runtime, "halcyon", "halcyon.sock"))
+    for path in (f"/run/user/{user}/halcyon/halcyon.sock", f"/tmp/halcyon-{user}/halcyon.sock",
+                 "/run/halcyon/halcyon.sock"):
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def resolve_socket_path(path: Optional[Union[str, "os.PathLike[str]"]] = None) -> str:
-    """Find the socket the way the daemon and the ``halcyon`` command do: the explicit
-    ``path``, then ``$HALCYON_SOCKET``, then :func:`default_socket_path`."""
+    """Find the socket the way the ``halcyon`` command does: the explicit ``path``, then
+    ``$HALCYON_SOCKET``, then the first of :func:`socket_candidates` that is a socket,
+    else :func:`default_socket_path` (so an error names where the daemon would be)."""
     if path is not None:
         return os.fspath(path)
     env = os.environ.get("HALCYON_SOCKET")
     if env:
         return env
+    for candidate in socket_candidates():
+        if _is_socket(candidate):
+            return candidate
     return default_socket_path()
 
 
