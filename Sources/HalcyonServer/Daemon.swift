@@ -5,7 +5,6 @@ import Foundation
 import HalcyonCache
 import HalcyonRPC
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -30,12 +29,19 @@ public final class Daemon: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let lifecycleQueue = DispatchQueue(label: "halcyon.Daemon.lifecycle")
     /// Open client channels, so shutdown can reach each one; guarded by its own lock.
-    private let channels = NIOLockedValueBox([ObjectIdentifier: any Channel]())
+    private let channels = Locked([ObjectIdentifier: any Channel]())
     /// The listening channel and the prepared socket, set once by `start()`.
-    private let listening = NIOLockedValueBox<(channel: (any Channel)?, socket: PreparedSocket?, stopping: Bool)>(
+    private let listening = Locked<(channel: (any Channel)?, socket: PreparedSocket?, stopping: Bool)>(
         (nil, nil, false)
     )
+    /// Whether the current run of failed accepts was logged; reset by the next accepted
+    /// connection, so each episode is logged once.
+    private let outOfDescriptors = Locked(false)
+    /// The summary logger, kept so shutdown can write a last summary.
+    private let pressureMonitor = Locked<PressureMonitor?>(nil)
     public static let version = "0.1.0"
+    /// How long accepting pauses after an accept fails (out of descriptors, mostly).
+    static let acceptBackoff = TimeAmount.milliseconds(250)
 
     public init(configuration: ServerConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -78,10 +84,36 @@ public final class Daemon: Sendable {
     public func start() throws {
         let dispatcher = Dispatcher(cache: cache, facts: facts())
         let policy = AccessPolicy(configuration: configuration)
+        // Before the socket: a refused folder must not leave a socket or lock file behind.
+        try CacheFolderCheck.verify(configuration.cacheDirectory)
+        try CacheFolderCheck.verify(cache.diskStorage.directoryURL)
         let source = try SocketPath.listenSource(configuration)
 
+        let logger = self.logger
+        let outOfDescriptors = self.outOfDescriptors
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
+            .serverChannelInitializer { channel in
+                // Without it, an accept that fails for want of descriptors (EMFILE, ENFILE)
+                // is retried at once, forever: a core spins while the backlog waits. Waiting
+                // lets connections close and free descriptors; pending clients stay queued in
+                // the backlog meanwhile.
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
+                            let first = outOfDescriptors.withLock { logged in
+                                defer { logged = true }
+                                return !logged
+                            }
+                            if first {
+                                logger.error("cannot accept connections; pausing accepts until descriptors free up",
+                                             metadata: ["error": "\(error)"])
+                            }
+                            return Self.acceptBackoff
+                        }
+                    )
+                }
+            }
             .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
             .childChannelOption(
                 ChannelOptions.writeBufferWaterMark,
@@ -108,7 +140,7 @@ public final class Daemon: Sendable {
                 throw error
             }
         }
-        listening.withLockedValue { $0 = (channel, prepared, false) }
+        listening.withLock { $0 = (channel, prepared, false) }
         logger.info(
             "halcyond \(Self.version) listening",
             metadata: [
@@ -128,7 +160,9 @@ public final class Daemon: Sendable {
             logger.error("the disk tier is not ready; disk requests will fail with diskStorageIsNotReady",
                          metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
         }
-        PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue).start()
+        let monitor = PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue)
+        pressureMonitor.withLock { $0 = monitor }
+        monitor.start()
         Systemd.notifyReady()
     }
 
@@ -162,6 +196,12 @@ public final class Daemon: Sendable {
     private func initializeConnection(
         _ channel: any Channel, dispatcher: Dispatcher, policy: AccessPolicy
     ) -> EventLoopFuture<Void> {
+        outOfDescriptors.withLock { logged in
+            if logged {
+                logger.notice("accepting connections again")
+                logged = false
+            }
+        }
         // SO_PEERCRED through NIO's socket-option access, as NIO does not expose the fd.
         // On the channel's own loop this completes at once.
         guard let provider = channel as? any SocketOptionProvider else { return channel.close() }
@@ -210,10 +250,10 @@ public final class Daemon: Sendable {
         let key = ObjectIdentifier(channel)
         let counters = self.counters
         let channels = self.channels
-        channels.withLockedValue { $0[key] = channel }
+        channels.withLock { $0[key] = channel }
         channel.closeFuture.whenComplete { _ in
             counters.closeConnection()
-            channels.withLockedValue { _ = $0.removeValue(forKey: key) }
+            channels.withLock { _ = $0.removeValue(forKey: key) }
         }
         let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)")
         let c = configuration
@@ -223,7 +263,8 @@ public final class Daemon: Sendable {
                 ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes)),
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
-                    maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, session: session, logger: logger
+                    maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
+                    session: session, logger: logger
                 ),
             ])
         }
@@ -249,7 +290,7 @@ public final class Daemon: Sendable {
     /// what is left `shuttingDown`, waits for the ioQueue, removes the socket, exits 0.
     /// Runs on `lifecycleQueue`.
     private func shutDown(signal sig: Int32) {
-        let (channel, socket, wasStopping) = listening.withLockedValue { state in
+        let (channel, socket, wasStopping) = listening.withLock { state in
             let old = state
             state.stopping = true
             return old
@@ -259,13 +300,15 @@ public final class Daemon: Sendable {
         Systemd.notifyStopping()
         try? channel?.close().wait()
 
-        let open = channels.withLockedValue { Array($0.values) }
+        let open = channels.withLock { Array($0.values) }
         for client in open { client.pipeline.fireUserInboundEventTriggered(ShutdownEvent.drain) }
+        // Each connection closes itself once it has answered everything it read and its
+        // client has gone quiet; wait for that, up to the drain timeout.
         let deadline = Date().addingTimeInterval(configuration.drainTimeout)
-        while counters.snapshot.inFlight > 0, Date() < deadline {
+        while counters.snapshot.inFlight > 0 || !channels.withLock({ $0.isEmpty }), Date() < deadline {
             usleep(20_000)
         }
-        let remaining = channels.withLockedValue { Array($0.values) }
+        let remaining = channels.withLock { Array($0.values) }
         if counters.snapshot.inFlight > 0 {
             logger.warning("drain timeout: answering remaining requests with shuttingDown",
                            metadata: ["inFlight": "\(counters.snapshot.inFlight)"])
@@ -273,7 +316,9 @@ public final class Daemon: Sendable {
         for client in remaining { client.pipeline.fireUserInboundEventTriggered(ShutdownEvent.close) }
         for client in remaining { _ = try? client.closeFuture.wait() }
         // Every write that started has finished once the ioQueue is empty.
-        cache.ioQueue.sync {}
+        cache.waitForQueuedWork()
+        // Errors of the last seconds would otherwise never reach the log.
+        pressureMonitor.withLock { $0 }?.checkNow()
         socket?.cleanUp()
         try? group.syncShutdownGracefully()
         logger.info("stopped")
@@ -307,10 +352,16 @@ struct PeerGroupsRaw: Sendable {
 }
 
 /// Writes one error line to a connection that is refused (too many connections), then
-/// closes it. Threading: on the channel's event loop, like every handler.
+/// closes it. What the client sent is read and dropped until it closes its end, or
+/// `lingerTime` passes: closing a Unix socket with unread input resets it, and the client
+/// would get ECONNRESET instead of the line.
+///
+/// Threading: on the channel's event loop, like every handler.
 final class RefuseConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
+    /// The longest a refused client may keep its connection (and a descriptor) open.
+    static let lingerTime = TimeAmount.seconds(1)
     private let line: [UInt8]
 
     init(line: [UInt8]) { self.line = line }
@@ -319,8 +370,10 @@ final class RefuseConnectionHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: line.count + 1)
         buffer.writeBytes(line)
         buffer.writeInteger(UInt8(ascii: "\n"))
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}

@@ -35,17 +35,25 @@ final class DaemonProcess {
     /// until it answers a ping.
     init(
         arguments: [String] = [], root: URL? = nil, environment: [String: String] = [:],
-        debugMethods: Bool = true, waitUntilReady: Bool = true
+        debugMethods: Bool = true, waitUntilReady: Bool = true, openFileLimit: Int? = nil
     ) throws {
         // Short paths: a Unix socket path must fit in 108 bytes.
         self.root = root ?? URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: self.root, withIntermediateDirectories: true)
         socketPath = self.root.appendingPathComponent("s.sock").path
         cacheDirectory = self.root.appendingPathComponent("cache")
-        process.executableURL = Self.binary
-        process.arguments = [
+        let daemonArguments = [
             "--socket", socketPath, "--cache-dir", cacheDirectory.path, "--log-level", "warning",
         ] + (debugMethods ? ["--enable-debug-methods"] : []) + arguments
+        if let openFileLimit {
+            // A shell lowers the descriptor limit, then becomes halcyond (same pid).
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", Self.binary.path]
+                + daemonArguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = daemonArguments
+        }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "NOTIFY_SOCKET")
         env.removeValue(forKey: "LISTEN_FDS")
