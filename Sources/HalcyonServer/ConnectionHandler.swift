@@ -98,6 +98,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private let maxLineBytes: Int
     /// Unsent reply bytes above which a client that is not reading is disconnected.
     private let maxOutputBuffer: Int
+    /// Only to name the limit in `inputBufferFull` errors; the framing layer enforces it.
+    private let maxInputBuffer: Int
     private let logger: Logger
     private let session: ConnectionSession
 
@@ -117,7 +119,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
-        maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20, session: ConnectionSession, logger: Logger
+        maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
+        maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger
     ) {
         self.dispatcher = dispatcher
         self.counters = counters
@@ -125,6 +128,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.maxBatch = maxBatch
         self.maxLineBytes = maxLineBytes
         self.maxOutputBuffer = maxOutputBuffer
+        self.maxInputBuffer = maxInputBuffer
         self.session = session
         self.logger = logger
     }
@@ -157,6 +161,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
         switch unwrapInboundIn(data) {
         case .tooLong:
             write(RPCReply.error(id: nil, .lineTooLong(limit: maxLineBytes)).bytes, context: context)
+        case .overBudget:
+            write(RPCReply.error(id: nil, .overloaded(reason: .inputBufferFull, limit: maxInputBuffer)).bytes,
+                  context: context)
         case .line(let buffer):
             handleLine(buffer, context: context)
         }

@@ -37,6 +37,8 @@ public final class Daemon: Sendable {
     /// Whether the current run of failed accepts was logged; reset by the next accepted
     /// connection, so each episode is logged once.
     private let outOfDescriptors = Locked(false)
+    /// Unfinished request lines of all connections together (`--max-input-buffer`).
+    private let inputBudget: InputBudget
     /// The summary logger, kept so shutdown can write a last summary.
     private let pressureMonitor = Locked<PressureMonitor?>(nil)
     public static let version = "0.1.0"
@@ -47,6 +49,7 @@ public final class Daemon: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.cache = HybridCache(config: Self.cacheConfig(from: configuration))
+        self.inputBudget = InputBudget(limit: configuration.maxInputBuffer)
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }
 
@@ -255,15 +258,17 @@ public final class Daemon: Sendable {
             counters.closeConnection()
             channels.withLock { _ = $0.removeValue(forKey: key) }
         }
+        let inputBudget = self.inputBudget
         let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)")
         let c = configuration
         let logger = self.logger
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandlers([
-                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes)),
+                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes, budget: inputBudget)),
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
                     maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
+                    maxInputBuffer: c.maxInputBuffer,
                     session: session, logger: logger
                 ),
             ])

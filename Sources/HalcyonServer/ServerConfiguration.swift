@@ -65,6 +65,10 @@ public struct ServerConfiguration: Sendable {
     /// reading, is disconnected (`--max-output-buffer`). Default 64 MiB. A single reply
     /// larger than this still goes out when nothing else is waiting.
     public var maxOutputBuffer = 64 << 20
+    /// Bytes of unfinished request lines all connections may hold together
+    /// (`--max-input-buffer`). Default 512 MiB; a line that would pass it is dropped and
+    /// answered `-32005 inputBufferFull`.
+    public var maxInputBuffer = 512 << 20
     /// Seconds between sweeps that remove expired entries and enforce the size limits
     /// (`--sweep-interval`). Default 600 (10 minutes); 0 turns the periodic sweep off.
     public var sweepInterval: TimeInterval = 600
@@ -147,6 +151,7 @@ public struct ServerConfiguration: Sendable {
         guard maxConnections > 0 else { throw fail("--max-connections", "must be greater than zero") }
         guard maxInFlight > 0 else { throw fail("--max-in-flight", "must be greater than zero") }
         guard maxOutputBuffer > 0 else { throw fail("--max-output-buffer", "must be greater than zero") }
+        guard maxInputBuffer > 0 else { throw fail("--max-input-buffer", "must be greater than zero") }
         guard sweepInterval >= 0, sweepInterval.isFinite else { throw fail("--sweep-interval", "must be a duration") }
         guard drainTimeout >= 0, drainTimeout.isFinite else { throw fail("--drain-timeout", "must be a duration") }
         guard socketMode & ~0o777 == 0 else { throw fail("--socket-mode", "only permission bits (at most 0777) are allowed") }
@@ -175,6 +180,7 @@ public struct ServerConfiguration: Sendable {
             "max-connections=\(maxConnections)",
             "max-in-flight=\(maxInFlight)",
             "max-output-buffer=\(HumanUnits.formatByteCount(UInt64(maxOutputBuffer)))",
+            "max-input-buffer=\(HumanUnits.formatByteCount(UInt64(maxInputBuffer)))",
             "sweep-interval=\(HumanUnits.formatDuration(sweepInterval))",
             "socket-mode=0\(String(socketMode, radix: 8))",
             "drain-timeout=\(HumanUnits.formatDuration(drainTimeout))",
@@ -222,6 +228,7 @@ extension ServerConfiguration {
         public var maxConnections: String?
         public var maxInFlight: String?
         public var maxOutputBuffer: String?
+        public var maxInputBuffer: String?
         public var sweepInterval: String?
         public var socketMode: String?
         public var socketGroup: String?
@@ -271,6 +278,9 @@ extension ServerConfiguration {
         if let value = try convert("--max-in-flight", flags.maxInFlight, count) { maxInFlight = value }
         if let value = try convert("--max-output-buffer", flags.maxOutputBuffer, HumanUnits.parseIntByteCount) {
             maxOutputBuffer = value
+        }
+        if let value = try convert("--max-input-buffer", flags.maxInputBuffer, HumanUnits.parseIntByteCount) {
+            maxInputBuffer = value
         }
         if let value = try convert("--sweep-interval", flags.sweepInterval, HumanUnits.parseDuration) { sweepInterval = value }
         if let value = try convert("--drain-timeout", flags.drainTimeout, HumanUnits.parseDuration) { drainTimeout = value }
