@@ -91,7 +91,13 @@ let package = Package(
         .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HalcyonServerTests",
-            dependencies: ["HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem"],
+            dependencies: [
+                "HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

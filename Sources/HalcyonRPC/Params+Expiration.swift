@@ -1,4 +1,4 @@
-// Expirations and extending policies in their wire forms (spec §3).
+// Expirations and extending policies in their wire forms (Docs/PROTOCOL.md §5).
 
 import Foundation
 import HalcyonCache

@@ -64,7 +64,7 @@ public struct Params: Sendable {
         return key
     }
 
-    /// The longest key accepted, in UTF-8 bytes (spec §3).
+    /// The longest key accepted, in UTF-8 bytes (Docs/PROTOCOL.md §4).
     public static let maxKeyBytes = 4096
 
     /// An optional string.

@@ -74,7 +74,7 @@ public struct RPCError: Error, Sendable, Equatable {
 // MARK: - Codes
 
 extension RPCError {
-    /// The JSON-RPC codes the daemon uses (spec §2).
+    /// The JSON-RPC codes the daemon uses (Docs/PROTOCOL.md §3).
     public enum Code {
         public static let parseError: Int32 = -32700
         public static let invalidRequest: Int32 = -32600

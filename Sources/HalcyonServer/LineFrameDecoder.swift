@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// One unit the framing layer hands to the connection.
-enum LineFrame {
+enum LineFrame: Equatable {
     /// A complete, non-empty line without its `\n` (and without a `\r` before it).
     case line(ByteBuffer)
     /// A line longer than the limit was dropped (up to and including its `\n`); the

@@ -77,6 +77,26 @@ struct HardeningEndToEndTests {
         #expect(daemon.stderrText().contains("disconnected a client that does not read its replies"))
     }
 
+    // Point 1: unfinished lines of all connections together are bounded.
+    @Test func unfinishedInputIsBoundedAcrossConnections() throws {
+        let daemon = try DaemonProcess(arguments: ["--max-input-buffer", "1MiB"])
+        defer { daemon.cleanUp() }
+        let first = try daemon.client()
+        let second = try daemon.client()
+        let partial = [UInt8](repeating: UInt8(ascii: "x"), count: 700 << 10)
+        try first.sendRaw(partial)
+        usleep(300_000)
+        try second.sendRaw(partial)
+        let refused = try second.readReply(timeout: 10)
+        #expect(refused["error"]?["data"]?["reason"]?.string == "inputBufferFull")
+        // The connection stays usable from its next line on.
+        try second.sendRaw(Array("\n".utf8))
+        #expect(try second.result("server.ping")["pong"]?.bool == true)
+        // The first line was within the bound and is parsed when it ends.
+        try first.sendRaw(Array("\n".utf8))
+        #expect(try first.readReply(timeout: 10)["error"]?["code"]?.int64 == -32700)
+    }
+
     // Point 2: requests written before SIGTERM, while reads were held back, all get a reply.
     @Test func drainAnswersEveryLineWrittenBeforeTheSignal() throws {
         let daemon = try DaemonProcess(arguments: ["--max-in-flight", "1"])

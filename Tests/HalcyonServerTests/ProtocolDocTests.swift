@@ -115,7 +115,7 @@ func shapeDifferences(expected: JSONValue, actual: JSONValue, at path: String = 
     if expected.kind == .string, let text = expected.string, text.hasPrefix("<"), text.hasSuffix(">") {
         let ok: Bool
         switch text {
-        // Instants are whole Unix seconds (spec §3: rounded up), or null for "never".
+        // Instants are whole Unix seconds (Docs/PROTOCOL.md §5: rounded up), or null for "never".
         case "<time>": ok = actual.kind == .integer || actual.kind == .null
         case "<int>": ok = actual.kind == .integer
         case "<number>": ok = actual.kind == .integer || actual.kind == .real
