@@ -199,30 +199,15 @@ public final class Daemon: Sendable {
     private func initializeConnection(
         _ channel: any Channel, dispatcher: Dispatcher, policy: AccessPolicy
     ) -> EventLoopFuture<Void> {
-        outOfDescriptors.withLock { logged in
-            if logged {
-                logger.notice("accepting connections again")
-                logged = false
-            }
+        let recovered = outOfDescriptors.withLock { logged in
+            defer { logged = false }
+            return logged
         }
-        // SO_PEERCRED through NIO's socket-option access, as NIO does not expose the fd.
-        // On the channel's own loop this completes at once.
-        guard let provider = channel as? any SocketOptionProvider else { return channel.close() }
-        let raw: EventLoopFuture<PeerCredentialsRaw> = provider.unsafeGetSocketOption(
-            level: .socket, name: NIOBSDSocket.Option(rawValue: 17 /* SO_PEERCRED */)
-        )
-        // Supplementary groups (SO_PEERGROUPS), recorded by the kernel at connect time like
-        // SO_PEERCRED; a peer with more groups than fit is matched on its primary group only.
-        let groups: EventLoopFuture<PeerGroupsRaw> = provider.unsafeGetSocketOption(
-            level: .socket, name: NIOBSDSocket.Option(rawValue: 59 /* SO_PEERGROUPS */)
-        )
+        if recovered { logger.notice("accepting connections again") }
         let counters = self.counters
         let logger = self.logger
-        return raw.and(groups.recover { _ in PeerGroupsRaw() }).flatMap { raw, groups in
-            self.admit(
-                channel, peer: PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups.list),
-                dispatcher: dispatcher, policy: policy
-            )
+        return PeerCredentials.of(channel: channel).flatMap { peer in
+            self.admit(channel, peer: peer, dispatcher: dispatcher, policy: policy)
         }.flatMapError { error in
             logger.warning("refused a peer whose credentials cannot be read", metadata: ["error": "\(error)"])
             counters.peerRefused()
@@ -328,31 +313,6 @@ public final class Daemon: Sendable {
         try? group.syncShutdownGracefully()
         logger.info("stopped")
         exit(0)
-    }
-}
-
-/// The kernel's `struct ucred`, mirrored because Glibc's does not import.
-struct PeerCredentialsRaw: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}
-
-/// Room for the peer's supplementary groups as `SO_PEERGROUPS` writes them. NIO does not
-/// return the written length, so unused slots keep a sentinel no real group has.
-struct PeerGroupsRaw: Sendable {
-    private static let unused = gid_t.max
-    var slots: (
-        gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
-        gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t
-    ) = (
-        unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
-        unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
-        unused, unused, unused, unused
-    )
-
-    var list: [gid_t] {
-        withUnsafeBytes(of: slots) { Array($0.bindMemory(to: gid_t.self)).filter { $0 != Self.unused } }
     }
 }
 

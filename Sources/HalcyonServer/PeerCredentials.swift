@@ -1,11 +1,12 @@
 // Who is on the other end of an accepted Unix socket: the kernel's record of the peer's
 // process, user and groups, taken when it called connect(2).
 
-import CHalcyonSystem
 import Glibc
+import NIOCore
 
 /// The credentials of a Unix socket's peer, as the kernel recorded them at `connect()`
-/// (`SO_PEERCRED` and `SO_PEERGROUPS`).
+/// (`SO_PEERCRED` and `SO_PEERGROUPS`). The daemon reads them with `of(channel:)` for
+/// every accepted connection, before the access policy decides.
 ///
 /// They describe the connecting process at connect time, not now: a process that later
 /// changes user or hands the socket to another keeps the credentials it connected with,
@@ -30,37 +31,54 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
         self.groups = groups
     }
 
-    /// Reads the peer credentials of a connected Unix stream socket. Any thread.
-    /// - Throws: `PeerCredentialsError` with the `errno` of `getsockopt` (for instance
-    ///   `ENOTSOCK`, or `ENOPROTOOPT` on a socket that is not `AF_UNIX`).
-    public static func of(fileDescriptor: Int32) throws(PeerCredentialsError) -> PeerCredentials {
+    /// Reads the peer credentials of an accepted Unix socket channel through NIO's
+    /// socket-option access (`SO_PEERCRED`, then `SO_PEERGROUPS`), as NIO does not expose
+    /// the descriptor. On the channel's own event loop the future is complete on return.
+    ///
+    /// A kernel without `SO_PEERGROUPS` (before 4.13) leaves `groups` empty: then only the
+    /// primary group counts. A peer with more than 32 groups is matched on the 32 the
+    /// kernel fits (it reports `ERANGE`, and NIO does not return the size it needs).
+    /// - Returns: a future failing with `PeerCredentialsError` when the channel is not a
+    ///   socket, else with the `IOError` of `getsockopt`.
+    static func of(channel: any Channel) -> EventLoopFuture<PeerCredentials> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(PeerCredentialsError(errno: ENOTSOCK))
+        }
+        let raw: EventLoopFuture<Ucred> = provider.unsafeGetSocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERCRED)
+        )
+        let groups: EventLoopFuture<Groups> = provider.unsafeGetSocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERGROUPS)
+        )
+        return raw.and(groups.recover { _ in Groups() }).map { raw, groups in
+            PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups.list)
+        }
+    }
+
+    /// The kernel's `struct ucred`, mirrored because Glibc's does not import.
+    struct Ucred: Sendable {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0
-        guard hc_peer_credentials(fileDescriptor, &pid, &uid, &gid) == 0 else {
-            throw PeerCredentialsError(errno: errno)
-        }
-        return PeerCredentials(pid: pid, uid: uid, gid: gid, groups: supplementaryGroups(of: fileDescriptor))
     }
 
-    /// `SO_PEERGROUPS` answers `ERANGE` with the size it needs when the buffer is short,
-    /// so ask with a typical size first and once more with the exact one. Older kernels
-    /// answer `ENOPROTOOPT`: then only the primary group counts.
-    private static func supplementaryGroups(of fd: Int32) -> [gid_t] {
-        var capacity = 32
-        for _ in 0..<2 {
-            var groups = [gid_t](repeating: 0, count: capacity)
-            var length = socklen_t(capacity * MemoryLayout<gid_t>.stride)
-            let result = groups.withUnsafeMutableBytes { buffer in
-                getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, buffer.baseAddress, &length)
-            }
-            if result == 0 {
-                return Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.stride))
-            }
-            guard errno == ERANGE, Int(length) > capacity * MemoryLayout<gid_t>.stride else { return [] }
-            capacity = Int(length) / MemoryLayout<gid_t>.stride
+    /// Room for the peer's supplementary groups as `SO_PEERGROUPS` writes them. NIO does
+    /// not return the written length, so unused slots keep a sentinel no real group has.
+    struct Groups: Sendable {
+        private static let unused = gid_t.max
+        var slots: (
+            gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
+            gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
+            gid_t, gid_t
+        ) = (
+            unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
+            unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
+            unused, unused, unused, unused, unused, unused
+        )
+
+        var list: [gid_t] {
+            withUnsafeBytes(of: slots) { Array($0.bindMemory(to: gid_t.self)).filter { $0 != Self.unused } }
         }
-        return []
     }
 
     public var description: String { "pid=\(pid) uid=\(uid) gid=\(gid)" }
@@ -68,7 +86,7 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
 
 /// Reading a peer's credentials failed; `errno` is the system's reason.
 public struct PeerCredentialsError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The `errno` of the failed `getsockopt`.
+    /// Why: `ENOTSOCK` for a channel that is not a socket.
     public var errno: Int32
 
     public var description: String { "cannot read peer credentials: \(String(cString: strerror(errno)))" }

@@ -1,14 +1,30 @@
 import Foundation
 import Glibc
+import NIOCore
+import NIOEmbedded
+import NIOPosix
 import Testing
 @testable import HalcyonServer
 
-@Suite struct PeerCredentialsTests {
-    @Test func readsOurOwnCredentialsThroughASocketPair() throws {
-        var fds: [Int32] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
-        let peer = try PeerCredentials.of(fileDescriptor: fds[0])
+/// The daemon's own path: credentials read through NIO's socket options on a channel a
+/// real `ServerBootstrap` accepted from a real client.
+@Suite(.timeLimit(.minutes(1))) struct PeerCredentialsTests {
+    @Test func readsAnAcceptedChannel() throws {
+        let base = TestSockets.makeFolder()
+        defer { TestSockets.remove(base) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let seen = group.next().makePromise(of: PeerCredentials.self)
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                PeerCredentials.of(channel: channel).map { seen.succeed($0) }.recover { seen.fail($0) }
+            }
+            .bind(unixDomainSocketPath: "\(base)/h.sock").wait()
+        defer { try? server.close().wait() }
+        let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(client) }
+        try #require(SocketPath.withUnixAddress("\(base)/h.sock") { connect(client, $0, $1) } == 0)
+        let peer = try seen.futureResult.wait()
         #expect(peer.pid == getpid())
         #expect(peer.uid == geteuid())
         #expect(peer.gid == getegid())
@@ -18,25 +34,11 @@ import Testing
         #expect(Set(peer.groups) == Set(ours))
     }
 
-    @Test func readsAnAcceptedConnection() throws {
-        let base = TestSockets.makeFolder()
-        defer { TestSockets.remove(base) }
-        let listener = TestSockets.bind("\(base)/h.sock")
-        defer { close(listener) }
-        let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(client) }
-        try #require(SocketPath.withUnixAddress("\(base)/h.sock") { connect(client, $0, $1) } == 0)
-        let accepted = accept(listener, nil, nil)
-        defer { close(accepted) }
-        let peer = try PeerCredentials.of(fileDescriptor: accepted)
-        #expect(peer.pid == getpid() && peer.uid == geteuid())
-    }
-
-    @Test func failsOnSomethingThatIsNotASocket() {
-        var fds: [Int32] = [0, 0]
-        _ = pipe(&fds)
-        defer { close(fds[0]); close(fds[1]) }
-        #expect(throws: PeerCredentialsError(errno: ENOTSOCK)) { try PeerCredentials.of(fileDescriptor: fds[0]) }
+    @Test func failsOnAChannelThatIsNotASocket() {
+        let channel = EmbeddedChannel()
+        #expect(throws: PeerCredentialsError(errno: ENOTSOCK)) {
+            try PeerCredentials.of(channel: channel).wait()
+        }
     }
 }
 
