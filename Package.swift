@@ -86,13 +86,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson"], swiftSettings: swiftSettings),
+        // What several test targets share: the test client, the daemon and CLI launchers (one
+        // way to find the built binaries), the seeded generator, lock boxes.
+        .target(
+            name: "HalcyonTestSupport",
+            dependencies: ["HalcyonJSON", "HalcyonCache"],
+            path: "Tests/HalcyonTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
         .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HalcyonServerTests",
             dependencies: [
-                "HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem",
+                "HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem", "HalcyonTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

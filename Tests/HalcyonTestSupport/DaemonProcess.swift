@@ -2,21 +2,20 @@
 // stops it afterwards.
 
 import Foundation
-import Testing
 
 /// A `halcyond` child process with its own temporary socket and cache folder.
 ///
 /// Threading: use from the test that created it; `stop()` may be called once.
-final class DaemonProcess {
-    let root: URL
-    let socketPath: String
-    let cacheDirectory: URL
-    let process = Process()
+public final class DaemonProcess {
+    public let root: URL
+    public let socketPath: String
+    public let cacheDirectory: URL
+    public let process = Process()
     private let stderrPipe = Pipe()
 
     /// The built halcyond: `HALCYOND_BIN`, else beside the test bundle (SwiftPM puts the
     /// products of one build in one folder).
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["HALCYOND_BIN"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
@@ -26,14 +25,15 @@ final class DaemonProcess {
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             dir = dir.deletingLastPathComponent()
         }
+        // Tests/HalcyonTestSupport/DaemonProcess.swift -> the package root.
         return URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/halcyond")
+            .appendingPathComponent(".build/debug/halcyond")
     }
 
     /// Starts halcyond with `arguments` added to the private socket/cache flags, and waits
     /// until it answers a ping.
-    init(
+    public init(
         arguments: [String] = [], root: URL? = nil, environment: [String: String] = [:],
         debugMethods: Bool = true, waitUntilReady: Bool = true, openFileLimit: Int? = nil
     ) throws {
@@ -65,7 +65,7 @@ final class DaemonProcess {
         if waitUntilReady { try self.waitUntilReady() }
     }
 
-    func waitUntilReady(timeout: TimeInterval = 30) throws {
+    public func waitUntilReady(timeout: TimeInterval = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if !process.isRunning {
@@ -81,11 +81,11 @@ final class DaemonProcess {
         throw DaemonError.notReady(stderr: stderrText())
     }
 
-    func client() throws -> TestClient { try TestClient(path: socketPath) }
+    public func client() throws -> TestClient { try TestClient(path: socketPath) }
 
     /// Sends `signal` and waits for the exit status.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32 {
+    public func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, signal)
             let deadline = Date().addingTimeInterval(timeout)
@@ -95,23 +95,23 @@ final class DaemonProcess {
         return process.terminationStatus
     }
 
-    func stderrText() -> String {
+    public func stderrText() -> String {
         if process.isRunning { return "(running)" }
         let data = stderrPipe.fileHandleForReading.readDataToEndOfFile()
         return String(decoding: data, as: UTF8.self)
     }
 
     /// Stops the daemon and removes its folder.
-    func cleanUp() {
+    public func cleanUp() {
         stop(signal: SIGKILL)
         try? FileManager.default.removeItem(at: root)
     }
 
-    enum DaemonError: Error, CustomStringConvertible {
+    public enum DaemonError: Error, CustomStringConvertible {
         case exited(status: Int32, stderr: String)
         case notReady(stderr: String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .exited(let status, let stderr): return "halcyond exited with \(status): \(stderr)"
             case .notReady(let stderr): return "halcyond did not become ready: \(stderr)"
