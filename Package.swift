@@ -94,12 +94,30 @@ let package = Package(
             path: "Tests/HalcyonTestSupport",
             swiftSettings: swiftSettings
         ),
+        // The request parser and dispatcher under fuzzing: `RequestFuzzer` checks one input;
+        // `halcyon-fuzz` is libFuzzer's entry point when scripts/fuzz builds it with
+        // -sanitize=fuzzer -DFUZZING, and a corpus replayer otherwise.
+        .target(
+            name: "HalcyonFuzzing",
+            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"],
+            path: "Tests/HalcyonFuzzing",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyon-fuzz",
+            dependencies: ["HalcyonFuzzing"],
+            path: "Tests/HalcyonFuzzer",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
-        .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HalcyonServerTests",
             dependencies: [
