@@ -8,7 +8,7 @@ import Testing
 
 @testable import HalcyonCache
 
-@Suite("HybridCache expiration cap")
+@Suite("HybridCache expiration cap", .timeLimit(.minutes(1)))
 struct HybridCacheExpirationCapTests {
     static func read(_ extending: ExpirationExtending) -> HybridCache.Options {
         var options = HybridCache.Options()

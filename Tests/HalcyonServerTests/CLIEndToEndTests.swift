@@ -9,7 +9,7 @@ private func json(_ run: CLIRun) throws -> JSONValue {
     try JSONValue.parse(run.stdout).get()
 }
 
-@Suite("halcyon CLI end to end")
+@Suite("halcyon CLI end to end", .timeLimit(.minutes(1)))
 struct CLIEndToEndTests {
     // MARK: Values
 

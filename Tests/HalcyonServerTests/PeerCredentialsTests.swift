@@ -89,7 +89,7 @@ import Testing
 
 /// A real peer of another user: a client started as `nobody` connects, and the policy
 /// sees its uid and refuses it. Needs root (to switch user) and setpriv.
-@Suite struct ForeignPeerTests {
+@Suite(.timeLimit(.minutes(1))) struct ForeignPeerTests {
     static let setpriv = "/usr/bin/setpriv"
     static let python = "/usr/bin/python3"
 

@@ -152,7 +152,7 @@ func shapeDifferences(expected: JSONValue, actual: JSONValue, at path: String = 
     }
 }
 
-@Suite("Protocol doc examples")
+@Suite("Protocol doc examples", .timeLimit(.minutes(1)))
 struct ProtocolDocTests {
     static let docURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -270,7 +270,7 @@ struct ProtocolDocTests {
 
 /// Spec points the doc states in prose (§6 "Which expiry a reply shows", `referenceDate`),
 /// checked against a real daemon with times relative to now.
-@Suite("Protocol spec points")
+@Suite("Protocol spec points", .timeLimit(.minutes(1)))
 struct ProtocolDocSpecPointTests {
     private func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 

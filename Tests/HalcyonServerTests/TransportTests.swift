@@ -65,7 +65,7 @@ struct LineFrameDecoderTests {
     }
 }
 
-@Suite("Connection handler")
+@Suite("Connection handler", .timeLimit(.minutes(1)))
 struct ConnectionHandlerTests {
     /// A connection on an embedded channel in front of a real cache in a fresh folder.
     final class Harness {
