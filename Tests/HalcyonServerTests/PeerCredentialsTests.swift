@@ -103,8 +103,16 @@ import Testing
         defer { TestSockets.remove(base) }
         chmod(base, 0o711)
         let path = "\(base)/h.sock"
-        let listener = TestSockets.bind(path)
-        defer { close(listener) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let seen = group.next().makePromise(of: PeerCredentials.self)
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                PeerCredentials.of(channel: channel).map { seen.succeed($0) }.recover { seen.fail($0) }
+                    .flatMap { channel.close() }
+            }
+            .bind(unixDomainSocketPath: path).wait()
+        defer { try? server.close().wait() }
         chmod(path, 0o666)
 
         let client = Process()
@@ -113,10 +121,7 @@ import Testing
                             "import socket; s = socket.socket(socket.AF_UNIX); s.connect('\(path)'); s.recv(1)"]
         try client.run()
         defer { client.waitUntilExit() }
-        let accepted = accept(listener, nil, nil)
-        try #require(accepted >= 0)
-        defer { close(accepted) }
-        let peer = try PeerCredentials.of(fileDescriptor: accepted)
+        let peer = try seen.futureResult.wait()
         #expect(peer.uid == 65534 && peer.gid == 65534)
         #expect(peer.groups.isEmpty)
         #expect(peer.pid != getpid())
