@@ -36,8 +36,7 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
     /// the descriptor. On the channel's own event loop the future is complete on return.
     ///
     /// A kernel without `SO_PEERGROUPS` (before 4.13) leaves `groups` empty: then only the
-    /// primary group counts. A peer with more than 32 groups is matched on the 32 the
-    /// kernel fits (it reports `ERANGE`, and NIO does not return the size it needs).
+    /// primary group counts, as it does for a peer with more than 32 groups (`ERANGE`).
     /// - Returns: a future failing with `PeerCredentialsError` when the channel is not a
     ///   socket, else with the `IOError` of `getsockopt`.
     static func of(channel: any Channel) -> EventLoopFuture<PeerCredentials> {
@@ -50,8 +49,22 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
         let groups: EventLoopFuture<Groups> = provider.unsafeGetSocketOption(
             level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERGROUPS)
         )
-        return raw.and(groups.recover { _ in Groups() }).map { raw, groups in
-            PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups.list)
+        return raw.and(groups.flatMap { groups in
+            // NIO zero-fills the buffer and drops the length the kernel wrote, so unused
+            // slots read as group 0. The kernel keeps groups sorted, so a real group 0 can
+            // only be first, followed by larger ones; when every slot is 0, an empty
+            // buffer tells "no groups" (it fits) from "only group 0" (ERANGE).
+            let list = groups.slots
+            let nonZero = list.filter { $0 != 0 }
+            guard nonZero.isEmpty else {
+                return channel.eventLoop.makeSucceededFuture(list[0] == 0 ? [0] + nonZero : nonZero)
+            }
+            let none: EventLoopFuture<NoGroups> = provider.unsafeGetSocketOption(
+                level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERGROUPS)
+            )
+            return none.map { _ in [gid_t]() }.recover { _ in [0] }
+        }.recover { _ in [gid_t]() }).map { raw, groups in
+            PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups)
         }
     }
 
@@ -62,24 +75,20 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
         var gid: gid_t = 0
     }
 
-    /// Room for the peer's supplementary groups as `SO_PEERGROUPS` writes them. NIO does
-    /// not return the written length, so unused slots keep a sentinel no real group has.
+    /// Room for 32 supplementary groups as `SO_PEERGROUPS` writes them; a peer with more
+    /// gets `ERANGE`, and is then matched on its primary group only.
     struct Groups: Sendable {
-        private static let unused = gid_t.max
-        var slots: (
+        var storage: (
             gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
             gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
             gid_t, gid_t
-        ) = (
-            unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
-            unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
-            unused, unused, unused, unused, unused, unused
-        )
+        ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
-        var list: [gid_t] {
-            withUnsafeBytes(of: slots) { Array($0.bindMemory(to: gid_t.self)).filter { $0 != Self.unused } }
-        }
+        var slots: [gid_t] { withUnsafeBytes(of: storage) { Array($0.bindMemory(to: gid_t.self)) } }
     }
+
+    /// A zero-length buffer: `SO_PEERGROUPS` into it succeeds only for a peer with no groups.
+    struct NoGroups: Sendable {}
 
     public var description: String { "pid=\(pid) uid=\(uid) gid=\(gid)" }
 }
