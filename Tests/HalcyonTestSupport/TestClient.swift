@@ -13,6 +13,8 @@ import Glibc
 public final class TestClient {
     private let fd: Int32
     private var pending: [UInt8] = []
+    /// How many bytes of `pending` are known to hold no line feed.
+    private var scanned = 0
     private var nextID = 1
 
     public init(path: String) throws {
@@ -69,11 +71,14 @@ public final class TestClient {
     public func readLine(timeout: TimeInterval = 20) throws -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            if let newline = pending.firstIndex(of: 0x0A) {
+            // Only bytes not yet searched are scanned, so a long line costs one pass.
+            if let newline = pending[scanned...].firstIndex(of: 0x0A) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
                 pending.removeSubrange(...newline)
+                scanned = 0
                 return line
             }
+            scanned = pending.count
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return nil }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
