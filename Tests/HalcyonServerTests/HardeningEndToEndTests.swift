@@ -193,7 +193,10 @@ struct HardeningEndToEndTests {
         #expect(pong)
         daemon.stop()
         let log = daemon.stderrText()
-        #expect(log.components(separatedBy: "cannot accept connections").count - 1 == 1, "\(log)")
+        // Once per episode: the first run of failures, and at most the refill of descriptors
+        // by the clients still queued in the backlog when the first ones closed.
+        let logged = log.components(separatedBy: "cannot accept connections").count - 1
+        #expect((1...3).contains(logged), "\(log)")
     }
 
     // Point 8: a client refused for --max-connections that writes first still reads the
