@@ -105,6 +105,9 @@ struct HardeningEndToEndTests {
         defer { daemon.cleanUp() }
         let client = try daemon.client()
         try client.request("debug.sleep", #"{"seconds":1}"#, id: 1)
+        // Let the daemon read the sleep alone, so the lines below wait in the socket while
+        // --max-in-flight 1 holds reads.
+        usleep(300_000)
         var lines = ""
         for id in 2...40 { lines += #"{"jsonrpc":"2.0","id":\#(id),"method":"server.ping"}"# + "\n" }
         lines += #"[{"jsonrpc":"2.0","id":41,"method":"server.ping"},{"jsonrpc":"2.0","id":42,"method":"server.ping"}]"# + "\n"
@@ -123,7 +126,7 @@ struct HardeningEndToEndTests {
             }
         }
         #expect(answered == Set(1...42))
-        daemon.process.waitUntilExit()
+        try #require(daemon.waitForExit())
         #expect(daemon.process.terminationStatus == 0)
     }
 
@@ -150,7 +153,8 @@ struct HardeningEndToEndTests {
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
         chmod(cache.path, 0o777)
         let daemon = try DaemonProcess(root: root, waitUntilReady: false)
-        daemon.process.waitUntilExit()
+        defer { daemon.stop(signal: SIGKILL) }
+        try #require(daemon.waitForExit(), "the refused start is still running")
         #expect(daemon.process.terminationStatus == 1)
         #expect(daemon.stderrText().contains("writable by group or others"))
         #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
@@ -165,7 +169,8 @@ struct HardeningEndToEndTests {
         // A regular file where the socket belongs: not ours to remove, so the start fails.
         try Data("not a socket".utf8).write(to: root.appendingPathComponent("s.sock"))
         let daemon = try DaemonProcess(root: root, waitUntilReady: false)
-        daemon.process.waitUntilExit()
+        defer { daemon.stop(signal: SIGKILL) }
+        try #require(daemon.waitForExit(), "the refused start is still running")
         #expect(daemon.process.terminationStatus == 1)
         #expect(!FileManager.default.fileExists(atPath: daemon.socketPath + ".lock"))
     }

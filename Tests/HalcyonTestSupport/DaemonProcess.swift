@@ -81,6 +81,13 @@ public final class DaemonProcess {
         throw DaemonError.notReady(stderr: stderrText())
     }
 
+    /// Waits up to `timeout` for the daemon to exit on its own; false if it still runs.
+    public func waitForExit(timeout: TimeInterval = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        return !process.isRunning
+    }
+
     public func client() throws -> TestClient { try TestClient(path: socketPath) }
 
     /// Sends `signal` and waits for the exit status.
