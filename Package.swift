@@ -30,7 +30,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
-        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -59,8 +58,6 @@ let package = Package(
             dependencies: [
                 "CHalcyonSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -76,7 +73,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -100,12 +96,48 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson"], swiftSettings: swiftSettings),
+        // What several test targets share: the test client, the daemon and CLI launchers (one
+        // way to find the built binaries), the seeded generator, lock boxes.
+        .target(
+            name: "HalcyonTestSupport",
+            dependencies: ["HalcyonJSON", "HalcyonCache"],
+            path: "Tests/HalcyonTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The request parser and dispatcher under fuzzing: `RequestFuzzer` checks one input;
+        // `halcyon-fuzz` is libFuzzer's entry point when scripts/fuzz builds it with
+        // -sanitize=fuzzer -DFUZZING, and a corpus replayer otherwise.
+        .target(
+            name: "HalcyonFuzzing",
+            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"],
+            path: "Tests/HalcyonFuzzing",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyon-fuzz",
+            dependencies: ["HalcyonFuzzing"],
+            path: "Tests/HalcyonFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
-        .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HalcyonServerTests",
-            dependencies: ["HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem", "HalcyonVersion"],
+            dependencies: [
+                "HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem", "HalcyonTestSupport", "HalcyonVersion",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

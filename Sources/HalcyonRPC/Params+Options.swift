@@ -1,4 +1,4 @@
-// The per-request `options` member of cache.* params (spec §4).
+// The per-request `options` member of cache.* params (Docs/PROTOCOL.md §6).
 
 import Foundation
 import HalcyonJSON

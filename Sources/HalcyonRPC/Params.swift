@@ -83,7 +83,7 @@ public struct Params: Sendable {
         return member.string ?? ""
     }
 
-    /// The longest key accepted, in UTF-8 bytes (spec §3).
+    /// The longest key accepted, in UTF-8 bytes (Docs/PROTOCOL.md §4).
     public static let maxKeyBytes = 4096
 
     /// An optional string.
@@ -122,6 +122,10 @@ public struct Params: Sendable {
     /// An optional instant given as Unix seconds (fractions allowed).
     public func date(_ name: String) throws(RPCError) -> Date? {
         guard let seconds = try double(name) else { return nil }
+        guard seconds >= 0, seconds <= Params.latestDate else {
+            throw .invalidParams(reason: .outOfRange, param: name,
+                                 message: "'\(name)' must be Unix seconds within 0...253402300799 (years 1970 to 9999)")
+        }
         return Date(timeIntervalSince1970: seconds)
     }
 

@@ -74,7 +74,7 @@ public struct RPCError: Error, Sendable, Equatable {
 // MARK: - Codes
 
 extension RPCError {
-    /// The JSON-RPC codes the daemon uses (spec §2).
+    /// The JSON-RPC codes the daemon uses (Docs/PROTOCOL.md §3).
     public enum Code {
         public static let parseError: Int32 = -32700
         public static let invalidRequest: Int32 = -32600
@@ -173,11 +173,19 @@ extension RPCError {
         case tooManyConnections
         /// `--max-in-flight` reached on this connection.
         case tooManyInFlight
+        /// The unfinished request lines of all connections together reached
+        /// `--max-input-buffer`; this line was dropped, the connection stays usable.
+        case inputBufferFull
     }
 
     /// -32005: a configured limit was hit.
     public static func overloaded(reason: OverloadReason, limit: Int? = nil) -> RPCError {
-        let text = reason == .tooManyConnections ? "too many connections" : "too many requests in flight"
+        let text: String
+        switch reason {
+        case .tooManyConnections: text = "too many connections"
+        case .tooManyInFlight: text = "too many requests in flight"
+        case .inputBufferFull: text = "too much unfinished input across connections"
+        }
         return RPCError(code: Code.overloaded, message: "Overloaded: \(text)", reason: reason.rawValue,
                         data: limit.map { [DataMember("limit", .int(Int64($0)))] } ?? [])
     }

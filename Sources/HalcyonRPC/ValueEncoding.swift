@@ -3,7 +3,7 @@
 
 import HalcyonJSON
 
-/// The wire form of a value (spec §3).
+/// The wire form of a value (Docs/PROTOCOL.md §4).
 ///
 /// Conversion on read (rows: the entry's stored encoding; columns: requested):
 ///

@@ -4,7 +4,7 @@
 import CoreMetrics
 import HalcyonCache
 import HalcyonVersion
-import NIOConcurrencyHelpers
+import HalcyonCache
 import Prometheus
 
 /// Every series `halcyond` exports, in one registry of its own (never swift-metrics'
@@ -36,10 +36,10 @@ public final class Metrics: Sendable {
     private let cache: HybridCache
     private let counters: ServerCounters
     /// The request timers, one per method name seen; guarded by its own lock.
-    private let timers = NIOLockedValueBox([String: CoreMetrics.Timer]())
+    private let timers = Locked([String: CoreMetrics.Timer]())
     /// The cumulative values at the previous render, by series; guarded by its own lock,
     /// which `render` holds throughout.
-    private let lastSeen = NIOLockedValueBox([String: Int64]())
+    private let lastSeen = Locked([String: Int64]())
 
     init(cache: HybridCache, counters: ServerCounters) {
         let registry = PrometheusCollectorRegistry()
@@ -57,7 +57,7 @@ public final class Metrics: Sendable {
     /// table are recorded as `unknown`, so a client cannot grow the registry at will.
     func observe(method: String, known: Bool, nanoseconds: Int64) {
         let name = known ? method : "unknown"
-        let timer = timers.withLockedValue { timers in
+        let timer = timers.withLock { timers in
             if let timer = timers[name] { return timer }
             let timer = CoreMetrics.Timer(
                 label: "halcyon_request_duration_seconds", dimensions: [("method", name)], factory: factory
@@ -71,7 +71,7 @@ public final class Metrics: Sendable {
     /// The Prometheus text format (0.0.4) of every series, refreshed from the cache's and
     /// the transport's counters first.
     public func render() -> String {
-        lastSeen.withLockedValue { last in
+        lastSeen.withLock { last in
             refresh(&last)
             return registry.emitToString()
         }

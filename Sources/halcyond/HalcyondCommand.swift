@@ -64,6 +64,12 @@ struct HalcyondCommand: ParsableCommand {
     @Option(help: "Requests in flight per connection before reading pauses. (default: 1024)")
     var maxInFlight: String?
 
+    @Option(help: "Unsent reply bytes per connection before a client that does not read is disconnected. (default: 64MiB)")
+    var maxOutputBuffer: String?
+
+    @Option(help: "Bytes of unfinished request lines all connections may hold together. (default: 512MiB)")
+    var maxInputBuffer: String?
+
     @Option(help: "How often expired entries are removed and size limits enforced; 0 = never. (default: 10m)")
     var sweepInterval: String?
 
@@ -116,6 +122,8 @@ struct HalcyondCommand: ParsableCommand {
         flags.maxBatch = maxBatch
         flags.maxConnections = maxConnections
         flags.maxInFlight = maxInFlight
+        flags.maxOutputBuffer = maxOutputBuffer
+        flags.maxInputBuffer = maxInputBuffer
         flags.sweepInterval = sweepInterval
         flags.socketMode = socketMode
         flags.socketGroup = socketGroup

@@ -120,9 +120,17 @@ extension Dispatcher {
                 }
             case "callbackQueue":
                 let respond = call.responder.respond
-                call.callbackQueue.execute(priority: call.options.priority) {
-                    Thread.sleep(forTimeInterval: seconds)
-                    respond(reply())
+                let callbackQueue = call.callbackQueue
+                let priority = call.options.priority
+                if case .untouch = callbackQueue {
+                    // `untouch` delivers on the caller's thread, here an event loop that other
+                    // connections share: sleep elsewhere, then deliver as `untouch` would.
+                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { respond(reply()) }
+                } else {
+                    callbackQueue.execute(priority: priority) {
+                        Thread.sleep(forTimeInterval: seconds)
+                        respond(reply())
+                    }
                 }
                 return nil
             default:
