@@ -176,6 +176,9 @@ extension RPCError {
         /// The unfinished request lines of all connections together reached
         /// `--max-input-buffer`; this line was dropped, the connection stays usable.
         case inputBufferFull
+        /// The daemon ran out of file descriptors; this connection was accepted only to
+        /// say so and is closed after this reply.
+        case outOfDescriptors
     }
 
     /// -32005: a configured limit was hit.
@@ -185,6 +188,7 @@ extension RPCError {
         case .tooManyConnections: text = "too many connections"
         case .tooManyInFlight: text = "too many requests in flight"
         case .inputBufferFull: text = "too much unfinished input across connections"
+        case .outOfDescriptors: text = "out of file descriptors"
         }
         return RPCError(code: Code.overloaded, message: "Overloaded: \(text)", reason: reason.rawValue,
                         data: limit.map { [DataMember("limit", .int(Int64($0)))] } ?? [])

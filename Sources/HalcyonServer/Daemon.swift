@@ -43,6 +43,10 @@ public final class Daemon: Sendable {
     /// Whether the current run of failed accepts was logged; reset by the next accepted
     /// connection, so each episode is logged once.
     private let outOfDescriptors = Locked(false)
+    /// The spare descriptor that lets the daemon answer clients while it has none left.
+    private let descriptorReserve = DescriptorReserve()
+    /// The listening descriptor, once bound or adopted; -1 before.
+    private let listenerFD = Locked<Int32>(-1)
     /// Unfinished request lines of all connections together (`--max-input-buffer`).
     private let inputBudget: InputBudget
     /// The summary logger, kept so shutdown can write a last summary.
@@ -50,6 +54,8 @@ public final class Daemon: Sendable {
     public static let version = HalcyonVersion.current
     /// How long accepting pauses after an accept fails (out of descriptors, mostly).
     static let acceptBackoff = TimeAmount.milliseconds(250)
+    /// Clients that may wait to be accepted.
+    static let listenBacklog: Int32 = 512
 
     public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
         self.configuration = configuration
@@ -105,13 +111,18 @@ public final class Daemon: Sendable {
 
         let logger = self.logger
         let outOfDescriptors = self.outOfDescriptors
+        let reserve = self.descriptorReserve
+        let listenerFD = self.listenerFD
+        let counters = self.counters
+        let refusal = RPCReply.error(id: nil, .overloaded(reason: .outOfDescriptors)).bytes
         let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 512)
+            .serverChannelOption(ChannelOptions.backlog, value: Self.listenBacklog)
             .serverChannelInitializer { channel in
-                // Without it, an accept that fails for want of descriptors (EMFILE, ENFILE)
-                // is retried at once, forever: a core spins while the backlog waits. Waiting
-                // lets connections close and free descriptors; pending clients stay queued in
-                // the backlog meanwhile.
+                // An accept that fails for want of descriptors (EMFILE, ENFILE) leaves the
+                // client in the backlog and the listening socket readable: the event loop
+                // would retry it at once, forever. The spare descriptor lets each failure
+                // answer and close the waiting clients instead (see DescriptorReserve), and
+                // the backoff spaces out the accepts that follow.
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
                         AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
@@ -120,8 +131,12 @@ public final class Daemon: Sendable {
                                 return !logged
                             }
                             if first {
-                                logger.error("cannot accept connections; pausing accepts until descriptors free up",
+                                logger.error("out of descriptors: refusing new connections until descriptors free up",
                                              metadata: ["error": "\(error)"])
+                            }
+                            if error.errnoCode == EMFILE || error.errnoCode == ENFILE {
+                                let refused = reserve.shedWaitingClients(listener: listenerFD.withLock { $0 }, line: refusal)
+                                for _ in 0..<refused { counters.peerRefused() }
                             }
                             return Self.acceptBackoff
                         }
@@ -152,12 +167,15 @@ public final class Daemon: Sendable {
         switch source {
         case .inherited(let fd, let path):
             // systemd owns this socket file: it is never unlinked by us.
+            listenerFD.withLock { $0 = fd }
             channel = try bootstrap.withBoundSocket(fd).wait()
             logger.info("adopted the socket passed by systemd", metadata: ["fd": "\(fd)", "path": "\(path)"])
         case .bind(let socket):
             prepared = socket
             do {
-                channel = try bootstrap.bind(unixDomainSocketPath: socket.path).wait()
+                let fd = try socket.bindAndListen(backlog: Self.listenBacklog)
+                listenerFD.withLock { $0 = fd }
+                channel = try bootstrap.withBoundSocket(fd).wait()
                 try socket.applyPermissions()
             } catch {
                 socket.cleanUp()
@@ -227,7 +245,10 @@ public final class Daemon: Sendable {
             defer { logged = false }
             return logged
         }
-        if recovered { logger.notice("accepting connections again") }
+        if recovered {
+            logger.notice("accepting connections again",
+                          metadata: ["refusedForWantOfDescriptors": "\(descriptorReserve.shedCount)"])
+        }
         let counters = self.counters
         let logger = self.logger
         return PeerCredentials.of(channel: channel).flatMap { peer in
@@ -248,6 +269,7 @@ public final class Daemon: Sendable {
             return channel.close()
         }
         guard counters.openConnection(limit: configuration.maxConnections) else {
+            counters.peerRefused()
             logger.warning("refused a connection: too many connections",
                            metadata: ["limit": "\(configuration.maxConnections)", "pid": "\(peer.pid)"])
             let reply = RPCReply.error(

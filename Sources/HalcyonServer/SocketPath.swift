@@ -237,6 +237,24 @@ public final class PreparedSocket: Sendable {
         self.group = group
     }
 
+    /// Creates the listening socket at `path` (non-blocking, close-on-exec), for
+    /// `ServerBootstrap.withBoundSocket`. The daemon binds it itself, rather than letting
+    /// NIO do it, so it knows the listening descriptor: when the process runs out of
+    /// descriptors, `DescriptorReserve` accepts on it directly to answer waiting clients.
+    /// - Returns: the listening descriptor; the caller owns it.
+    /// - Throws: `.cannotBind` with the failing call's `errno`.
+    public func bindAndListen(backlog: Int32) throws(SocketSetupError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .cannotBind(path: path, errno: errno) }
+        let bound = SocketPath.withUnixAddress(path) { address, length in bind(fd, address, length) }
+        guard bound == 0, listen(fd, backlog) == 0 else {
+            let code = errno
+            close(fd)
+            throw .cannotBind(path: path, errno: code)
+        }
+        return fd
+    }
+
     /// Sets the bound socket's mode, then its group. Call right after `bind`; until then
     /// the socket has the umask's mode, which the 0700 folder keeps private.
     /// - Throws: `.cannotSetPermissions` with the failing call's `errno`.
@@ -299,6 +317,8 @@ public enum SocketSetupError: Error, Sendable, Equatable, CustomStringConvertibl
     case cannotRemoveStaleSocket(path: String, errno: Int32)
     /// `chmod`/`chown` of the bound socket failed.
     case cannotSetPermissions(path: String, errno: Int32)
+    /// `socket`/`bind`/`listen` of the path failed.
+    case cannotBind(path: String, errno: Int32)
     /// systemd passed a descriptor we cannot serve (see `SystemdError`).
     case inheritedSocketUnusable(description: String)
 
@@ -335,6 +355,8 @@ public enum SocketSetupError: Error, Sendable, Equatable, CustomStringConvertibl
             return "cannot remove stale socket \(path): \(reason(code))"
         case .cannotSetPermissions(let path, let code):
             return "cannot set permissions of \(path): \(reason(code))"
+        case .cannotBind(let path, let code):
+            return "cannot listen on \(path): \(reason(code))"
         case .inheritedSocketUnusable(let description):
             return "cannot use the socket systemd passed: \(description)"
         }
