@@ -144,11 +144,14 @@ struct MethodSpec: Sendable {
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
+    /// The lease table of `cache.lease` (LeaseMethods.swift); owners are connection ids.
+    public let leases: Leases
     let table: [String: MethodSpec]
 
-    public init(cache: HybridCache, facts: ServerFacts) {
+    public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
         self.cache = cache
         self.facts = facts
+        self.leases = leases
         var table: [String: MethodSpec] = [:]
         for spec in Dispatcher.cacheMethods + Dispatcher.serverMethods {
             table[spec.name] = spec
@@ -157,6 +160,17 @@ public final class Dispatcher: Sendable {
             for spec in Dispatcher.debugMethods { table[spec.name] = spec }
         }
         self.table = table
+    }
+
+    /// The transport calls this once when a connection has closed: its leases end (each
+    /// passes to the next waiting caller) and its waiting lease calls are dropped.
+    public func connectionClosed(_ session: ConnectionSession) {
+        leases.releaseAll(owner: session.id)
+    }
+
+    /// `--max-batch`, the bound on `cache.getMany` keys and `cache.setMany` entries.
+    var maxBatch: Int {
+        Int(facts.limits.first(where: { $0.0 == "maxBatch" })?.1 ?? 1000)
     }
 
     /// Handles one request. Returns the storage task for queued work, so the transport can

@@ -109,6 +109,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         seqsByID.removeAll()
         counters.requestsFinished(entries.count)
         for entry in entries.values { entry.task?.cancel() }
+        dispatcher.connectionClosed(session)
         context.fireChannelInactive()
     }
 

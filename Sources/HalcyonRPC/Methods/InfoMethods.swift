@@ -6,7 +6,8 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let cacheMethods: [MethodSpec] = readMethods + writeMethods + [
+    static let cacheMethods: [MethodSpec] = readMethods + writeMethods + atomicMethods + multiKeyMethods
+        + keyListMethods + leaseMethods + [
         MethodSpec(name: "cache.totalSize", params: ["options"]) { dispatcher, call throws(RPCError) in
             let responder = call.responder
             return dispatcher.cache.totalSize(callbackQueue: call.callbackQueue) { result in
@@ -26,6 +27,13 @@ extension Dispatcher {
                 w.field("connections", live.connections)
                 w.field("refusedPeers", live.refusedPeers)
                 w.field("uptime", Int(uptime.rounded(.down)))
+                let leases = dispatcher.leases.stats
+                w.field("leases", leases.held)
+                w.field("leaseWaiters", leases.waiting)
+                w.field("leasesGranted", leases.granted)
+                w.field("leasesExpired", leases.expired)
+                w.field("leaseWaitersRefused", leases.refused)
+                w.field("leaseWaitsTimedOut", leases.timedOut)
                 w.endObject()
             })
             return nil

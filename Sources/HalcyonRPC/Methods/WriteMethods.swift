@@ -10,7 +10,7 @@ extension Dispatcher {
     static let writeMethods: [MethodSpec] = [
         MethodSpec(
             name: "cache.set",
-            params: ["key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "options"]
+            params: ["key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "lease", "options"]
         ) { dispatcher, call throws(RPCError) in
             let key = try call.params.key()
             let encoding = try call.params.encoding("encoding") ?? .utf8
@@ -19,14 +19,18 @@ extension Dispatcher {
             var options = try call.optionsWithExpirations()
             options.toDisk = try call.params.bool("toDisk", default: true)
             options.forcedExtension = try call.params.string("forcedExtension")
+            _ = try call.params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
             let entry = CacheEntry(bytes: bytes, flags: encoding.flags)
             let responder = call.responder
+            let leases = dispatcher.leases
             return dispatcher.cache.store(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                if case .success = result { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("stored", r.stored)
                     w.field("size", r.size)
                     w.field("expiresAt", expiresAt: r.expiresAt)
+                    w.key("version"); if let v = r.version { w.int(Int64(clamping: v)) } else { w.null() }
                     w.endObject()
                 }
             }
@@ -58,10 +62,12 @@ extension Dispatcher {
             var options = call.options
             options.forcedExtension = try call.params.string("forcedExtension")
             let responder = call.responder
+            let leases = dispatcher.leases
             return dispatcher.cache.remove(
                 forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
+                if case .success(true) = result { leases.written(key: key) }
                 responder.finish(result) { (removed, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", removed); w.endObject()
                 }

@@ -1,0 +1,88 @@
+// The multi-key calls: several stores as one ioQueue job (setMany), and several reads
+// whose answers come back together in order (getMany).
+
+import Foundation
+
+extension HybridCache {
+    /// One element of `storeMany`.
+    public struct StoreItem: Sendable {
+        public var key: String
+        public var entry: CacheEntry
+        /// nil = the disk tier's default.
+        public var diskExpiration: StorageExpiration?
+        /// nil = the memory tier's default.
+        public var memoryExpiration: StorageExpiration?
+
+        public init(key: String, entry: CacheEntry, diskExpiration: StorageExpiration? = nil,
+                    memoryExpiration: StorageExpiration? = nil) {
+            self.key = key
+            self.entry = entry
+            self.diskExpiration = diskExpiration
+            self.memoryExpiration = memoryExpiration
+        }
+    }
+
+    /// Stores every item, in order, as one ioQueue job: no other write runs between them,
+    /// and a read of any of the keys queues behind the whole job. `options.toDisk`,
+    /// `forcedExtension` and `priority` apply to all. Stops at the first failure (the
+    /// earlier stores stand) and reports it.
+    ///
+    /// - Returns (through `completion`): one `StoreResult` per item, in order.
+    @discardableResult
+    public func storeMany(
+        _ items: [StoreItem], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        enqueue(write: .keys(items.map(\.key)), callbackQueue, options.priority, completion) { [self] () -> Result<[StoreResult], CacheError> in
+            var results: [StoreResult] = []
+            results.reserveCapacity(items.count)
+            for item in items {
+                var itemOptions = options
+                itemOptions.diskExpiration = item.diskExpiration ?? options.diskExpiration
+                itemOptions.memoryExpiration = item.memoryExpiration ?? options.memoryExpiration
+                switch perform(storeOperation(item.entry, forKey: item.key, options: itemOptions)) {
+                case .success(let outcome): results.append(HybridCache.storeResult(outcome))
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(results)
+        }
+    }
+
+    /// Reads every key like `retrieve` (each with its own read-your-writes path) and
+    /// delivers all results at once, in the order of `keys`, through `callbackQueue`. The
+    /// first failure is delivered instead. Not cancellable once asked (the reads are
+    /// short); the returned task only reports.
+    public func retrieveMany(
+        forKeys keys: [String], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
+    ) {
+        guard !keys.isEmpty else {
+            callbackQueue.execute(priority: options.priority) { completion(.success([])) }
+            return
+        }
+        struct Gather: Sendable {
+            var results: [RetrieveResult?]
+            var failure: CacheError?
+            var left: Int
+        }
+        let gather = Locked(Gather(results: Array(repeating: nil, count: keys.count), failure: nil, left: keys.count))
+        for (index, key) in keys.enumerated() {
+            // Each read answers on `.untouch` (no hop); the gathered reply takes the caller's queue once.
+            retrieve(forKey: key, options: options, callbackQueue: .untouch) { result in
+                let done = gather.withLock { g -> Gather? in
+                    switch result {
+                    case .success(let r): g.results[index] = r
+                    case .failure(let e): if g.failure == nil { g.failure = e }
+                    }
+                    g.left -= 1
+                    return g.left == 0 ? g : nil
+                }
+                guard let done else { return }
+                let outcome: Result<[RetrieveResult], CacheError> = done.failure.map { .failure($0) }
+                    ?? .success(done.results.map { $0! })
+                callbackQueue.execute(priority: options.priority) { completion(outcome) }
+            }
+        }
+    }
+}
