@@ -7,6 +7,15 @@ import HalcyonJSON
 import Testing
 @testable import HalcyonServer
 
+/// A value threads can set and read. Threading: thread-safe; `lock` guards `value`.
+final class Locked2<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func set(_ newValue: Value) { lock.lock(); value = newValue; lock.unlock() }
+    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
+}
+
 @Suite struct CLIFeaturesTests {
     @Test func addIncrDecrCas() throws {
         let daemon = try DaemonProcess()
@@ -57,23 +66,35 @@ import Testing
         #expect(try CLIProcess.run(["keys"], socket: s).stdoutText == "other\n")
     }
 
-    @Test func leaseAndRelease() throws {
+    @Test func leaseRunsTheCommandOnceAndCachesOnlySuccess() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let s = daemon.socketPath
-        let taken = try CLIProcess.run(["lease", "page", "--ttl", "1m"], socket: s)
-        #expect(taken.status == 1)
-        let token = taken.stdoutText.trimmingCharacters(in: .newlines)
-        #expect(!token.isEmpty)
-        let held = try CLIProcess.run(["lease", "page", "--ttl", "1m", "--wait", "0"], socket: s)
+        let counter = daemon.root.appendingPathComponent("runs").path
+        let command = ["--", "sh", "-c", "echo run >> \(counter); sleep 0.3; echo value"]
+        let runs = (0..<8).map { _ in Locked2<CLIRun?>(nil) }
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            runs[i].set(try? CLIProcess.run(["lease", "page", "--lease-ttl", "1m", "--wait", "30s"] + command, socket: s))
+        }
+        for run in runs.map({ $0.get() }) {
+            #expect(run?.status == 0, "\(run?.stderrText ?? "did not run")")
+            #expect(run?.stdoutText == "value\n")
+        }
+        #expect(try String(contentsOfFile: counter, encoding: .utf8) == "run\n")
+        #expect(try CLIProcess.run(["get", "page"], socket: s).stdoutText == "value\n")
+
+        let failed = try CLIProcess.run(["lease", "bad", "--", "sh", "-c", "echo partial; exit 7"], socket: s)
+        #expect(failed.status == 7 && failed.stdoutText == "partial\n" && failed.stderr.isEmpty)
+        #expect(try CLIProcess.run(["get", "bad"], socket: s).status == 1)
+        #expect(try CLIProcess.run(["lease", "bad"], socket: s).status == 2)  // no COMMAND
+
+        // Held by a client that stays connected: exit 3 after the wait, nothing runs.
+        let holder = try daemon.client()
+        let token = try #require(try holder.result("cache.lease", #"{"key":"busy","ttl":{"seconds":60}}"#)["lease"]?.string)
+        let held = try CLIProcess.run(["lease", "busy", "--wait", "0", "--", "sh", "-c", "echo ran"], socket: s)
         #expect(held.status == 3 && held.stdout.isEmpty)
-        #expect(try CLIProcess.run(["release", "page", token], socket: s).status == 0)
-        #expect(try CLIProcess.run(["release", "page", token], socket: s).status == 1)
-        let again = try CLIProcess.run(["lease", "page", "--ttl", "1m"], socket: s)
-        let token2 = again.stdoutText.trimmingCharacters(in: .newlines)
-        #expect(try CLIProcess.run(["set", "page", "<html>", "--lease", token2], socket: s).status == 0)
-        let hit = try CLIProcess.run(["lease", "page", "--ttl", "1m"], socket: s)
-        #expect(hit.status == 0 && hit.stdoutText == "<html>")
+        #expect(try CLIProcess.run(["release", "busy", token], socket: s).status == 0)
+        #expect(try CLIProcess.run(["release", "busy", token], socket: s).status == 1)
     }
 
     /// Every row of the table in Docs/DURATIONS.md, through the daemon's parser (the CLI
