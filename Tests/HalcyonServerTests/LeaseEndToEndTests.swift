@@ -95,24 +95,36 @@ import Testing
     @Test func twentyConcurrentCallersComputeOnce() throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
-        let computed = LockedCounter()
-        let gotValue = LockedCounter()
-        let failures = failuresAcrossClients(socketPath: daemon.socketPath, workers: 20) { _, client, failures in
-            let reply = try client.result("cache.lease", #"{"key":"expensive","ttl":{"seconds":60},"wait":30}"#)
-            if let token = reply["lease"]?.string {
-                computed.add()
-                usleep(50_000)  // the computation; the others must be parked meanwhile
-                _ = try client.result("cache.set", #"{"key":"expensive","value":"42","lease":"\#(token)"}"#)
-                gotValue.add()
-            } else if reply["value"]?.string == "42" {
-                gotValue.add()
-            } else {
-                failures.add()
+        let observer = try daemon.client()
+        // Twenty connections ask at once (all requests are out before any reply is read).
+        let clients = try (0..<20).map { _ in try daemon.client() }
+        for c in clients { try c.request("cache.lease", #"{"key":"expensive","ttl":{"seconds":60},"wait":30}"#) }
+        // Exactly one is answered with the lease; find it (the others stay parked).
+        var holder: Int?
+        var token: String?
+        let deadline = Date().addingTimeInterval(20)
+        while holder == nil, Date() < deadline {
+            for (i, c) in clients.enumerated() {
+                guard let line = try c.readLine(timeout: 0.01) else { continue }
+                let reply = try JSONValue.parse(Array(line.utf8)).get()
+                token = reply["result"]?["lease"]?.string
+                #expect(token != nil, "\(line)")
+                holder = i
+                break
             }
         }
-        #expect(failures == 0)
-        #expect(computed.value == 1)
-        #expect(gotValue.value == 20)
+        let h = try #require(holder)
+        try Self.waitForWaiters(observer, 19)
+        // The holder computes once and stores; every parked caller gets that value.
+        _ = try clients[h].result("cache.set", #"{"key":"expensive","value":"42","lease":"\#(token ?? "")"}"#)
+        for (i, c) in clients.enumerated() where i != h {
+            let reply = try c.readReply(timeout: 20)
+            #expect(reply["result"]?["value"]?.string == "42", "\(reply.compactText)")
+            #expect(reply["result"]?["lease"] == nil)
+        }
+        let stats = try observer.result("cache.stats")
+        #expect(stats["leasesGranted"]?.int64 == 1)
+        #expect(stats["leaseWaiters"]?.int64 == 0)
     }
 
     @Test func waitersAreBoundedAndBadParamsRefused() throws {
