@@ -57,8 +57,25 @@ extension HybridCache {
         forKeys keys: [String], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
     ) {
-        guard !keys.isEmpty else {
-            callbackQueue.execute(priority: options.priority) { completion(.success([])) }
+        // Memory hits of keys with nothing queued are answered here, as `retrieve` would
+        // answer each on this thread; only the rest go through `retrieve` one by one.
+        let mustQueue = writes.withLock { book in keys.map { book.mustQueue($0) } }
+        var ready = [RetrieveResult?](repeating: nil, count: keys.count)
+        var rest: [Int] = []
+        for (index, key) in keys.enumerated() {
+            if !mustQueue[index], let (entry, meta) = memoryStorage.valueAndMeta(
+                forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
+            {
+                ready[index] = RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
+            } else if !mustQueue[index], options.fromMemoryOnly {
+                ready[index] = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
+            } else {
+                rest.append(index)
+            }
+        }
+        guard !rest.isEmpty else {
+            let results = ready.map { $0! }
+            callbackQueue.execute(priority: options.priority) { completion(.success(results)) }
             return
         }
         struct Gather: Sendable {
@@ -66,8 +83,9 @@ extension HybridCache {
             var failure: CacheError?
             var left: Int
         }
-        let gather = Locked(Gather(results: Array(repeating: nil, count: keys.count), failure: nil, left: keys.count))
-        for (index, key) in keys.enumerated() {
+        let gather = Locked(Gather(results: ready, failure: nil, left: rest.count))
+        for index in rest {
+            let key = keys[index]
             // Each read answers on `.untouch` (no hop); the gathered reply takes the caller's queue once.
             retrieve(forKey: key, options: options, callbackQueue: .untouch) { result in
                 let done = gather.withLock { g -> Gather? in
