@@ -33,9 +33,11 @@ extension HybridCache {
     }
 
     /// A page of at most `limit` live keys starting with `prefix`, from both tiers, each
-    /// once. Each page is one short job on the ioQueue (in order with writes), examining
-    /// at most `limit` files' headers: values are never loaded. Keys present for the
-    /// whole walk appear exactly once; keys written meanwhile may or may not.
+    /// once. A page reads at most `limit` files' headers (values are never loaded) and
+    /// runs on a utility queue, never on the ioQueue: the tiers are thread-safe, and a
+    /// listing must not hold up writes. Every key whose write was acknowledged before
+    /// the listing began and that stays for the whole walk appears exactly once; keys
+    /// written meanwhile may or may not.
     ///
     /// - Parameters:
     ///   - cursor: nil to start; else a previous page's `cursor`. Callers check a cursor
@@ -47,38 +49,48 @@ extension HybridCache {
         prefix: String, cursor: String?, limit: Int, callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<KeyPage, CacheError>) -> Void
     ) -> CacheTask {
-        enqueue(write: nil, callbackQueue, .normal, completion) { [self] () -> Result<KeyPage, CacheError> in
-            let limit = max(1, limit)
-            var page = KeyPage(keys: [], cursor: nil)
-            var position = KeyCursor(cursor) ?? .disk(after: nil)
-            if case .disk(let after) = position {
-                if diskStorage.isReady {
-                    do throws(CacheError) {
-                        let listed = try diskStorage.listKeys(
-                            prefix: prefix, after: after, limit: limit, referenceDate: Date(timeIntervalSince1970: 0))
-                        let now = config.disk.clock.now()
-                        for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil {
-                            page.keys.append(found.key)
-                        }
-                        if let next = listed.nextCursor {
-                            page.cursor = "d" + next
-                            return .success(page)
-                        }
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                position = .memory(after: nil)
-            }
-            guard case .memory(let after) = position else { return .success(page) }
-            var memoryOnly = memoryStorage.keys(prefix: prefix, memoryOnly: true)
-            if let after { memoryOnly.removeAll { !after.utf8.lexicographicallyPrecedes($0.utf8) } }
-            memoryOnly.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            let room = max(1, limit - page.keys.count)
-            page.keys.append(contentsOf: memoryOnly.prefix(room))
-            if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last }
-            return .success(page)
+        let task = makeTask(callbackQueue, .normal, completion)
+        DispatchQueue.global(qos: .utility).async { [self] in
+            guard task.begin() else { return }
+            let result = keyPage(prefix: prefix, cursor: cursor, limit: limit)
+            deliver(result, task: task, callbackQueue, .normal, completion)
         }
+        return task
+    }
+
+    private func keyPage(prefix: String, cursor: String?, limit: Int) -> Result<KeyPage, CacheError> {
+        let limit = max(1, limit)
+        var page = KeyPage(keys: [], cursor: nil)
+        var position = KeyCursor(cursor) ?? .disk(after: nil)
+        if case .disk(let after) = position {
+            if diskStorage.isReady {
+                do throws(CacheError) {
+                    // Every file, expired or not: a resident copy may vouch for a file whose
+                    // own times lag behind the lifetime memory extended.
+                    let listed = try diskStorage.listKeys(
+                        prefix: prefix, after: after, limit: limit, referenceDate: Date(timeIntervalSince1970: 0))
+                    let now = config.disk.clock.now()
+                    for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil {
+                        page.keys.append(found.key)
+                    }
+                    if let next = listed.nextCursor {
+                        page.cursor = "d" + next
+                        return .success(page)
+                    }
+                } catch {
+                    return .failure(error)
+                }
+            }
+            position = .memory(after: nil)
+        }
+        guard case .memory(let after) = position else { return .success(page) }
+        var memoryOnly = memoryStorage.keys(prefix: prefix, memoryOnly: true)
+        if let after { memoryOnly.removeAll { !after.utf8.lexicographicallyPrecedes($0.utf8) } }
+        memoryOnly.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let room = max(1, limit - page.keys.count)
+        page.keys.append(contentsOf: memoryOnly.prefix(room))
+        if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last }
+        return .success(page)
     }
 
     /// Whether `cursor` could have come from `listKeys` (nil starts a listing).
