@@ -13,7 +13,7 @@ extension Dispatcher {
             let responder = call.responder
             let leases = dispatcher.leases
             return dispatcher.cache.add(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                if case .success(let r) = result, r.stored { leases.written(key: key) }
+                if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in w.conditionalStore(r) }
             }
         },
@@ -26,7 +26,7 @@ extension Dispatcher {
                 entry, forKey: key, version: UInt64(bitPattern: version), options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if case .success(let r) = result, r.stored { leases.written(key: key) }
+                if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in w.conditionalStore(r) }
             }
         },
@@ -45,7 +45,9 @@ extension Dispatcher {
                 forKey: key, by: by, initial: initial, flags: ValueEncoding.json.flags, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if case .success(.incremented) = result { leases.written(key: key) }
+                if Leases.mayHaveWritten(result, { if case .incremented = $0 { true } else { false } }) {
+                    leases.written(key: key)
+                }
                 responder.finish(result) { (outcome, w) throws(RPCError) in
                     switch outcome {
                     case .incremented(let value, let version, let expiresAt):

@@ -112,3 +112,17 @@ struct LeaseAttempt: Sendable {
         })
     }
 }
+
+extension Leases {
+    /// Whether a write's outcome may have changed the key, so its lease must end and its
+    /// parked callers read again: a success that `changed` says wrote, or a write that ran
+    /// but whose reply was withdrawn by a cancel (its effects stand; reading again is
+    /// harmless when it did not store).
+    static func mayHaveWritten<T>(_ result: Result<T, CacheError>, _ changed: (T) -> Bool) -> Bool {
+        switch result {
+        case .success(let value): return changed(value)
+        case .failure(.cancelled(started: true)): return true
+        case .failure: return false
+        }
+    }
+}

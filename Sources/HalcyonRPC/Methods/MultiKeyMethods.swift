@@ -59,7 +59,7 @@ extension Dispatcher {
             let leases = dispatcher.leases
             let keys = items.map(\.key)
             return dispatcher.cache.storeMany(items, options: options, callbackQueue: call.callbackQueue) { result in
-                if case .success = result { for key in keys { leases.written(key: key) } }
+                if Leases.mayHaveWritten(result, { _ in true }) { for key in keys { leases.written(key: key) } }
                 responder.finish(result) { (results, w) throws(RPCError) in
                     w.beginObject()
                     w.field("stored", results.filter(\.stored).count)

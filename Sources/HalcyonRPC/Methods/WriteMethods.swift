@@ -24,7 +24,7 @@ extension Dispatcher {
             let responder = call.responder
             let leases = dispatcher.leases
             return dispatcher.cache.store(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                if case .success = result { leases.written(key: key) }
+                if Leases.mayHaveWritten(result, { _ in true }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("stored", r.stored)
@@ -67,7 +67,7 @@ extension Dispatcher {
                 forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if case .success(true) = result { leases.written(key: key) }
+                if Leases.mayHaveWritten(result, { $0 }) { leases.written(key: key) }
                 responder.finish(result) { (removed, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", removed); w.endObject()
                 }
