@@ -7,8 +7,10 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let atomicMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.add", params: MethodCall.storeParams) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file.
+    enum AtomicMethods {
+        /// `cache.add`
+        static func add(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, entry, options) = try call.storeRequest()
             let responder = call.responder
             let leases = dispatcher.leases
@@ -16,8 +18,10 @@ extension Dispatcher {
                 if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in w.conditionalStore(r) }
             }
-        },
-        MethodSpec(name: "cache.cas", params: MethodCall.storeParams.union(["version"])) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.cas`
+        static func cas(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, entry, options) = try call.storeRequest()
             guard let version = try call.params.int64("version") else { throw .missingParam("version") }
             let responder = call.responder
@@ -29,11 +33,10 @@ extension Dispatcher {
                 if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in w.conditionalStore(r) }
             }
-        },
-        MethodSpec(
-            name: "cache.incr",
-            params: ["key", "by", "initial", "expiration", "memoryExpiration", "toDisk", "options"]
-        ) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.incr`
+        static func incr(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             let by = try call.params.int64("by") ?? 1
             let initial = try call.params.int64("initial") ?? 0
@@ -65,7 +68,14 @@ extension Dispatcher {
                     }
                 }
             }
-        },
+        }
+    }
+
+    /// Their table entries.
+    static let atomicMethods: [MethodSpec] = [
+        MethodSpec(name: "cache.add", params: MethodCall.storeParams, handler: AtomicMethods.add),
+        MethodSpec(name: "cache.cas", params: MethodCall.casParams, handler: AtomicMethods.cas),
+        MethodSpec(name: "cache.incr", params: ["key", "by", "initial", "expiration", "memoryExpiration", "toDisk", "options"], handler: AtomicMethods.incr),
     ]
 }
 
@@ -74,6 +84,8 @@ extension MethodCall {
     static let storeParams: Set<String> = [
         "key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "lease", "options",
     ]
+    /// cache.cas: those of cache.set and the `version` to compare.
+    static let casParams: Set<String> = storeParams.union(["version"])
 
     /// The key, the entry and the options of a set-shaped request, read in cache.set's order.
     func storeRequest() throws(RPCError) -> (key: String, entry: CacheEntry, options: HybridCache.Options) {

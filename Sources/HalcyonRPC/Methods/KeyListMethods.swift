@@ -9,8 +9,10 @@ extension Dispatcher {
     /// The most keys one `cache.keys` page may ask for.
     static let maxKeysPerPage = 10_000
 
-    static let keyListMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.keys", params: ["prefix", "cursor", "limit", "options"]) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file.
+    enum KeyListMethods {
+        /// `cache.keys`
+        static func keys(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let prefix = try call.params.string("prefix") ?? ""
             let cursor = try call.params.string("cursor")
             guard HybridCache.isValidKeyCursor(cursor) else {
@@ -39,8 +41,10 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
-        MethodSpec(name: "cache.removePrefix", params: ["prefix", "options"]) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.removePrefix`
+        static func removePrefix(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             guard let prefix = try call.params.string("prefix") else { throw .missingParam("prefix") }
             guard !prefix.isEmpty else {
                 throw .invalidParams(reason: .emptyPrefix, param: "prefix",
@@ -52,6 +56,12 @@ extension Dispatcher {
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }
             }
-        },
+        }
+    }
+
+    /// Their table entries.
+    static let keyListMethods: [MethodSpec] = [
+        MethodSpec(name: "cache.keys", params: ["prefix", "cursor", "limit", "options"], handler: KeyListMethods.keys),
+        MethodSpec(name: "cache.removePrefix", params: ["prefix", "options"], handler: KeyListMethods.removePrefix),
     ]
 }

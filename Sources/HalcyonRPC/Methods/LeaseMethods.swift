@@ -8,8 +8,10 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let leaseMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.lease", params: ["key", "ttl", "wait", "encoding", "options"]) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file.
+    enum LeaseMethods {
+        /// `cache.lease`
+        static func lease(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             guard let ttlForm = try call.params.expiration("ttl") else { throw .missingParam("ttl") }
             let ttl: TimeInterval
@@ -34,8 +36,10 @@ extension Dispatcher {
                 options: call.options, responder: call.responder)
             attempt.run()
             return nil
-        },
-        MethodSpec(name: "cache.releaseLease", params: ["key", "lease", "options"]) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.releaseLease`
+        static func releaseLease(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             guard let token = try call.params.string("lease") else { throw .missingParam("lease") }
             let released = dispatcher.leases.release(key: key, token: token)
@@ -43,7 +47,13 @@ extension Dispatcher {
                 w.beginObject(); w.field("released", released); w.endObject()
             })
             return nil
-        },
+        }
+    }
+
+    /// Their table entries.
+    static let leaseMethods: [MethodSpec] = [
+        MethodSpec(name: "cache.lease", params: ["key", "ttl", "wait", "encoding", "options"], handler: LeaseMethods.lease),
+        MethodSpec(name: "cache.releaseLease", params: ["key", "lease", "options"], handler: LeaseMethods.releaseLease),
     ]
 }
 

@@ -7,11 +7,10 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let multiKeyMethods: [MethodSpec] = [
-        MethodSpec(
-            name: "cache.getMany",
-            params: ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"]
-        ) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file.
+    enum MultiKeyMethods {
+        /// `cache.getMany`
+        static func getMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             guard let list = try call.params.require("keys").array else { throw .wrongType("keys", expected: "array") }
             try dispatcher.checkBatch(list.count, param: "keys")
             var keys: [String] = []
@@ -35,8 +34,10 @@ extension Dispatcher {
                 }
             }
             return nil
-        },
-        MethodSpec(name: "cache.setMany", params: ["entries", "toDisk", "options"]) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.setMany`
+        static func setMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             guard let list = try call.params.require("entries").array else {
                 throw .wrongType("entries", expected: "array")
             }
@@ -70,7 +71,13 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
+        }
+    }
+
+    /// Their table entries.
+    static let multiKeyMethods: [MethodSpec] = [
+        MethodSpec(name: "cache.getMany", params: ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"], handler: MultiKeyMethods.getMany),
+        MethodSpec(name: "cache.setMany", params: ["entries", "toDisk", "options"], handler: MultiKeyMethods.setMany),
     ]
 
     /// One key of a list, checked as `Params.key` checks a `key` member.
