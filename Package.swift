@@ -3,12 +3,14 @@
 // Halcyon: a local cache daemon. The targets fix the direction of dependencies;
 // each uses only those listed before it:
 //
+//   HalcyonVersion             the release number (the VERSION file's), for --version and server.info
 //   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED)
 //   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
 //   HalcyonCache               the storage engine: disk tier, memory tier, hybrid cache, CallbackQueue
 //                              (no JSON, no sockets)
 //   HalcyonRPC                 JSON-RPC 2.0: envelopes, errors, the method table and handlers (no sockets, no files)
-//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle
+//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
+//                              metrics (swift-metrics, Prometheus text) and log formats
 //   halcyond, halcyon          thin executables: the daemon and the command-line client
 import PackageDescription
 
@@ -28,8 +30,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
-        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -39,6 +42,9 @@ let package = Package(
             providers: [.apt(["libjansson-dev"])]
         ),
         .target(name: "CHalcyonSystem", path: "Sources/CHalcyonSystem"),
+        // The release number both executables print for --version (checked against the
+        // VERSION file and the Python package by a test).
+        .target(name: "HalcyonVersion", swiftSettings: swiftSettings),
         .target(
             name: "HalcyonJSON",
             dependencies: [
@@ -52,8 +58,6 @@ let package = Package(
             dependencies: [
                 "CHalcyonSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -65,18 +69,20 @@ let package = Package(
         .target(
             name: "HalcyonServer",
             dependencies: [
-                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem",
+                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "halcyond",
             dependencies: [
-                "HalcyonServer",
+                "HalcyonServer", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -85,17 +91,53 @@ let package = Package(
         .executableTarget(
             name: "halcyon",
             dependencies: [
-                "HalcyonJSON", "CHalcyonSystem",
+                "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson"], swiftSettings: swiftSettings),
+        // What several test targets share: the test client, the daemon and CLI launchers (one
+        // way to find the built binaries), the seeded generator, lock boxes.
+        .target(
+            name: "HalcyonTestSupport",
+            dependencies: ["HalcyonJSON", "HalcyonCache"],
+            path: "Tests/HalcyonTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The request parser and dispatcher under fuzzing: `RequestFuzzer` checks one input;
+        // `halcyon-fuzz` is libFuzzer's entry point when scripts/fuzz builds it with
+        // -sanitize=fuzzer -DFUZZING, and a corpus replayer otherwise.
+        .target(
+            name: "HalcyonFuzzing",
+            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"],
+            path: "Tests/HalcyonFuzzing",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyon-fuzz",
+            dependencies: ["HalcyonFuzzing"],
+            path: "Tests/HalcyonFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
-        .testTarget(name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HalcyonServerTests",
-            dependencies: ["HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem"],
+            dependencies: [
+                "HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem", "HalcyonTestSupport", "HalcyonVersion",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -95,6 +95,7 @@ wait_socket() { # path pid name
 
 redis-server --port 0 --unixsocket "$tmp/redis.sock" --unixsocketperm 700 --save '' --appendonly no \
     --logfile "$tmp/redis.log" &
+redis_pid=$!
 pids+=($!); wait_socket "$tmp/redis.sock" $! redis
 # A second Redis with the append-only file (fsync every second) for the incr section:
 # halcyond answers an incr once its file write reached the kernel, which is what AOF
@@ -102,10 +103,12 @@ pids+=($!); wait_socket "$tmp/redis.sock" $! redis
 if want atomic; then
     redis-server --port 0 --unixsocket "$tmp/redisaof.sock" --unixsocketperm 700 --save '' --appendonly yes \
         --appendfsync everysec --dir "$tmp" --appendfilename redis.aof --logfile "$tmp/redisaof.log" &
+    redisaof_pid=$!
     pids+=($!); wait_socket "$tmp/redisaof.sock" $! redisaof
 fi
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
+memcached_pid=$!
 pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
 start_halcyond() {
     # shellcheck disable=SC2086  # HALCYOND_ARGS is a list of flags
@@ -116,6 +119,10 @@ start_halcyond() {
 }
 start_halcyond
 declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/h.sock" [redisaof]="$tmp/redisaof.sock")
+declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid" [redisaof]="${redisaof_pid:-0}")
+clk_tck="$(getconf CLK_TCK)"
+# cpu_ticks PID: user + system CPU time the process has used, in clock ticks (/proc/PID/stat).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # ------------------------------------------------------------------ cells
 raw="$tmp/raw.txt"
@@ -126,9 +133,11 @@ field() { # line name
 # run PROTO LOADGEN-ARGS...: prints loadgen's line ("" when it failed); keeps it in $raw.
 run() {
     local proto="$1"; shift
-    local line rc=0 lp="$proto"
+    local line rc=0 cpu0 cpu1 lp="$proto"
     [ "$proto" = redisaof ] && lp=redis
+    cpu0="$(cpu_ticks "${server_pid[$proto]}")"
     line="$("$loadgen" --proto "$lp" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
+    cpu1="$(cpu_ticks "${server_pid[$proto]}")"
     if [ -z "$line" ]; then
         log "FAILED ($rc): $proto $*: $(tail -1 "$tmp/loadgen.err")"
         echo "FAILED $proto $*" >>"$raw"
@@ -136,11 +145,16 @@ run() {
         return 0
     fi
     [ "$rc" = 0 ] || log "errors in replies ($rc): $(tail -1 "$tmp/loadgen.err")"
+    # Server CPU per request: the server's CPU time over the whole run (warm-up and, on a
+    # cell's first run, the prefill included) divided by the replies of the run.
+    line="$line server_cpu_us=$(awk -v t="$((cpu1 - cpu0))" -v hz="$clk_tck" -v n="$(field "$line" replies)" \
+        'BEGIN { if (n + 0 > 0) printf "%.2f", t / hz * 1e6 / n; else printf "n/a" }')"
     echo "$line" >>"$raw"
     log "$line"
     echo "$line"
 }
 rps() { local v; v="$(field "$1" rps)"; echo "${v:-n/a}"; }
+cpu() { local v; v="$(field "$1" server_cpu_us)"; echo "${v:-n/a}"; }
 ratio() { # a b
     awk -v a="$1" -v b="$2" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else printf "n/a" }'
 }
@@ -205,8 +219,10 @@ if want main; then
         echo
         echo "Gets hit keys set beforehand (uniform over the key space; halcyond's prefill uses \`\"toDisk\": false\`, the keys only need to be in memory). A halcyond \`cache.set\` also writes the value to the disk tier (\`toDisk\` defaults to true) before it answers; Redis and memcached keep sets in memory only. See *sets to memory only* below for the like-for-like write."
         echo
-        echo "| op | value B | conns | pipeline | redis | memcached | halcyond | halcyond/redis | halcyond/memcached | halcyond p50/p99 µs | notes |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        echo "Server CPU µs/req: the server process's CPU time (user + system, \`/proc/PID/stat\`) over the median run divided by the replies of that run."
+        echo
+        echo "| op | value B | conns | pipeline | redis | memcached | halcyond | halcyond/redis | halcyond/memcached | halcyond p50/p99 µs | server CPU µs/req halcyond / redis | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     } >>"$report"
     for op in get set; do
         for v in 100 4096; do
@@ -220,7 +236,7 @@ if want main; then
                     n="$(notes "$h")"
                     [ -n "$(notes "$r")" ] && n="$n redis: $(notes "$r")"
                     [ -n "$(notes "$m")" ] && n="$n memcached: $(notes "$m")"
-                    echo "| $op | $v | $c | $p | $(rps "$r") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(ratio "$(rps "$h")" "$(rps "$m")") | $(lat "$h") | $n |" >>"$report"
+                    echo "| $op | $v | $c | $p | $(rps "$r") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(ratio "$(rps "$h")" "$(rps "$m")") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $n |" >>"$report"
                 done
             done
         done

@@ -503,7 +503,7 @@ static void usage(void) {
         "  --prefill-params MEMBERS halcyon: the same for the prefill's sets (default: --set-params)\n"
         "  --key-prefix S          (key:)\n"
         "  --label S               copied into the output line\n"
-        "prints: proto op conns pipeline value requests seconds rps p50_us p99_us hits misses errors disk_hits\n");
+        "prints: proto op conns pipeline value requests seconds rps p50_us p99_us hits misses errors disk_hits replies\n");
     exit(2);
 }
 
@@ -629,12 +629,13 @@ int main(int argc, char **argv) {
     }
 
     samples_t all = {0};
-    uint64_t hits = 0, misses = 0, errors = 0, disk = 0;
+    uint64_t hits = 0, misses = 0, errors = 0, disk = 0, replies = 0;
     const char *first_error = NULL;
     for (int i = 0; i < opt.conns; i++) {
         conn_t *c = &conns[i];
         for (size_t j = 0; j < c->lat.n; j++) samples_add(&all, c->lat.v[j]);
         hits += c->hits; misses += c->misses; errors += c->errors; disk += c->disk_hits;
+        replies += c->oks + c->hits + c->misses + c->errors;
         if (c->errors && !first_error) first_error = c->first_error;
         close(c->fd);
     }
@@ -646,10 +647,10 @@ int main(int argc, char **argv) {
     static const char *pn[] = {"halcyon", "redis", "memcached"};
     static const char *on[] = {"get", "set", "mixed", "mget", "incr"};
     printf("proto=%s op=%s conns=%d pipeline=%d value=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f p99_us=%.1f "
-           "hits=%llu misses=%llu errors=%llu disk_hits=%llu%s%s\n",
+           "hits=%llu misses=%llu errors=%llu disk_hits=%llu replies=%llu%s%s\n",
            pn[opt.proto], on[opt.op], opt.conns, opt.pipeline, opt.value_size, (unsigned long long)total_done, secs,
            secs > 0 ? total_done / secs : 0, p50, p99, (unsigned long long)hits, (unsigned long long)misses,
-           (unsigned long long)errors, (unsigned long long)disk, opt.label ? " label=" : "", opt.label ? opt.label : "");
+           (unsigned long long)errors, (unsigned long long)disk, (unsigned long long)replies, opt.label ? " label=" : "", opt.label ? opt.label : "");
     if (errors) {
         fprintf(stderr, "loadgen: %llu error replies; first: %s\n", (unsigned long long)errors, first_error);
         return 3;

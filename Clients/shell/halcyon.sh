@@ -8,8 +8,10 @@
 #   halcyon_cached 1h "weather" -- curl -fsS https://wttr.in/?format=3
 #
 # Every function is a thin layer over the `halcyon` command (the Swift CLI), taken from
-# $HALCYON_BIN when set, else from PATH; the socket comes from $HALCYON_SOCKET or the
-# daemon's default path, as the command finds it. Exit status follows the command:
+# $HALCYON_BIN when set, else from PATH; the socket comes from $HALCYON_SOCKET, else the
+# command tries the documented places in order ($XDG_RUNTIME_DIR/halcyon/halcyon.sock,
+# /run/user/<uid>/halcyon/halcyon.sock, /tmp/halcyon-<uid>/halcyon.sock,
+# /run/halcyon/halcyon.sock), so scripts run by cron find the daemon too. Exit status follows the command:
 # 0 success or hit, 1 miss (or "not removed", "not cached"), 2 error (message on stderr).
 # Values travel through stdin/stdout and temporary files, never through shell
 # variables, so NUL bytes and trailing newlines survive.

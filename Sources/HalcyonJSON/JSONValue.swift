@@ -39,21 +39,11 @@ public final class JSONValue: @unchecked Sendable {
     }
 
     /// The JSON type of this value.
-    public var kind: Kind {
-        switch json_type(UInt32(hc_json_typeof(raw))) {
-        case JSON_OBJECT: return .object
-        case JSON_ARRAY: return .array
-        case JSON_STRING: return .string
-        case JSON_INTEGER: return .integer
-        case JSON_REAL: return .real
-        case JSON_TRUE, JSON_FALSE: return .bool
-        default: return .null
-        }
-    }
+    public var kind: Kind { JSONValue.kindOf(raw) }
 
     /// The member `key` of an object; nil when absent or when this is not an object.
     public subscript(key: String) -> JSONValue? {
-        guard hc_json_is_object(raw) != 0, let child = json_object_get(raw, key) else { return nil }
+        guard hc_json_is_object(raw) != 0, let child = key.withCString({ json_object_get(raw, $0) }) else { return nil }
         return JSONValue(borrowing: child)
     }
 
@@ -151,14 +141,7 @@ public final class JSONValue: @unchecked Sendable {
     /// The compact serialisation (no whitespace, members in document order). This is the
     /// form a `"json"`-encoded value is stored in; it never holds a raw newline.
     public func serializedCompact() -> [UInt8] {
-        let flags = Int(JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER)
-        let needed = json_dumpb(raw, nil, 0, flags)
-        guard needed > 0 else { return [] }
-        return [UInt8](unsafeUninitializedCapacity: needed) { buffer, initialized in
-            initialized = buffer.baseAddress.map { base in
-                base.withMemoryRebound(to: CChar.self, capacity: needed) { json_dumpb(raw, $0, needed, flags) }
-            } ?? 0
-        }
+        withExtendedLifetime(self) { view.serializedCompact() }
     }
 
     /// `serializedCompact()` as a String, for logs and tests.

@@ -1,4 +1,4 @@
-// The wire form of a connection's callback-queue policy (spec §5), as set by
+// The wire form of a connection's callback-queue policy (Docs/PROTOCOL.md §7), as set by
 // `connection.configure` and echoed in its reply. The transport turns it into a
 // HalcyonCache CallbackQueue.
 

@@ -1,6 +1,7 @@
-// Method dispatch: one table entry per JSON-RPC method (name, the params it accepts,
-// its handler), checked before any handler runs, as Redis checks a command's arity
-// before calling it.
+// Method dispatch: looks a request's method up in the method table (Methods/MethodTable.swift)
+// and checks what its line states (the method exists and is enabled, the params it
+// names, the per-request options) before any handler runs, as Redis's processCommand
+// checks a command's arity and flags before calling it.
 
 import Foundation
 import HalcyonCache
@@ -64,6 +65,9 @@ public struct ServerFacts: Sendable {
     public var debugMethodsEnabled: Bool
     /// Live counters of the transport: open connections and requests in flight.
     public var liveCounters: @Sendable () -> (connections: Int, inFlight: Int, refusedPeers: Int)
+    /// The daemon's metrics in the Prometheus text format, for `server.metrics`; set by the
+    /// transport, which owns the metrics registry. Default: no series.
+    public var metricsText: @Sendable () -> String = { "" }
 
     public init(
         version: String, socketPath: String, startedAt: Date, limits: [(String, Int64)],
@@ -124,16 +128,6 @@ struct Responder: Sendable {
     }
 }
 
-/// A method's entry in the table.
-struct MethodSpec: Sendable {
-    typealias Handler = @Sendable (Dispatcher, MethodCall) throws(RPCError) -> CacheTask?
-
-    let name: String
-    /// Member names `params` may hold; anything else is `-32602 unknownParam`.
-    let params: Set<String>
-    let handler: Handler
-}
-
 /// Routes each request to its handler and the handler to the hybrid cache.
 ///
 /// Threading: `handle` must be called on the requesting connection's event loop thread
@@ -146,6 +140,7 @@ public final class Dispatcher: Sendable {
     public let facts: ServerFacts
     /// The lease table of `cache.lease` (LeaseMethods.swift); owners are connection ids.
     public let leases: Leases
+    /// The method table by name (see `methodTable`).
     let table: [String: MethodSpec]
 
     public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
@@ -153,11 +148,9 @@ public final class Dispatcher: Sendable {
         self.facts = facts
         self.leases = leases
         var table: [String: MethodSpec] = [:]
-        for spec in Dispatcher.cacheMethods + Dispatcher.serverMethods {
+        for spec in Dispatcher.methodTable {
+            precondition(table[spec.name] == nil, "method table: \(spec.name) twice")
             table[spec.name] = spec
-        }
-        if facts.debugMethodsEnabled {
-            for spec in Dispatcher.debugMethods { table[spec.name] = spec }
         }
         self.table = table
     }
@@ -183,19 +176,22 @@ public final class Dispatcher: Sendable {
         respond: @escaping @Sendable (RPCReply) -> Void
     ) -> CacheTask? {
         let callbackQueue = session.callbackQueue
-        guard let spec = table[request.method] else {
-            let error: RPCError = Dispatcher.debugMethods.contains(where: { $0.name == request.method })
-                ? .debugMethodsDisabled(method: request.method)
-                : .methodNotFound(method: request.method)
-            callbackQueue.execute { respond(.error(id: request.id, error)) }
-            return nil
-        }
         var priority = Operation.QueuePriority.normal
         do throws(RPCError) {
-            let params = try Params(request.params, allowed: spec.params)
+            // The table's checks, in this order: the method exists and is enabled here,
+            // its params name nothing it does not take, its options are valid.
+            guard let spec = table[request.method] else { throw .methodNotFound(method: request.method) }
+            if spec.flags.contains(.debug), !facts.debugMethodsEnabled {
+                throw .debugMethodsDisabled(method: request.method)
+            }
+            guard case .call(let handler) = spec.handler else {
+                // The transport carries these out itself (`transportAction(for:)`).
+                throw .methodNotFound(method: request.method)
+            }
+            let params = try Params(node: request.paramsNode, allowed: spec.params)
             var options = HybridCache.Options()
             options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
-            if spec.params.contains("options") {
+            if spec.takesOptions {
                 let requestOptions = try params.options()
                 if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
                 if let p = requestOptions.priority { options.priority = p; priority = p }
@@ -204,7 +200,7 @@ public final class Dispatcher: Sendable {
                 params: params, session: session, options: options,
                 responder: Responder(id: request.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
             )
-            return try spec.handler(self, call)
+            return try handler(self, call)
         } catch {
             callbackQueue.execute(priority: priority) { respond(.error(id: request.id, error)) }
             return nil

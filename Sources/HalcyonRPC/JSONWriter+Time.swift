@@ -1,4 +1,4 @@
-// Instants on the wire: Unix seconds, null for "never" (spec §3).
+// Instants on the wire: Unix seconds, null for "never" (Docs/PROTOCOL.md §5).
 
 import Foundation
 import HalcyonJSON

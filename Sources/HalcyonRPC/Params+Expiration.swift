@@ -1,4 +1,4 @@
-// Expirations and extending policies in their wire forms (spec §3).
+// Expirations and extending policies in their wire forms (Docs/PROTOCOL.md §5).
 
 import Foundation
 import HalcyonCache
@@ -33,7 +33,14 @@ extension Params {
         return .expirationTime(try Params.parseExpiration(inner, param: "\(name).expirationTime", reason: .invalidExtending))
     }
 
-    static func parseExpiration(_ member: JSONValue, param: String,
+    /// The latest `{"date": T}` accepted: the end of year 9999, Unix seconds. Later or
+    /// earlier instants are mistakes (or probes), not cache lifetimes, and far beyond what
+    /// `Date` arithmetic keeps exact.
+    static let latestDate: Double = 253_402_300_799
+    /// The longest `{"seconds": N}` accepted: the same 1,000,000 days `{"days": N}` allows.
+    static let longestSeconds: Double = 86_400 * 1_000_000
+
+    static func parseExpiration(_ member: JSONView, param: String,
                                 reason: RPCError.InvalidParamsReason) throws(RPCError) -> StorageExpiration {
         func invalid(_ why: String) -> RPCError {
             .invalidParams(reason: reason, param: param, message: "'\(param)' \(why)")
@@ -46,12 +53,14 @@ extension Params {
             default: throw invalid(forms)
             }
         }
-        guard member.kind == .object, member.count == 1, let (kind, amount) = member.members.first else {
+        guard member.kind == .object, member.count == 1, let (kind, amount) = member.firstMember else {
             throw invalid(forms)
         }
         switch kind {
         case "seconds":
-            guard let seconds = amount.double, seconds > 0 else { throw invalid("seconds must be a number > 0") }
+            guard let seconds = amount.double, seconds > 0, seconds <= longestSeconds else {
+                throw invalid("seconds must be a number > 0 (at most 86400000000)")
+            }
             return .seconds(seconds)
         case "days":
             guard let days = amount.int64, days > 0, days <= 1_000_000 else {
@@ -59,7 +68,9 @@ extension Params {
             }
             return .days(Int(days))
         case "date":
-            guard let seconds = amount.double else { throw invalid("date must be Unix seconds") }
+            guard let seconds = amount.double, seconds >= 0, seconds <= latestDate else {
+                throw invalid("date must be Unix seconds within 0...253402300799 (years 1970 to 9999)")
+            }
             return .date(Date(timeIntervalSince1970: seconds))
         default:
             throw invalid(forms)

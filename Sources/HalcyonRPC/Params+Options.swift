@@ -1,4 +1,4 @@
-// The per-request `options` member of cache.* params (spec §4).
+// The per-request `options` member of cache.* params (Docs/PROTOCOL.md §6).
 
 import Foundation
 import HalcyonJSON
@@ -15,6 +15,9 @@ public struct RequestOptions: Sendable, Equatable {
         self.priority = priority
     }
 
+    /// The members `options` may hold.
+    static let memberNames: ParamNames = ["loadDiskFileSynchronously", "priority"]
+
     /// The wire names of the priorities, in order.
     public static let priorityNames: [(String, Operation.QueuePriority)] = [
         ("veryLow", .veryLow), ("low", .low), ("normal", .normal), ("high", .high), ("veryHigh", .veryHigh),
@@ -27,18 +30,20 @@ extension Params {
     /// members are `unknownParam` with `data.param` like `options.priorty`.
     public func options(_ name: String = "options") throws(RPCError) -> RequestOptions {
         guard let member = value(name) else { return RequestOptions() }
-        guard member.kind == .object else { throw .wrongType(name, expected: "object") }
-        let inner = Params(unchecked: member)
-        for key in member.keys where key != "loadDiskFileSynchronously" && key != "priority" {
-            throw .unknownParam("\(name).\(key)")
+        guard member.isObject else { throw .wrongType(name, expected: "object") }
+        var unknown: String?
+        member.forEachMember { key, _ in
+            let known = RequestOptions.memberNames.contains(key)
+            if !known { unknown = String(decoding: key, as: UTF8.self) }
+            return known
         }
+        if let unknown { throw .unknownParam("\(name).\(unknown)") }
         var options = RequestOptions()
-        do {
-            options.loadDiskFileSynchronously = try inner.bool("loadDiskFileSynchronously")
-        } catch {
-            throw .wrongType("\(name).loadDiskFileSynchronously", expected: "boolean")
+        if let sync = member["loadDiskFileSynchronously"], !sync.isNull {
+            guard let flag = sync.bool else { throw .wrongType("\(name).loadDiskFileSynchronously", expected: "boolean") }
+            options.loadDiskFileSynchronously = flag
         }
-        if let priority = inner.value("priority") {
+        if let priority = member["priority"], !priority.isNull {
             guard let text = priority.string,
                   let match = RequestOptions.priorityNames.first(where: { $0.0 == text }) else {
                 throw .invalidParams(reason: .invalidPriority, param: "\(name).priority",

@@ -11,36 +11,57 @@ import HalcyonJSON
 /// wrong JSON type is `wrongType`, never silently ignored. Integers must be JSON
 /// integers (`5`, not `5.0`); doubles accept both.
 ///
+/// Lookups read the parsed tree in place (`JSONView`): no object per member, and a member
+/// name is never copied into a `String` to be checked.
+///
 /// Threading: immutable; any thread.
 public struct Params: Sendable {
-    /// The params object; nil when the request had none.
-    public let object: JSONValue?
+    /// The params object with the owner of its tree; nil when the request had none.
+    public let node: JSONNode?
+
+    /// The params object, valid while this `Params` lives; nil when the request had none.
+    @inlinable public var object: JSONView? { node?.view }
 
     /// Wraps `params`, rejecting any member whose name is not in `allowed`
     /// (`unknownParam`), so a typo does not silently fall back to a default.
-    public init(_ params: JSONValue?, allowed: Set<String>) throws(RPCError) {
+    public init(node params: JSONNode?, allowed: ParamNames) throws(RPCError) {
         if let params {
-            guard params.kind == .object else { throw .positionalParams }
-            if params.count > 0 {
-                for name in params.keys where !allowed.contains(name) { throw .unknownParam(name) }
+            let view = params.view
+            guard view.isObject else { throw .positionalParams }
+            var unknown: UnsafeRawBufferPointer?
+            withExtendedLifetime(params) {
+                view.forEachMember { name, _ in
+                    guard allowed.contains(name) else { unknown = name; return false }
+                    return true
+                }
+            }
+            // Only the refusal pays for a String.
+            if let unknown {
+                let name = withExtendedLifetime(params) { String(decoding: unknown, as: UTF8.self) }
+                throw .unknownParam(name)
             }
         }
-        object = params
+        node = params
+    }
+
+    /// Wraps `params`, rejecting any member whose name is not in `allowed` (tests, tools).
+    public init(_ params: JSONValue?, allowed: Set<String>) throws(RPCError) {
+        try self.init(node: params.map(JSONNode.init), allowed: ParamNames(allowed.sorted()))
     }
 
     /// Wraps `params` without checking member names.
     public init(unchecked params: JSONValue?) {
-        object = params
+        node = params.map(JSONNode.init)
     }
 
-    /// The member `name`; nil when absent or null.
-    public func value(_ name: String) -> JSONValue? {
+    /// The member `name`; nil when absent or null. Valid while this `Params` lives.
+    public func value(_ name: String) -> JSONView? {
         guard let member = object?[name], !member.isNull else { return nil }
         return member
     }
 
     /// The member `name`, which must be present and not null (`missingParam`).
-    public func require(_ name: String) throws(RPCError) -> JSONValue {
+    public func require(_ name: String) throws(RPCError) -> JSONView {
         guard let member = value(name) else { throw .missingParam(name) }
         return member
     }
@@ -51,9 +72,7 @@ public struct Params: Sendable {
     /// `Params.maxKeyBytes` UTF-8 bytes (`keyTooLong`).
     public func key(_ name: String = "key") throws(RPCError) -> String {
         let member = try require(name)
-        guard let length = member.withStringBytes({ $0.count }), let key = member.string else {
-            throw .wrongType(name, expected: "string")
-        }
+        guard let length = member.stringByteCount else { throw .wrongType(name, expected: "string") }
         if length == 0 { throw .invalidParams(reason: .emptyKey, param: name, message: "'\(name)' must not be empty") }
         if length > Params.maxKeyBytes {
             var error = RPCError.invalidParams(reason: .keyTooLong, param: name,
@@ -61,10 +80,10 @@ public struct Params: Sendable {
             error.data.append(.init("limit", .int(Int64(Params.maxKeyBytes))))
             throw error
         }
-        return key
+        return member.string ?? ""
     }
 
-    /// The longest key accepted, in UTF-8 bytes (spec §3).
+    /// The longest key accepted, in UTF-8 bytes (Docs/PROTOCOL.md §4).
     public static let maxKeyBytes = 4096
 
     /// An optional string.
@@ -103,6 +122,10 @@ public struct Params: Sendable {
     /// An optional instant given as Unix seconds (fractions allowed).
     public func date(_ name: String) throws(RPCError) -> Date? {
         guard let seconds = try double(name) else { return nil }
+        guard seconds >= 0, seconds <= Params.latestDate else {
+            throw .invalidParams(reason: .outOfRange, param: name,
+                                 message: "'\(name)' must be Unix seconds within 0...253402300799 (years 1970 to 9999)")
+        }
         return Date(timeIntervalSince1970: seconds)
     }
 
@@ -136,6 +159,39 @@ public struct Params: Sendable {
     /// An optional callback-queue policy (`invalidCallbackQueue`).
     public func callbackQueuePolicy(_ name: String = "callbackQueue") throws(RPCError) -> CallbackQueuePolicy? {
         guard let member = value(name) else { return nil }
-        return try CallbackQueuePolicy(member, param: name)
+        return try CallbackQueuePolicy(member.owned, param: name)
+    }
+}
+
+/// The member names a method's params may hold, compared as bytes so that checking a
+/// request's members copies none of them into a `String`.
+///
+/// Threading: immutable; any thread.
+public struct ParamNames: Sendable, ExpressibleByArrayLiteral {
+    /// The names, in the order given.
+    public let names: [String]
+    private let utf8: [[UInt8]]
+
+    public init(_ names: [String]) {
+        self.names = names
+        self.utf8 = names.map { Array($0.utf8) }
+    }
+
+    public init(arrayLiteral names: String...) {
+        self.init(names)
+    }
+
+    /// True when `name` is one of the names.
+    public func contains(_ name: String) -> Bool { names.contains(name) }
+
+    /// True when `bytes` spell one of the names exactly.
+    public func contains(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        for candidate in utf8 where candidate.count == bytes.count {
+            let same = candidate.withUnsafeBytes { mine in
+                mine.count == 0 || memcmp(mine.baseAddress!, bytes.baseAddress!, mine.count) == 0
+            }
+            if same { return true }
+        }
+        return false
     }
 }

@@ -74,7 +74,7 @@ public struct RPCError: Error, Sendable, Equatable {
 // MARK: - Codes
 
 extension RPCError {
-    /// The JSON-RPC codes the daemon uses (spec §2).
+    /// The JSON-RPC codes the daemon uses (Docs/PROTOCOL.md §3).
     public enum Code {
         public static let parseError: Int32 = -32700
         public static let invalidRequest: Int32 = -32600
@@ -177,6 +177,9 @@ extension RPCError {
         case tooManyLeaseWaitersForKey
         /// `cache.lease`: the daemon already has as many waiting callers as allowed.
         case tooManyLeaseWaiters
+        /// The unfinished request lines of all connections together reached
+        /// `--max-input-buffer`; this line was dropped, the connection stays usable.
+        case inputBufferFull
     }
 
     /// -32005: a configured limit was hit.
@@ -187,6 +190,7 @@ extension RPCError {
         case .tooManyInFlight: text = "too many requests in flight"
         case .tooManyLeaseWaitersForKey: text = "too many callers waiting for this key's lease"
         case .tooManyLeaseWaiters: text = "too many callers waiting for leases"
+        case .inputBufferFull: text = "too much unfinished input across connections"
         }
         return RPCError(code: Code.overloaded, message: "Overloaded: \(text)", reason: reason.rawValue,
                         data: limit.map { [DataMember("limit", .int(Int64($0)))] } ?? [])

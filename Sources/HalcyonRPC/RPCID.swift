@@ -17,6 +17,11 @@ public enum RPCID: Sendable, Hashable, CustomStringConvertible {
     /// Reads an id from a JSON value; nil when the value cannot be an id (object,
     /// array, boolean).
     public init?(_ value: JSONValue) {
+        self.init(value.view)
+    }
+
+    /// Reads an id from a node in place (a string id is the only one copied).
+    public init?(_ value: JSONView) {
         switch value.kind {
         case .string: self = .string(value.string ?? "")
         case .integer: self = .number(value.int64 ?? 0)

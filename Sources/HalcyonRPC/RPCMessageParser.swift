@@ -20,16 +20,25 @@ public enum RPCMessageParser {
         if let last = line.last, last == UInt8(ascii: "\r") {
             line = UnsafeRawBufferPointer(rebasing: line.dropLast())
         }
-        let value: JSONValue
+        let root: JSONValue
         switch JSONValue.parse(line) {
-        case .success(let parsed): value = parsed
+        case .success(let parsed): root = parsed
         case .failure(let error): return .failure(.parseError(error))
         }
-        guard value.kind == .array else { return .single(element(value)) }
-        let count = value.count
-        if count == 0 { return .failure(.invalidRequest(reason: .emptyBatch, message: "Invalid Request: empty batch")) }
-        if count > maxBatch { return .failure(.batchTooLarge(limit: maxBatch)) }
-        return .batch((value.array ?? []).map(element))
+        // Every element borrows from `root`; requests keep it alive through their params.
+        return withExtendedLifetime(root) {
+            let value = root.view
+            guard value.isArray else { return .single(element(value, in: root)) }
+            let count = value.count
+            if count == 0 { return .failure(.invalidRequest(reason: .emptyBatch, message: "Invalid Request: empty batch")) }
+            if count > maxBatch { return .failure(.batchTooLarge(limit: maxBatch)) }
+            var elements: [RPCElement] = []
+            elements.reserveCapacity(count)
+            for index in 0..<count {
+                if let item = value[index] { elements.append(element(item, in: root)) }
+            }
+            return .batch(elements)
+        }
     }
 
     /// Parses one line held in an array.
@@ -44,7 +53,13 @@ public enum RPCMessageParser {
 
     /// Classifies one JSON value as a request or an invalid element.
     public static func element(_ value: JSONValue) -> RPCElement {
-        guard value.kind == .object else {
+        withExtendedLifetime(value) { element(value.view, in: value) }
+    }
+
+    /// Classifies one node of `owner`'s tree. Members are read in place: the only things
+    /// copied out are the method name and a string id.
+    static func element(_ value: JSONView, in owner: JSONValue) -> RPCElement {
+        guard value.isObject else {
             return .invalid(id: .null, .invalidRequest(reason: .notAnObject, message: "Invalid Request: not an object"))
         }
         // The id first, so that every later error can carry it.
@@ -59,7 +74,7 @@ public enum RPCMessageParser {
         // A malformed request is answered even without an id (JSON-RPC 2.0 §5: id null
         // when it cannot be determined); only well-formed notifications stay silent.
         let replyID = id ?? .null
-        guard let version = value["jsonrpc"], version.string == "2.0" else {
+        guard let version = value["jsonrpc"], version.stringEquals("2.0") else {
             return .invalid(id: replyID, .invalidRequest(reason: .invalidVersion,
                                                          message: "Invalid Request: jsonrpc must be \"2.0\""))
         }
@@ -70,30 +85,36 @@ public enum RPCMessageParser {
             return .invalid(id: replyID, .invalidRequest(reason: .methodNotString,
                                                          message: "Invalid Request: method must be a string"))
         }
+        let paramsValue = value["params"]
         // Counting is cheaper than walking the members; walk only when there are extras.
-        let known = 2 + (id == nil ? 0 : 1) + (value["params"] == nil ? 0 : 1)
+        let known = 2 + (id == nil ? 0 : 1) + (paramsValue == nil ? 0 : 1)
         if value.count > known {
-            if let unknown = value.keys.first(where: { !envelopeMembers.contains($0) }) {
+            var unknown: String?
+            value.forEachMember { name, _ in
+                let text = String(decoding: name, as: UTF8.self)
+                guard envelopeMembers.contains(text) else { unknown = text; return false }
+                return true
+            }
+            if let unknown {
                 var error = RPCError.invalidRequest(reason: .unknownMember,
                                                     message: "Invalid Request: unknown member '\(unknown)'")
                 error.data.append(.init("member", .string(unknown)))
                 return .invalid(id: replyID, error)
             }
         }
-        var params: JSONValue? = nil
-        if let paramsValue = value["params"] {
-            switch paramsValue.kind {
-            case .object:
-                params = paramsValue
-            case .array:
+        var params: JSONNode? = nil
+        if let paramsValue {
+            if paramsValue.isObject {
+                params = JSONNode(paramsValue, in: owner)
+            } else if paramsValue.isArray {
                 // A structurally valid request whose params the methods cannot take:
                 // invalid params, and a notification of this kind stays silent.
                 return .invalid(id: id, .positionalParams)
-            default:
+            } else {
                 return .invalid(id: replyID, .invalidRequest(reason: .invalidParamsType,
                                                              message: "Invalid Request: params must be an object"))
             }
         }
-        return .request(RPCRequest(id: id, method: method, params: params))
+        return .request(RPCRequest(id: id, method: method, paramsNode: params))
     }
 }

@@ -12,14 +12,23 @@ public struct RPCRequest: Sendable {
     public var id: RPCID?
     /// The method name, as sent.
     public var method: String
-    /// The params object; nil when absent. Never an array (see `RPCMessageParser`).
-    public var params: JSONValue?
+    /// The params object, kept alive with the line it was parsed from (no object of its
+    /// own); nil when absent. Never an array (see `RPCMessageParser`).
+    public var paramsNode: JSONNode?
 
     public init(id: RPCID?, method: String, params: JSONValue?) {
+        self.init(id: id, method: method, paramsNode: params.map(JSONNode.init))
+    }
+
+    public init(id: RPCID?, method: String, paramsNode: JSONNode?) {
         self.id = id
         self.method = method
-        self.params = params
+        self.paramsNode = paramsNode
     }
+
+    /// The params object as a value of its own (tests, logs); the request path reads
+    /// `paramsNode` instead.
+    public var params: JSONValue? { paramsNode?.value }
 
     /// True when no reply may be written for this request.
     public var isNotification: Bool { id == nil }

@@ -3,7 +3,7 @@
 
 import HalcyonJSON
 
-/// The wire form of a value (spec §3).
+/// The wire form of a value (Docs/PROTOCOL.md §4).
 ///
 /// Conversion on read (rows: the entry's stored encoding; columns: requested):
 ///
@@ -44,9 +44,15 @@ public enum ValueEncoding: String, Sendable, Equatable, CaseIterable {
     /// - base64: `value` must be a string of strict standard base64; the decoded bytes.
     /// - json: any JSON value; its compact serialisation.
     public func decode(_ value: JSONValue) throws(RPCError) -> [UInt8] {
+        defer { withExtendedLifetime(value) {} }
+        return try decode(value.view)
+    }
+
+    /// `decode` of a node read in place (the request path).
+    public func decode(_ value: JSONView) throws(RPCError) -> [UInt8] {
         switch self {
         case .utf8:
-            guard let bytes = value.stringBytes else {
+            guard let bytes = value.withStringBytes({ [UInt8]($0) }) else {
                 throw .invalidParams(reason: .invalidValue, param: "value",
                                      message: "with encoding utf8, 'value' must be a string")
             }

@@ -28,9 +28,21 @@ enum ShutdownEvent: Sendable {
 /// mark and the write happen on this one thread, no success reply can be written after the
 /// cancel was read, whatever the storage task was doing at that instant.
 ///
-/// Back-pressure: while `maxInFlight` requests are unanswered, or the socket's send buffer
-/// is full (`isWritable == false`), the handler holds back `read()`, so the kernel buffer
-/// fills and the client blocks instead of the daemon buffering without bound.
+/// Back-pressure: while `maxInFlight` requests are unanswered, or replies wait above the
+/// channel's high water mark (`isWritable == false`), the handler neither starts the
+/// requests it has already read (they wait, parsed, in `held`) nor asks for more bytes,
+/// so the kernel buffer fills and the client blocks instead of the daemon buffering
+/// without bound. Only the lines of one read burst can wait in `held`. Replies of work
+/// already started may still land; if the unsent bytes then pass `maxOutputBuffer` while
+/// an earlier reply is still unsent, the client is not draining: it is disconnected and
+/// counted (`outputBufferOverflows`), as Redis does at its client-output-buffer hard limit.
+/// A single reply larger than the bound still goes out when nothing else waits.
+///
+/// Drain: on `ShutdownEvent.drain` reads resume whatever the pressure, every line already
+/// read or still in the socket is answered (`-32005 shuttingDown` for what has not
+/// started), and the connection closes once nothing is in flight and the socket has been
+/// quiet for `drainQuietPeriod`. On `.close`, whatever is left, batches included, is
+/// answered `shuttingDown` before closing.
 ///
 /// Threading: lives in one channel's pipeline; every method runs on that channel's event
 /// loop. Not `Sendable`; closures that leave the loop carry it in a `NIOLoopBound`.
@@ -60,14 +72,37 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    /// A parsed request element that has been read but not started, because the connection
+    /// is under back-pressure.
+    private struct Held {
+        var element: RPCElement
+        var batch: BatchReply?
+        var slot: Int
+
+        /// The id of the request this element carries, if it is a request with one.
+        var requestID: RPCID? {
+            if case .request(let request) = element { return request.id }
+            return nil
+        }
+    }
+
+    /// How long a draining connection waits for more bytes from the client, once nothing is
+    /// in flight, before it closes: enough for what the kernel already holds to be read.
+    static let drainQuietPeriod = TimeAmount.milliseconds(100)
+
     private let dispatcher: Dispatcher
     private let counters: ServerCounters
     private let maxInFlight: Int
     private let maxBatch: Int
     /// Only to name the limit in `lineTooLong` errors; the framing layer enforces it.
     private let maxLineBytes: Int
+    /// Unsent reply bytes above which a client that is not reading is disconnected.
+    private let maxOutputBuffer: Int
+    /// Only to name the limit in `inputBufferFull` errors; the framing layer enforces it.
+    private let maxInputBuffer: Int
     private let logger: Logger
     private let session: ConnectionSession
+    private let observer: Observer?
 
     private var inFlight: [UInt64: InFlight] = [:]
     private var seqsByID: [RPCID: [UInt64]] = [:]
@@ -76,17 +111,26 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var insideRead = false
     private var flushScheduled = false
     private var draining = false
+    /// Elements read but not started while back-pressure holds, in arrival order.
+    private var held = CircularBuffer<Held>()
+    /// Bumped on every read while draining, so a quiet-period timer knows it is stale.
+    private var drainReads = 0
+    private var closing = false
     private var context: ChannelHandlerContext?
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
-        maxLineBytes: Int, session: ConnectionSession, logger: Logger
+        maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
+        maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil
     ) {
+        self.observer = observer
         self.dispatcher = dispatcher
         self.counters = counters
         self.maxInFlight = maxInFlight
         self.maxBatch = maxBatch
         self.maxLineBytes = maxLineBytes
+        self.maxOutputBuffer = maxOutputBuffer
+        self.maxInputBuffer = maxInputBuffer
         self.session = session
         self.logger = logger
     }
@@ -107,6 +151,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let entries = inFlight
         inFlight.removeAll()
         seqsByID.removeAll()
+        held.removeAll()
         counters.requestsFinished(entries.count)
         for entry in entries.values { entry.task?.cancel() }
         dispatcher.connectionClosed(session)
@@ -115,9 +160,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         insideRead = true
+        if draining { drainReads &+= 1 }
         switch unwrapInboundIn(data) {
         case .tooLong:
             write(RPCReply.error(id: nil, .lineTooLong(limit: maxLineBytes)).bytes, context: context)
+        case .overBudget:
+            write(RPCReply.error(id: nil, .overloaded(reason: .inputBufferFull, limit: maxInputBuffer)).bytes,
+                  context: context)
         case .line(let buffer):
             handleLine(buffer, context: context)
         }
@@ -127,10 +176,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
         insideRead = false
         context.flush()
         context.fireChannelReadComplete()
+        if draining { closeIfDrained(context: context) }
     }
 
     func read(context: ChannelHandlerContext) {
-        if mustHoldReads(context: context) {
+        if !draining, mustHold(context: context) {
             readPending = true
         } else {
             context.read()
@@ -138,6 +188,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        startHeldIfPossible(context: context)
         resumeReadingIfPossible(context: context)
         context.fireChannelWritabilityChanged()
     }
@@ -149,22 +200,33 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
         switch shutdown {
         case .drain:
+            guard !draining else { return }
             draining = true
-            if inFlight.isEmpty { context.close(promise: nil) }
+            // What was read but not started is answered now; what is still in the socket
+            // is read (pressure no longer holds reads) and answered as it arrives.
+            startHeldIfPossible(context: context)
+            if readPending {
+                readPending = false
+                context.read()
+            }
+            scheduleFlush(context: context)
+            closeIfDrained(context: context)
         case .close:
-            let entries = inFlight
+            draining = true
+            startHeldIfPossible(context: context)
+            // Sequence order is arrival order, so the slots of a batch fill as they came.
+            let entries = inFlight.sorted { $0.key < $1.key }.map(\.value)
             inFlight.removeAll()
             seqsByID.removeAll()
             counters.requestsFinished(entries.count)
-            for entry in entries.values {
+            for entry in entries {
                 entry.task?.cancel()
-                if entry.batch == nil, let id = entry.id {
-                    write(RPCReply.error(id: id, .shuttingDown).bytes, context: context)
+                if entry.id != nil || entry.batch != nil {
+                    deliver(RPCReply.error(id: entry.id, .shuttingDown), batch: entry.batch, slot: entry.batchSlot,
+                            context: context)
                 }
             }
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(capacity: 0)))
-                .whenComplete { _ in channel.close(promise: nil) }
+            closeAfterFlush(context: context)
         }
     }
 
@@ -183,25 +245,46 @@ final class ConnectionHandler: ChannelDuplexHandler {
         case .failure(let error):
             write(RPCReply.error(id: nil, error).bytes, context: context)
         case .single(let element):
-            handle(element, batch: nil, slot: 0, context: context)
+            admit(element, batch: nil, slot: 0, context: context)
         case .batch(let elements):
-            let expecting = elements.filter(Self.expectsReply).count
+            let expecting = elements.filter(expectsReply).count
             let batch = expecting > 0 ? BatchReply(count: expecting) : nil
             var slot = 0
             for element in elements {
-                let expects = Self.expectsReply(element)
-                handle(element, batch: expects ? batch : nil, slot: slot, context: context)
+                let expects = expectsReply(element)
+                admit(element, batch: expects ? batch : nil, slot: slot, context: context)
                 if expects { slot += 1 }
             }
         }
     }
 
-    private static func expectsReply(_ element: RPCElement) -> Bool {
+    /// Starts an element now, or holds it while back-pressure applies. A cancel is never
+    /// held: it must reach work in flight, and withdraws a held request before it starts.
+    private func admit(_ element: RPCElement, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+        if case .request(let request) = element, dispatcher.flags(of: request.method).contains(.transport) {
+            cancel(request, context: context)
+        } else if !draining, !held.isEmpty || mustHold(context: context) {
+            held.append(Held(element: element, batch: batch, slot: slot))
+        } else {
+            handle(element, batch: batch, slot: slot, context: context)
+        }
+    }
+
+    /// Starts held elements, oldest first, for as long as back-pressure allows (all of
+    /// them when draining: they are answered `shuttingDown` without work).
+    private func startHeldIfPossible(context: ChannelHandlerContext) {
+        while let next = held.first, draining || !mustHold(context: context) {
+            held.removeFirst()
+            handle(next.element, batch: next.batch, slot: next.slot, context: context)
+        }
+    }
+
+    private func expectsReply(_ element: RPCElement) -> Bool {
         switch element {
         // An invalid element without an id is a notification (say, with positional
         // params): notifications never get a reply, not even an error.
         case .invalid(let id, _): return id != nil
-        case .request(let request): return request.id != nil && request.method != "$/cancelRequest"
+        case .request(let request): return request.id != nil && !dispatcher.flags(of: request.method).contains(.transport)
         }
     }
 
@@ -212,8 +295,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
             }
         case .request(let request):
-            if request.method == "$/cancelRequest" {
-                cancel(request)
+            if dispatcher.flags(of: request.method).contains(.transport) {
+                cancel(request, context: context)
             } else if request.method.hasPrefix("$/") {
                 // Unknown protocol-level notifications are ignored; requests get -32601.
                 if request.id != nil {
@@ -239,7 +322,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let observed = observer?.started(request, peer: session.peerDescription)
         let task = dispatcher.handle(request, session: session) { reply in
+            observed?.finished(reply)
             if eventLoop.inEventLoop {
                 bound.value.complete(seq: seq, reply: reply)
             } else {
@@ -252,9 +337,23 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func cancel(_ request: RPCRequest) {
-        guard let params = try? Params(request.params, allowed: ["id"]),
-              let target = try? params.id("id"), let seqs = seqsByID[target] else { return }
+    private func cancel(_ request: RPCRequest, context: ChannelHandlerContext) {
+        // The table's only transport method today is $/cancelRequest.
+        guard case .cancel(let target)? = try? dispatcher.transportAction(for: request) else { return }
+        // A held request never started: withdraw it and answer as an unstarted cancel.
+        if held.contains(where: { $0.requestID == target }) {
+            var kept = CircularBuffer<Held>(initialCapacity: held.count)
+            for entry in held {
+                if entry.requestID == target {
+                    deliver(RPCReply.error(id: target, .cancelled(started: false)), batch: entry.batch,
+                            slot: entry.slot, context: context)
+                } else {
+                    kept.append(entry)
+                }
+            }
+            held = kept
+        }
+        guard let seqs = seqsByID[target] else { return }
         for seq in seqs {
             guard var entry = inFlight[seq], !entry.cancelled else { continue }
             entry.cancelled = true
@@ -289,11 +388,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
             deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
         }
         if !insideRead { scheduleFlush(context: context) }
+        startHeldIfPossible(context: context)
         resumeReadingIfPossible(context: context)
-        if draining, inFlight.isEmpty {
-            context.flush()
-            context.close(promise: nil)
-        }
+        if draining { closeIfDrained(context: context) }
     }
 
     private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
@@ -315,10 +412,50 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        guard !closing else { return }
+        let unsentBefore = unsentBytes(context: context)
+        if unsentBefore > 0, unsentBefore + bytes.count + 1 > maxOutputBuffer {
+            // The client stopped reading while replies it asked for piled up.
+            closing = true
+            counters.outputBufferOverflowed()
+            logger.warning("disconnected a client that does not read its replies", metadata: [
+                "peer": "\(session.peerDescription)", "unsentBytes": "\(unsentBefore)",
+                "maxOutputBuffer": "\(maxOutputBuffer)",
+            ])
+            context.close(promise: nil)
+            return
+        }
         var buffer = context.channel.allocator.buffer(capacity: bytes.count + 1)
         buffer.writeBytes(bytes)
         buffer.writeInteger(UInt8(ascii: "\n"))
         context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// Reply bytes written to the channel and not yet taken by the kernel.
+    private func unsentBytes(context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+    }
+
+    /// Closes a draining connection once nothing is held or in flight and the client has
+    /// sent nothing for `drainQuietPeriod`.
+    private func closeIfDrained(context: ChannelHandlerContext) {
+        guard draining, !closing, inFlight.isEmpty, held.isEmpty else { return }
+        let reads = drainReads
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: Self.drainQuietPeriod) {
+            let handler = bound.value
+            guard let context = handler.context, !handler.closing, handler.drainReads == reads,
+                  handler.inFlight.isEmpty, handler.held.isEmpty else { return }
+            handler.closeAfterFlush(context: context)
+        }
+    }
+
+    private func closeAfterFlush(context: ChannelHandlerContext) {
+        guard !closing else { return }
+        closing = true
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(capacity: 0)))
+            .whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Replies that arrive between reads are coalesced: one flush per event-loop tick.
@@ -333,13 +470,15 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func mustHoldReads(context: ChannelHandlerContext) -> Bool {
+    /// Whether back-pressure applies: too much in flight, or replies above the water mark.
+    private func mustHold(context: ChannelHandlerContext) -> Bool {
         inFlight.count >= maxInFlight || !context.channel.isWritable
     }
 
     private func resumeReadingIfPossible(context: ChannelHandlerContext) {
-        guard readPending, !mustHoldReads(context: context) else { return }
+        guard readPending, draining || (held.isEmpty && !mustHold(context: context)) else { return }
         readPending = false
         context.read()
     }
 }
+

@@ -4,8 +4,8 @@
 import Foundation
 import HalcyonCache
 import HalcyonRPC
+import HalcyonVersion
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -27,20 +27,38 @@ public final class Daemon: Sendable {
     public let cache: HybridCache
     private let logger: Logger
     private let counters = ServerCounters()
+    /// The metrics registry, rendered by `server.metrics` and the optional HTTP endpoint.
+    public let metrics: Metrics
+    private let observer: Observer
+    /// Where `--metrics-listen` serves the metrics; nil for no endpoint.
+    private let metricsListen: MetricsListenAddress?
     private let group: MultiThreadedEventLoopGroup
     private let lifecycleQueue = DispatchQueue(label: "halcyon.Daemon.lifecycle")
     /// Open client channels, so shutdown can reach each one; guarded by its own lock.
-    private let channels = NIOLockedValueBox([ObjectIdentifier: any Channel]())
+    private let channels = Locked([ObjectIdentifier: any Channel]())
     /// The listening channel and the prepared socket, set once by `start()`.
-    private let listening = NIOLockedValueBox<(channel: (any Channel)?, socket: PreparedSocket?, stopping: Bool)>(
+    private let listening = Locked<(channel: (any Channel)?, socket: PreparedSocket?, stopping: Bool)>(
         (nil, nil, false)
     )
-    public static let version = "0.1.0"
+    /// Whether the current run of failed accepts was logged; reset by the next accepted
+    /// connection, so each episode is logged once.
+    private let outOfDescriptors = Locked(false)
+    /// Unfinished request lines of all connections together (`--max-input-buffer`).
+    private let inputBudget: InputBudget
+    /// The summary logger, kept so shutdown can write a last summary.
+    private let pressureMonitor = Locked<PressureMonitor?>(nil)
+    public static let version = HalcyonVersion.current
+    /// How long accepting pauses after an accept fails (out of descriptors, mostly).
+    static let acceptBackoff = TimeAmount.milliseconds(250)
 
-    public init(configuration: ServerConfiguration, logger: Logger) {
+    public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.cache = HybridCache(config: Self.cacheConfig(from: configuration))
+        self.metrics = Metrics(cache: cache, counters: counters)
+        self.observer = Observer(metrics: metrics, logger: logger)
+        self.metricsListen = metricsListen
+        self.inputBudget = InputBudget(limit: configuration.maxInputBuffer)
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }
 
@@ -60,8 +78,10 @@ public final class Daemon: Sendable {
 
     /// Runs the daemon with `configuration` until a signal stops it; never returns.
     /// Start-up failures print one line and exit 1.
-    public static func run(configuration: ServerConfiguration, logger: Logger) -> Never {
-        let daemon = Daemon(configuration: configuration, logger: logger)
+    public static func run(
+        configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil
+    ) -> Never {
+        let daemon = Daemon(configuration: configuration, logger: logger, metricsListen: metricsListen)
         do {
             try daemon.start()
         } catch {
@@ -76,12 +96,38 @@ public final class Daemon: Sendable {
     /// Binds the socket (or adopts the one systemd passed), starts accepting, and says
     /// READY to systemd.
     public func start() throws {
-        let dispatcher = Dispatcher(cache: cache, facts: facts())
-        let policy = AccessPolicy(configuration: configuration)
+        // Before the socket: a refused folder must not leave a socket or lock file behind.
+        try CacheFolderCheck.verify(configuration.cacheDirectory)
+        try CacheFolderCheck.verify(cache.diskStorage.directoryURL)
         let source = try SocketPath.listenSource(configuration)
+        let dispatcher = Dispatcher(cache: cache, facts: facts(socketPath: source.path))
+        let policy = AccessPolicy(configuration: configuration)
 
+        let logger = self.logger
+        let outOfDescriptors = self.outOfDescriptors
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
+            .serverChannelInitializer { channel in
+                // Without it, an accept that fails for want of descriptors (EMFILE, ENFILE)
+                // is retried at once, forever: a core spins while the backlog waits. Waiting
+                // lets connections close and free descriptors; pending clients stay queued in
+                // the backlog meanwhile.
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
+                            let first = outOfDescriptors.withLock { logged in
+                                defer { logged = true }
+                                return !logged
+                            }
+                            if first {
+                                logger.error("cannot accept connections; pausing accepts until descriptors free up",
+                                             metadata: ["error": "\(error)"])
+                            }
+                            return Self.acceptBackoff
+                        }
+                    )
+                }
+            }
             .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
             .childChannelOption(
                 ChannelOptions.writeBufferWaterMark,
@@ -91,6 +137,16 @@ public final class Daemon: Sendable {
                 self.initializeConnection(channel, dispatcher: dispatcher, policy: policy)
             }
 
+        // Before binding: a taken metrics port fails the start with only the lock to undo.
+        if let metricsListen {
+            do {
+                let address = try MetricsHTTPServer.start(on: metricsListen, group: group, metrics: metrics)
+                logger.info("serving metrics over HTTP", metadata: ["address": "\(address)"])
+            } catch {
+                if case .bind(let socket) = source { socket.cleanUp() }
+                throw error
+            }
+        }
         let channel: any Channel
         var prepared: PreparedSocket?
         switch source {
@@ -108,11 +164,11 @@ public final class Daemon: Sendable {
                 throw error
             }
         }
-        listening.withLockedValue { $0 = (channel, prepared, false) }
+        listening.withLock { $0 = (channel, prepared, false) }
         logger.info(
             "halcyond \(Self.version) listening",
             metadata: [
-                "socket": "\(configuration.socketPath)",
+                "socket": "\(source.path)",
                 "cacheFolder": "\(cache.diskStorage.directoryURL.path)",
                 "diskSizeLimit": "\(configuration.diskSizeLimit)",
                 "diskExpiration": "\(configuration.diskExpiration)",
@@ -128,16 +184,19 @@ public final class Daemon: Sendable {
             logger.error("the disk tier is not ready; disk requests will fail with diskStorageIsNotReady",
                          metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
         }
-        PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue).start()
+        let monitor = PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue)
+        pressureMonitor.withLock { $0 = monitor }
+        monitor.start()
         Systemd.notifyReady()
     }
 
-    private func facts() -> ServerFacts {
+    private func facts(socketPath: String) -> ServerFacts {
         let c = configuration
         let counters = self.counters
-        return ServerFacts(
+        let metrics = self.metrics
+        var facts = ServerFacts(
             version: Self.version,
-            socketPath: c.socketPath,
+            socketPath: socketPath,
             startedAt: Date(),
             limits: [
                 ("diskSizeLimit", Int64(clamping: c.diskSizeLimit)),
@@ -153,6 +212,8 @@ public final class Daemon: Sendable {
             debugMethodsEnabled: c.enableDebugMethods,
             liveCounters: { counters.snapshot }
         )
+        facts.metricsText = { metrics.render() }
+        return facts
     }
 
     // MARK: Connections
@@ -162,24 +223,15 @@ public final class Daemon: Sendable {
     private func initializeConnection(
         _ channel: any Channel, dispatcher: Dispatcher, policy: AccessPolicy
     ) -> EventLoopFuture<Void> {
-        // SO_PEERCRED through NIO's socket-option access, as NIO does not expose the fd.
-        // On the channel's own loop this completes at once.
-        guard let provider = channel as? any SocketOptionProvider else { return channel.close() }
-        let raw: EventLoopFuture<PeerCredentialsRaw> = provider.unsafeGetSocketOption(
-            level: .socket, name: NIOBSDSocket.Option(rawValue: 17 /* SO_PEERCRED */)
-        )
-        // Supplementary groups (SO_PEERGROUPS), recorded by the kernel at connect time like
-        // SO_PEERCRED; a peer with more groups than fit is matched on its primary group only.
-        let groups: EventLoopFuture<PeerGroupsRaw> = provider.unsafeGetSocketOption(
-            level: .socket, name: NIOBSDSocket.Option(rawValue: 59 /* SO_PEERGROUPS */)
-        )
+        let recovered = outOfDescriptors.withLock { logged in
+            defer { logged = false }
+            return logged
+        }
+        if recovered { logger.notice("accepting connections again") }
         let counters = self.counters
         let logger = self.logger
-        return raw.and(groups.recover { _ in PeerGroupsRaw() }).flatMap { raw, groups in
-            self.admit(
-                channel, peer: PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups.list),
-                dispatcher: dispatcher, policy: policy
-            )
+        return PeerCredentials.of(channel: channel).flatMap { peer in
+            self.admit(channel, peer: peer, dispatcher: dispatcher, policy: policy)
         }.flatMapError { error in
             logger.warning("refused a peer whose credentials cannot be read", metadata: ["error": "\(error)"])
             counters.peerRefused()
@@ -210,20 +262,26 @@ public final class Daemon: Sendable {
         let key = ObjectIdentifier(channel)
         let counters = self.counters
         let channels = self.channels
-        channels.withLockedValue { $0[key] = channel }
+        channels.withLock { $0[key] = channel }
+        let observer = self.observer
+        observer.connectionOpened(peer)
         channel.closeFuture.whenComplete { _ in
+            observer.connectionClosed(peer)
             counters.closeConnection()
-            channels.withLockedValue { _ = $0.removeValue(forKey: key) }
+            channels.withLock { _ = $0.removeValue(forKey: key) }
         }
+        let inputBudget = self.inputBudget
         let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)")
         let c = configuration
         let logger = self.logger
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandlers([
-                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes)),
+                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes, budget: inputBudget)),
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
-                    maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, session: session, logger: logger
+                    maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
+                    maxInputBuffer: c.maxInputBuffer,
+                    session: session, logger: logger, observer: observer
                 ),
             ])
         }
@@ -249,7 +307,7 @@ public final class Daemon: Sendable {
     /// what is left `shuttingDown`, waits for the ioQueue, removes the socket, exits 0.
     /// Runs on `lifecycleQueue`.
     private func shutDown(signal sig: Int32) {
-        let (channel, socket, wasStopping) = listening.withLockedValue { state in
+        let (channel, socket, wasStopping) = listening.withLock { state in
             let old = state
             state.stopping = true
             return old
@@ -259,13 +317,15 @@ public final class Daemon: Sendable {
         Systemd.notifyStopping()
         try? channel?.close().wait()
 
-        let open = channels.withLockedValue { Array($0.values) }
+        let open = channels.withLock { Array($0.values) }
         for client in open { client.pipeline.fireUserInboundEventTriggered(ShutdownEvent.drain) }
+        // Each connection closes itself once it has answered everything it read and its
+        // client has gone quiet; wait for that, up to the drain timeout.
         let deadline = Date().addingTimeInterval(configuration.drainTimeout)
-        while counters.snapshot.inFlight > 0, Date() < deadline {
+        while counters.snapshot.inFlight > 0 || !channels.withLock({ $0.isEmpty }), Date() < deadline {
             usleep(20_000)
         }
-        let remaining = channels.withLockedValue { Array($0.values) }
+        let remaining = channels.withLock { Array($0.values) }
         if counters.snapshot.inFlight > 0 {
             logger.warning("drain timeout: answering remaining requests with shuttingDown",
                            metadata: ["inFlight": "\(counters.snapshot.inFlight)"])
@@ -275,6 +335,8 @@ public final class Daemon: Sendable {
         // Every write that started has finished once the ioQueue is empty; then the
         // lifetimes reads extended in memory are written to their files.
         cache.shutdown()
+        // Errors of the last seconds would otherwise never reach the log.
+        pressureMonitor.withLock { $0 }?.checkNow()
         socket?.cleanUp()
         try? group.syncShutdownGracefully()
         logger.info("stopped")
@@ -282,36 +344,17 @@ public final class Daemon: Sendable {
     }
 }
 
-/// The kernel's `struct ucred`, mirrored because Glibc's does not import.
-struct PeerCredentialsRaw: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}
-
-/// Room for the peer's supplementary groups as `SO_PEERGROUPS` writes them. NIO does not
-/// return the written length, so unused slots keep a sentinel no real group has.
-struct PeerGroupsRaw: Sendable {
-    private static let unused = gid_t.max
-    var slots: (
-        gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
-        gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t
-    ) = (
-        unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
-        unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused, unused,
-        unused, unused, unused, unused
-    )
-
-    var list: [gid_t] {
-        withUnsafeBytes(of: slots) { Array($0.bindMemory(to: gid_t.self)).filter { $0 != Self.unused } }
-    }
-}
-
 /// Writes one error line to a connection that is refused (too many connections), then
-/// closes it. Threading: on the channel's event loop, like every handler.
+/// closes it. What the client sent is read and dropped until it closes its end, or
+/// `lingerTime` passes: closing a Unix socket with unread input resets it, and the client
+/// would get ECONNRESET instead of the line.
+///
+/// Threading: on the channel's event loop, like every handler.
 final class RefuseConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
+    /// The longest a refused client may keep its connection (and a descriptor) open.
+    static let lingerTime = TimeAmount.seconds(1)
     private let line: [UInt8]
 
     init(line: [UInt8]) { self.line = line }
@@ -320,8 +363,10 @@ final class RefuseConnectionHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: line.count + 1)
         buffer.writeBytes(line)
         buffer.writeInteger(UInt8(ascii: "\n"))
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}

@@ -1,18 +1,52 @@
 // Line framing: splits a connection's byte stream into request lines and enforces
 // `--max-line-bytes` without ever closing the connection for it.
 
+import HalcyonCache
 import NIOCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// One unit the framing layer hands to the connection.
-enum LineFrame {
+enum LineFrame: Equatable {
     /// A complete, non-empty line without its `\n` (and without a `\r` before it).
     case line(ByteBuffer)
     /// A line longer than the limit was dropped (up to and including its `\n`); the
     /// connection answers it with `-32600 lineTooLong` and carries on.
     case tooLong
+    /// An unfinished line was dropped because all connections' unfinished lines together
+    /// reached the `InputBudget`; answered `-32005 inputBufferFull`, then as `.tooLong`.
+    case overBudget
+}
+
+/// The bytes of unfinished request lines all connections may hold together
+/// (`--max-input-buffer`), so many slow senders of long lines cannot exhaust memory
+/// although each stays under `--max-line-bytes`.
+///
+/// Threading: thread-safe; one `Locked` counter shared by every connection's decoder.
+final class InputBudget: Sendable {
+    let limit: Int
+    private let used = Locked(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Takes `bytes` more from the budget; false (and nothing taken) when it would pass
+    /// the limit.
+    func charge(_ bytes: Int) -> Bool {
+        used.withLock { used in
+            guard used + bytes <= limit else { return false }
+            used += bytes
+            return true
+        }
+    }
+
+    func release(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        used.withLock { $0 -= bytes }
+    }
+
+    /// Bytes held now, for tests and logs.
+    var inUse: Int { used.withLock { $0 } }
 }
 
 /// Splits bytes on `\n`, drops empty lines, strips a trailing `\r`, and discards any
@@ -39,14 +73,37 @@ struct LineFrameDecoder: ByteToMessageDecoder {
     }
 
     let maxLineBytes: Int
+    /// Shared by all connections; nil means no bound across connections.
+    let budget: InputBudget?
+    /// What this decoder holds of `budget`: the unfinished line's bytes so far.
+    private var charged = 0
     private var state = State.reading
     /// How many readable bytes are already known to hold no `\n`, so a line that
     /// arrives in many reads is scanned once, not once per read.
     private var scanned = 0
 
-    init(maxLineBytes: Int) {
+    init(maxLineBytes: Int, budget: InputBudget? = nil) {
         precondition(maxLineBytes > 0, "maxLineBytes must be positive")
         self.maxLineBytes = maxLineBytes
+        self.budget = budget
+    }
+
+    /// Matches the budget's charge to `held` bytes of unfinished line; false when the
+    /// budget cannot cover them.
+    private mutating func chargeBudget(holding held: Int) -> Bool {
+        guard let budget else { return true }
+        if held > charged {
+            guard budget.charge(held - charged) else { return false }
+        } else {
+            budget.release(charged - held)
+        }
+        charged = held
+        return true
+    }
+
+    mutating func decoderRemoved(context: ChannelHandlerContext) {
+        budget?.release(charged)
+        charged = 0
     }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
@@ -64,7 +121,14 @@ struct LineFrameDecoder: ByteToMessageDecoder {
                     state = .discarding
                     buffer.moveReaderIndex(forwardBy: readable)
                     scanned = 0
+                    _ = chargeBudget(holding: 0)
                     context.fireChannelRead(wrapInboundOut(.tooLong))
+                } else if !chargeBudget(holding: readable) {
+                    state = .discarding
+                    buffer.moveReaderIndex(forwardBy: readable)
+                    scanned = 0
+                    _ = chargeBudget(holding: 0)
+                    context.fireChannelRead(wrapInboundOut(.overBudget))
                 } else {
                     scanned = readable
                 }
@@ -76,6 +140,9 @@ struct LineFrameDecoder: ByteToMessageDecoder {
         }
 
         scanned = 0
+        // The line is complete: it leaves the decoder now (or is dropped), so it no longer
+        // counts as unfinished input.
+        _ = chargeBudget(holding: 0)
         switch state {
         case .discarding:
             // The over-long line was already reported when it crossed the limit.

@@ -1,11 +1,12 @@
 // Who is on the other end of an accepted Unix socket: the kernel's record of the peer's
 // process, user and groups, taken when it called connect(2).
 
-import CHalcyonSystem
 import Glibc
+import NIOCore
 
 /// The credentials of a Unix socket's peer, as the kernel recorded them at `connect()`
-/// (`SO_PEERCRED` and `SO_PEERGROUPS`).
+/// (`SO_PEERCRED` and `SO_PEERGROUPS`). The daemon reads them with `of(channel:)` for
+/// every accepted connection, before the access policy decides.
 ///
 /// They describe the connecting process at connect time, not now: a process that later
 /// changes user or hands the socket to another keeps the credentials it connected with,
@@ -30,45 +31,71 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
         self.groups = groups
     }
 
-    /// Reads the peer credentials of a connected Unix stream socket. Any thread.
-    /// - Throws: `PeerCredentialsError` with the `errno` of `getsockopt` (for instance
-    ///   `ENOTSOCK`, or `ENOPROTOOPT` on a socket that is not `AF_UNIX`).
-    public static func of(fileDescriptor: Int32) throws(PeerCredentialsError) -> PeerCredentials {
+    /// Reads the peer credentials of an accepted Unix socket channel through NIO's
+    /// socket-option access (`SO_PEERCRED`, then `SO_PEERGROUPS`), as NIO does not expose
+    /// the descriptor. On the channel's own event loop the future is complete on return.
+    ///
+    /// A kernel without `SO_PEERGROUPS` (before 4.13) leaves `groups` empty: then only the
+    /// primary group counts, as it does for a peer with more than 32 groups (`ERANGE`).
+    /// - Returns: a future failing with `PeerCredentialsError` when the channel is not a
+    ///   socket, else with the `IOError` of `getsockopt`.
+    static func of(channel: any Channel) -> EventLoopFuture<PeerCredentials> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(PeerCredentialsError(errno: ENOTSOCK))
+        }
+        let raw: EventLoopFuture<Ucred> = provider.unsafeGetSocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERCRED)
+        )
+        let groups: EventLoopFuture<Groups> = provider.unsafeGetSocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERGROUPS)
+        )
+        return raw.and(groups.flatMap { groups in
+            // NIO zero-fills the buffer and drops the length the kernel wrote, so unused
+            // slots read as group 0. The kernel keeps groups sorted, so a real group 0 can
+            // only be first, followed by larger ones; when every slot is 0, an empty
+            // buffer tells "no groups" (it fits) from "only group 0" (ERANGE).
+            let list = groups.slots
+            let nonZero = list.filter { $0 != 0 }
+            guard nonZero.isEmpty else {
+                return channel.eventLoop.makeSucceededFuture(list[0] == 0 ? [0] + nonZero : nonZero)
+            }
+            let none: EventLoopFuture<NoGroups> = provider.unsafeGetSocketOption(
+                level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERGROUPS)
+            )
+            return none.map { _ in [gid_t]() }.recover { _ in [0] }
+        }.recover { _ in [gid_t]() }).map { raw, groups in
+            PeerCredentials(pid: raw.pid, uid: raw.uid, gid: raw.gid, groups: groups)
+        }
+    }
+
+    /// The kernel's `struct ucred`, mirrored because Glibc's does not import.
+    struct Ucred: Sendable {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0
-        guard hc_peer_credentials(fileDescriptor, &pid, &uid, &gid) == 0 else {
-            throw PeerCredentialsError(errno: errno)
-        }
-        return PeerCredentials(pid: pid, uid: uid, gid: gid, groups: supplementaryGroups(of: fileDescriptor))
     }
 
-    /// `SO_PEERGROUPS` answers `ERANGE` with the size it needs when the buffer is short,
-    /// so ask with a typical size first and once more with the exact one. Older kernels
-    /// answer `ENOPROTOOPT`: then only the primary group counts.
-    private static func supplementaryGroups(of fd: Int32) -> [gid_t] {
-        var capacity = 32
-        for _ in 0..<2 {
-            var groups = [gid_t](repeating: 0, count: capacity)
-            var length = socklen_t(capacity * MemoryLayout<gid_t>.stride)
-            let result = groups.withUnsafeMutableBytes { buffer in
-                getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, buffer.baseAddress, &length)
-            }
-            if result == 0 {
-                return Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.stride))
-            }
-            guard errno == ERANGE, Int(length) > capacity * MemoryLayout<gid_t>.stride else { return [] }
-            capacity = Int(length) / MemoryLayout<gid_t>.stride
-        }
-        return []
+    /// Room for 32 supplementary groups as `SO_PEERGROUPS` writes them; a peer with more
+    /// gets `ERANGE`, and is then matched on its primary group only.
+    struct Groups: Sendable {
+        var storage: (
+            gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
+            gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t, gid_t,
+            gid_t, gid_t
+        ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+        var slots: [gid_t] { withUnsafeBytes(of: storage) { Array($0.bindMemory(to: gid_t.self)) } }
     }
+
+    /// A zero-length buffer: `SO_PEERGROUPS` into it succeeds only for a peer with no groups.
+    struct NoGroups: Sendable {}
 
     public var description: String { "pid=\(pid) uid=\(uid) gid=\(gid)" }
 }
 
 /// Reading a peer's credentials failed; `errno` is the system's reason.
 public struct PeerCredentialsError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The `errno` of the failed `getsockopt`.
+    /// Why: `ENOTSOCK` for a channel that is not a socket.
     public var errno: Int32
 
     public var description: String { "cannot read peer credentials: \(String(cString: strerror(errno)))" }

@@ -41,6 +41,13 @@ final class PressureMonitor: @unchecked Sendable {
         }
     }
 
+    /// Logs what grew since the last summary now, without waiting for the timer: the
+    /// daemon calls it while shutting down, so errors of the last seconds are not lost.
+    /// Only on `queue`.
+    func checkNow() {
+        check()
+    }
+
     private func check() {
         dispatchPrecondition(condition: .onQueue(queue))
         let now = cache.stats()

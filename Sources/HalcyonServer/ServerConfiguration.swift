@@ -61,6 +61,14 @@ public struct ServerConfiguration: Sendable {
     /// Requests in flight per connection before the server stops reading it
     /// (`--max-in-flight`). Default 1024.
     public var maxInFlight = 1024
+    /// Unsent reply bytes a connection may hold before its client, which is evidently not
+    /// reading, is disconnected (`--max-output-buffer`). Default 64 MiB. A single reply
+    /// larger than this still goes out when nothing else is waiting.
+    public var maxOutputBuffer = 64 << 20
+    /// Bytes of unfinished request lines all connections may hold together
+    /// (`--max-input-buffer`). Default 512 MiB; a line that would pass it is dropped and
+    /// answered `-32005 inputBufferFull`.
+    public var maxInputBuffer = 512 << 20
     /// Seconds between sweeps that remove expired entries and enforce the size limits
     /// (`--sweep-interval`). Default 600 (10 minutes); 0 turns the periodic sweep off.
     public var sweepInterval: TimeInterval = 600
@@ -142,6 +150,8 @@ public struct ServerConfiguration: Sendable {
         guard maxBatch > 0 else { throw fail("--max-batch", "must be greater than zero") }
         guard maxConnections > 0 else { throw fail("--max-connections", "must be greater than zero") }
         guard maxInFlight > 0 else { throw fail("--max-in-flight", "must be greater than zero") }
+        guard maxOutputBuffer > 0 else { throw fail("--max-output-buffer", "must be greater than zero") }
+        guard maxInputBuffer > 0 else { throw fail("--max-input-buffer", "must be greater than zero") }
         guard sweepInterval >= 0, sweepInterval.isFinite else { throw fail("--sweep-interval", "must be a duration") }
         guard drainTimeout >= 0, drainTimeout.isFinite else { throw fail("--drain-timeout", "must be a duration") }
         guard socketMode & ~0o777 == 0 else { throw fail("--socket-mode", "only permission bits (at most 0777) are allowed") }
@@ -169,6 +179,8 @@ public struct ServerConfiguration: Sendable {
             "max-batch=\(maxBatch)",
             "max-connections=\(maxConnections)",
             "max-in-flight=\(maxInFlight)",
+            "max-output-buffer=\(HumanUnits.formatByteCount(UInt64(maxOutputBuffer)))",
+            "max-input-buffer=\(HumanUnits.formatByteCount(UInt64(maxInputBuffer)))",
             "sweep-interval=\(HumanUnits.formatDuration(sweepInterval))",
             "socket-mode=0\(String(socketMode, radix: 8))",
             "drain-timeout=\(HumanUnits.formatDuration(drainTimeout))",
@@ -215,6 +227,8 @@ extension ServerConfiguration {
         public var maxBatch: String?
         public var maxConnections: String?
         public var maxInFlight: String?
+        public var maxOutputBuffer: String?
+        public var maxInputBuffer: String?
         public var sweepInterval: String?
         public var socketMode: String?
         public var socketGroup: String?
@@ -262,6 +276,12 @@ extension ServerConfiguration {
         if let value = try convert("--max-batch", flags.maxBatch, count) { maxBatch = value }
         if let value = try convert("--max-connections", flags.maxConnections, count) { maxConnections = value }
         if let value = try convert("--max-in-flight", flags.maxInFlight, count) { maxInFlight = value }
+        if let value = try convert("--max-output-buffer", flags.maxOutputBuffer, HumanUnits.parseIntByteCount) {
+            maxOutputBuffer = value
+        }
+        if let value = try convert("--max-input-buffer", flags.maxInputBuffer, HumanUnits.parseIntByteCount) {
+            maxInputBuffer = value
+        }
         if let value = try convert("--sweep-interval", flags.sweepInterval, HumanUnits.parseDuration) { sweepInterval = value }
         if let value = try convert("--drain-timeout", flags.drainTimeout, HumanUnits.parseDuration) { drainTimeout = value }
         if let value = try convert("--event-loop-threads", flags.eventLoopThreads, count) { eventLoopThreads = value }

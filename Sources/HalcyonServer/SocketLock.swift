@@ -3,7 +3,7 @@
 // together cannot both decide the socket is stale and both bind.
 
 import Glibc
-import Synchronization
+import HalcyonCache
 
 /// An exclusive, non-blocking `flock` on `<socket path>.lock`, held for the daemon's life.
 ///
@@ -12,15 +12,15 @@ import Synchronization
 /// reuses it. The file holds the holder's pid and a newline, for operators.
 ///
 /// Thread-safe: `release(removingFile:)` may be called from any thread, any number of
-/// times; the first call does the work (a `Mutex` guards the descriptor).
+/// times; the first call does the work (a `Locked` box guards the descriptor).
 public final class SocketLock: Sendable {
     /// The lock file's path.
     public let path: String
     /// The open descriptor that holds the lock (close-on-exec), or -1 once released.
     public var fileDescriptor: Int32 { state.withLock { $0 } }
 
-    /// The held descriptor; -1 once released. Guarded by the mutex.
-    private let state: Mutex<Int32>
+    /// The held descriptor; -1 once released. Guarded by its lock.
+    private let state: Locked<Int32>
 
     /// Takes the lock at `path`, creating the file (mode 0600) if needed.
     /// - Throws: `SocketSetupError.anotherDaemonHoldsLock` when another process holds
@@ -51,7 +51,7 @@ public final class SocketLock: Sendable {
             }
             if lstat(path, &named) == 0, named.st_dev == opened.st_dev, named.st_ino == opened.st_ino {
                 Self.writePID(fd)
-                state = Mutex(fd)
+                state = Locked(fd)
                 return
             }
             close(fd)

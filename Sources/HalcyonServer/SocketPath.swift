@@ -6,7 +6,7 @@
 
 import Foundation
 import Glibc
-import Synchronization
+import HalcyonCache
 
 /// Prepares the path a daemon will bind its Unix socket to.
 ///
@@ -53,7 +53,9 @@ public enum SocketPath {
         do {
             try removeStaleSocket(at: path)
         } catch {
-            lock.release(removingFile: false)
+            // We hold the lock, so removing its file cannot race another daemon: a refused
+            // start leaves nothing behind.
+            lock.release(removingFile: true)
             throw error
         }
         return PreparedSocket(path: path, lock: lock, mode: configuration.socketMode, group: configuration.socketGroup)
@@ -69,6 +71,15 @@ public enum SocketPath {
         /// Bind to `prepared.path`, then `prepared.applyPermissions()`; at exit close the
         /// listener, then `prepared.cleanUp()`.
         case bind(PreparedSocket)
+
+        /// The path clients connect to: the inherited socket's own (from `getsockname`),
+        /// or the one about to be bound. For `server.info` and the start log.
+        public var path: String {
+            switch self {
+            case .inherited(_, let path): return path
+            case .bind(let prepared): return prepared.path
+            }
+        }
     }
 
     /// The one call the server makes before listening: the first socket systemd passed
@@ -203,7 +214,7 @@ public enum SocketPath {
 /// it closes its listener and calls `cleanUp()`.
 ///
 /// Thread-safe: `cleanUp()` may race with itself from a signal handler's queue and a
-/// normal exit; a `Mutex` makes the first call do the work.
+/// normal exit; a `Locked` flag makes the first call do the work.
 public final class PreparedSocket: Sendable {
     /// The socket's path.
     public let path: String
@@ -216,8 +227,8 @@ public final class PreparedSocket: Sendable {
     /// The lock's descriptor (close-on-exec), -1 after `cleanUp()`.
     public var lockFD: Int32 { lock.fileDescriptor }
 
-    /// Whether `cleanUp()` ran. Guarded by the mutex.
-    private let cleanedUp = Mutex(false)
+    /// Whether `cleanUp()` ran. Guarded by its lock.
+    private let cleanedUp = Locked(false)
 
     init(path: String, lock: SocketLock, mode: mode_t, group: gid_t?) {
         self.path = path

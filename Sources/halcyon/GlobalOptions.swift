@@ -12,7 +12,7 @@ import Glibc
 struct GlobalOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The daemon's Unix socket.",
-        discussion: "Default: $HALCYON_SOCKET, else $XDG_RUNTIME_DIR/halcyon/halcyon.sock, else /tmp/halcyon-<euid>/halcyon.sock.",
+        discussion: "Default: $HALCYON_SOCKET, else the first socket of $XDG_RUNTIME_DIR/halcyon/halcyon.sock, /run/user/<euid>/halcyon/halcyon.sock, /tmp/halcyon-<euid>/halcyon.sock, /run/halcyon/halcyon.sock.",
         valueName: "path"))
     var socket: String?
 
@@ -57,18 +57,51 @@ struct CommandContext {
     }
 }
 
-/// Finds the socket the way `halcyond` does, so both agree without configuration.
+/// Finds the daemon's socket without configuration, also where `XDG_RUNTIME_DIR` is
+/// unset (cron, `sudo -u`, ssh without a session).
 enum SocketPath {
-    /// `--socket`, else `HALCYON_SOCKET`, else `$XDG_RUNTIME_DIR/halcyon/halcyon.sock` when
-    /// `XDG_RUNTIME_DIR` is an absolute path, else `/tmp/halcyon-<euid>/halcyon.sock`.
+    /// `--socket`, else `HALCYON_SOCKET`, else the first of `candidates` that is a socket,
+    /// else the first candidate (where `halcyond` binds by default, so an error names it).
     /// Empty values count as unset, as they do for the daemon.
-    static func resolve(flag: String?, environment: [String: String]) -> String {
+    static func resolve(
+        flag: String?, environment: [String: String], uid: uid_t = geteuid(),
+        isSocket: (String) -> Bool = SocketPath.isSocket
+    ) -> String {
         if let flag, !flag.isEmpty { return flag }
         if let fromEnvironment = environment["HALCYON_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
+        let places = candidates(environment: environment, uid: uid)
+        return places.first(where: isSocket) ?? defaultPath(environment: environment, uid: uid)
+    }
+
+    /// Where `halcyond` binds when given no `--socket`: `$XDG_RUNTIME_DIR/halcyon/halcyon.sock`
+    /// when `XDG_RUNTIME_DIR` is an absolute path, else `/tmp/halcyon-<euid>/halcyon.sock`.
+    static func defaultPath(environment: [String: String], uid: uid_t) -> String {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
             return (runtime.hasSuffix("/") ? String(runtime.dropLast()) : runtime) + "/halcyon/halcyon.sock"
         }
-        return "/tmp/halcyon-\(geteuid())/halcyon.sock"
+        return "/tmp/halcyon-\(uid)/halcyon.sock"
+    }
+
+    /// The documented places, in order: `$XDG_RUNTIME_DIR/halcyon/halcyon.sock` (when
+    /// set); `/run/user/<euid>/halcyon/halcyon.sock`, where a daemon started in a login
+    /// session is when cron looks for it; `/tmp/halcyon-<euid>/halcyon.sock`; the
+    /// system-wide `/run/halcyon/halcyon.sock` of the packaged system unit.
+    static func candidates(environment: [String: String], uid: uid_t) -> [String] {
+        var places: [String] = []
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            places.append(defaultPath(environment: environment, uid: uid))
+        }
+        for place in ["/run/user/\(uid)/halcyon/halcyon.sock", "/tmp/halcyon-\(uid)/halcyon.sock",
+                      "/run/halcyon/halcyon.sock"] where !places.contains(place) {
+            places.append(place)
+        }
+        return places
+    }
+
+    /// Whether `path` names a socket (following symbolic links, as `connect` does).
+    static func isSocket(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }
 }
 

@@ -1,6 +1,7 @@
 // The root of the command tree: its name, help and the list of subcommands.
 
 import ArgumentParser
+import HalcyonVersion
 
 /// `halcyon`: the command-line client of `halcyond`.
 ///
@@ -14,15 +15,18 @@ struct HalcyonCommand: ParsableCommand {
             Exit status: 0 on success or a hit, 1 on a miss (get, exists, describe, rm, \
             touch), 2 on any error, with one line on stderr naming the reason.
 
-            Every command also takes --socket <path> (else $HALCYON_SOCKET, else \
-            $XDG_RUNTIME_DIR/halcyon/halcyon.sock, else /tmp/halcyon-<euid>/halcyon.sock), \
+            Every command also takes --socket <path> (else $HALCYON_SOCKET, else the first \
+            socket of $XDG_RUNTIME_DIR/halcyon/halcyon.sock, /run/user/<euid>/halcyon/halcyon.sock, \
+            /tmp/halcyon-<euid>/halcyon.sock, /run/halcyon/halcyon.sock), \
             --timeout <seconds> (default 30) and -v/--verbose, before or after its name.
             """,
+        version: HalcyonVersion.current,
         subcommands: [
             GetCommand.self, SetCommand.self, RemoveCommand.self, ExistsCommand.self,
             DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self,
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
-            SizeCommand.self, CallCommand.self, AddCommand.self, IncrementCommand.self, DecrementCommand.self,
-            CompareAndSetCommand.self, KeysCommand.self, RemovePrefixCommand.self, LeaseCommand.self, ReleaseCommand.self,
+            SizeCommand.self, CallCommand.self, MetricsCommand.self, AddCommand.self, IncrementCommand.self,
+            DecrementCommand.self, CompareAndSetCommand.self, KeysCommand.self, RemovePrefixCommand.self,
+            LeaseCommand.self, ReleaseCommand.self,
         ])
 }

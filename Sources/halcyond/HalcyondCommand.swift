@@ -6,6 +6,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import HalcyonServer
+import HalcyonVersion
 import Logging
 
 /// The `halcyond` command. Parsed and run on the main thread by `main.swift`.
@@ -17,7 +18,8 @@ struct HalcyondCommand: ParsableCommand {
         Sizes: 4096, 512KiB, 64MiB, 1GiB (binary), 1KB, 1MB, 1GB (decimal); K/M/G alone are binary.
         Durations: 1.5s, 300s, 10m, 1h30m, 7d, 2w, 500ms; a bare number is seconds. Expirations also take 'never'.
         See Docs/OPERATIONS.md.
-        """
+        """,
+        version: HalcyonVersion.current
     )
 
     @Option(help: ArgumentHelp("Unix socket path (env HALCYON_SOCKET).", discussion: "Default: $XDG_RUNTIME_DIR/halcyon/halcyon.sock, else /tmp/halcyon-<uid>/halcyon.sock."))
@@ -62,6 +64,12 @@ struct HalcyondCommand: ParsableCommand {
     @Option(help: "Requests in flight per connection before reading pauses. (default: 1024)")
     var maxInFlight: String?
 
+    @Option(help: "Unsent reply bytes per connection before a client that does not read is disconnected. (default: 64MiB)")
+    var maxOutputBuffer: String?
+
+    @Option(help: "Bytes of unfinished request lines all connections may hold together. (default: 512MiB)")
+    var maxInputBuffer: String?
+
     @Option(help: "How often expired entries are removed and size limits enforced; 0 = never. (default: 10m)")
     var sweepInterval: String?
 
@@ -82,6 +90,14 @@ struct HalcyondCommand: ParsableCommand {
 
     @Option(help: "trace|debug|info|notice|warning|error|critical. (default: info)")
     var logLevel: String?
+
+    @Option(help: "Log line format: text or json (one JSON object per line). (default: text)")
+    var logFormat: String?
+
+    @Option(help: ArgumentHelp(
+        "Serve Prometheus metrics over HTTP on this loopback address, HOST:PORT. (default: off)",
+        discussion: "Only 127.0.0.0/8, [::1] and localhost are accepted. Scrape GET /metrics."))
+    var metricsListen: String?
 
     @Flag(help: "Enable debug.* methods (debug.sleep), for tests.")
     var enableDebugMethods = false
@@ -106,6 +122,8 @@ struct HalcyondCommand: ParsableCommand {
         flags.maxBatch = maxBatch
         flags.maxConnections = maxConnections
         flags.maxInFlight = maxInFlight
+        flags.maxOutputBuffer = maxOutputBuffer
+        flags.maxInputBuffer = maxInputBuffer
         flags.sweepInterval = sweepInterval
         flags.socketMode = socketMode
         flags.socketGroup = socketGroup
@@ -120,22 +138,23 @@ struct HalcyondCommand: ParsableCommand {
 
     func run() throws {
         let configuration: ServerConfiguration
+        let format: LogFormat
+        let listen: MetricsListenAddress?
         do {
             configuration = try ServerConfiguration(flags: flags)
+            format = try LogFormat(parsing: logFormat ?? "text")
+            listen = try metricsListen.map { text throws(MetricsListenAddress.Invalid) in
+                try MetricsListenAddress(parsing: text)
+            }
         } catch {
-            throw UsageError(message: error.description)
+            throw UsageError(message: "\(error)")
         }
-        // swift-log to stderr at the chosen level, before anything logs. Bootstrapping is
-        // allowed once per process, which this is.
-        let level = configuration.logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        // swift-log to stderr at the chosen level and format, before anything logs.
+        // Bootstrapping is allowed once per process, which this is.
+        LoggingSystem.bootstrap(format.makeHandler(level: configuration.logLevel))
         // Never returns: the main thread parks in dispatchMain(); a drain exits 0, a
         // start-up failure exits 1 with one line on stderr.
-        Daemon.run(configuration: configuration, logger: Logger(label: "halcyond"))
+        Daemon.run(configuration: configuration, logger: Logger(label: "halcyond"), metricsListen: listen)
     }
 }
 

@@ -17,7 +17,7 @@ final class Recorder<T: Sendable>: Sendable {
     var all: [T] { items.withLock { $0 } }
 }
 
-@Suite("CallbackQueue")
+@Suite("CallbackQueue", .timeLimit(.minutes(1)))
 struct CallbackQueueTests {
     static let queueKey = DispatchSpecificKey<String>()
 

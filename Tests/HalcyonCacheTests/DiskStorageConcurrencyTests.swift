@@ -5,7 +5,7 @@ import Foundation
 import Testing
 @testable import HalcyonCache
 
-@Suite("DiskStorage concurrency")
+@Suite("DiskStorage concurrency", .timeLimit(.minutes(1)))
 struct DiskStorageConcurrencyTests {
     /// A value made of one repeated byte with a 4-byte prefix, so a torn mix of two
     /// writes (or a short read) cannot equal any written value.

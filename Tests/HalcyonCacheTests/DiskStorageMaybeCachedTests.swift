@@ -8,7 +8,7 @@ import Glibc
 import Testing
 @testable import HalcyonCache
 
-@Suite("DiskStorage maybeCached")
+@Suite("DiskStorage maybeCached", .timeLimit(.minutes(1)))
 struct DiskStorageMaybeCachedTests {
     @Test func aMissDoesNotTouchTheDisk() throws {
         let folder = DiskTestFolder()
@@ -53,7 +53,7 @@ struct DiskStorageMaybeCachedTests {
                 gate.wait()
             }
         })
-        scanStarted.wait()
+        try #require(scanStarted.wait(timeout: .now() + 30) == .success, "the scan never started")
         // The scan is held: requests are still answered, from the disk.
         #expect(!disk.isInitialScanComplete)
         #expect(try disk.value(forKey: "k42")?.bytes == [42])

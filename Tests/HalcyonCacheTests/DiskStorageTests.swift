@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("DiskStorage")
+@Suite("DiskStorage", .timeLimit(.minutes(1)))
 struct DiskStorageTests {
     @Test func storeAndLoadKeepsBytesAndFlags() throws {
         let folder = DiskTestFolder()

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 @testable import HalcyonCache
 
-@Suite("DiskStorage trim")
+@Suite("DiskStorage trim", .timeLimit(.minutes(1)))
 struct DiskStorageTrimTests {
     @Test func removeExpiredReturnsWhatItRemoved() throws {
         let folder = DiskTestFolder()  // keeps the folder until the test ends

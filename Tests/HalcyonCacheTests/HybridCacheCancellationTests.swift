@@ -8,7 +8,7 @@ import Testing
 
 @testable import HalcyonCache
 
-@Suite("HybridCache cancellation")
+@Suite("HybridCache cancellation", .timeLimit(.minutes(1)))
 struct HybridCacheCancellationTests {
     // MARK: The state machine
 
@@ -106,7 +106,7 @@ struct HybridCacheCancellationTests {
         #expect(cache.diskStorage.isCached(forKey: "k"))
         task.cancel()
         callbacks.resume()
-        done.wait()
+        try #require(done.wait(timeout: .now() + 30) == .success, "no reply within 30 s")
         #expect(outcome.withLock { $0 }?.error == .cancelled(started: true))
         #expect(cache.memoryStorage.isCached(forKey: "k"))
 
@@ -119,7 +119,7 @@ struct HybridCacheCancellationTests {
         }
         hit.cancel()
         callbacks.resume()
-        done.wait()
+        try #require(done.wait(timeout: .now() + 30) == .success, "no reply within 30 s")
         #expect(read.withLock { $0 }?.error == .cancelled(started: true))
     }
 

@@ -9,7 +9,7 @@ import Testing
 
 @testable import HalcyonCache
 
-@Suite("HybridCache read-your-writes")
+@Suite("HybridCache read-your-writes", .timeLimit(.minutes(1)))
 struct HybridCacheReadYourWritesTests {
     @Test(arguments: [false, true]) func eachThreadReadsItsOwnLatestWrite(synchronousDiskReads: Bool) async throws {
         // 200 bytes of memory: about one entry, so reads mostly go to the disk and put back.

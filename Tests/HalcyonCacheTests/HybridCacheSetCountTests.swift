@@ -8,7 +8,7 @@ import Testing
 
 @testable import HalcyonCache
 
-@Suite("HybridCache set counting")
+@Suite("HybridCache set counting", .timeLimit(.minutes(1)))
 struct HybridCacheSetCountTests {
     @Test func setsCountCompletedStoresOnly() async throws {
         let f = HybridCacheFixture()

@@ -9,7 +9,7 @@ import Testing
 
 @testable import HalcyonCache
 
-@Suite("HybridCache")
+@Suite("HybridCache", .timeLimit(.minutes(1)))
 struct HybridCacheTests {
     @Test func storeThenRetrieveFromMemoryThenDisk() async throws {
         let f = HybridCacheFixture()

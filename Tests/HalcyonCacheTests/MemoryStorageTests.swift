@@ -8,7 +8,7 @@ import Testing
 
 @testable import HalcyonCache
 
-@Suite("MemoryStorage")
+@Suite("MemoryStorage", .timeLimit(.minutes(1)))
 struct MemoryStorageTests {
     static let designs = [1, 16]
 

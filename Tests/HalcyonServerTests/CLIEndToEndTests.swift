@@ -5,24 +5,11 @@ import Foundation
 import HalcyonJSON
 import Testing
 
-/// A small deterministic generator (SplitMix64), so a failing random value can be
-/// reproduced from its seed.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 private func json(_ run: CLIRun) throws -> JSONValue {
     try JSONValue.parse(run.stdout).get()
 }
 
-@Suite("halcyon CLI end to end")
+@Suite("halcyon CLI end to end", .timeLimit(.minutes(1)))
 struct CLIEndToEndTests {
     // MARK: Values
 
@@ -52,7 +39,7 @@ struct CLIEndToEndTests {
     func randomBinaryRoundTrips(seed: UInt64) throws {
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
-        var generator = SplitMix64(state: seed)
+        var generator = SplitMix64(seed: seed)
         let count = Int.random(in: 0...300_000, using: &generator)
         let value = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let key = "random-\(seed)-\u{1F600}"

@@ -158,7 +158,10 @@ import Testing
             _ = try ServerConfiguration(flags: flags, environment: environment)
             Issue.record("\(flag) \(value) was accepted")
         } catch {
-            guard case .invalid(let named, _) = error else { return }
+            guard case .invalid(let named, _) = error else {
+                Issue.record("\(flag) failed with \(error), not .invalid")
+                return
+            }
             #expect(named == flag)
             #expect(!error.description.contains("\n"))
         }
@@ -172,20 +175,13 @@ import Testing
 }
 
 /// The real `halcyond` executable's answer to bad flags: one line on stderr, status 2.
-/// `swift build --build-tests` puts it beside the test bundle; skipped when it is not there.
-enum HalcyondExecutable {
-    static var url: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("halcyond")
-    }
-    static var isBuilt: Bool { FileManager.default.isExecutableFile(atPath: url.path) }
-}
-
-@Suite(.enabled(if: HalcyondExecutable.isBuilt, "halcyond is not built beside the test bundle"))
+/// Found as every end-to-end test finds it (`DaemonProcess.binary`); a missing binary fails.
+@Suite(.timeLimit(.minutes(1)))
 struct HalcyondFlagsTests {
 
     func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = HalcyondExecutable.url
+        process.executableURL = DaemonProcess.binary
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()

@@ -5,7 +5,7 @@ import Foundation
 import HalcyonJSON
 import Testing
 
-@Suite("Errors end to end", .serialized)
+@Suite("Errors end to end", .serialized, .timeLimit(.minutes(1)))
 struct ErrorsEndToEndTests {
     private func expectError(
         _ reply: JSONValue, code: Int64, reason: String? = nil, sourceLocation: SourceLocation = #_sourceLocation

@@ -5,7 +5,7 @@ import Foundation
 import HalcyonJSON
 import Testing
 
-@Suite("Execution model end to end", .serialized)
+@Suite("Execution model end to end", .serialized, .timeLimit(.minutes(1)))
 struct ExecutionEndToEndTests {
     /// Replies to ioQueue requests of one connection leave in arrival order under every
     /// serial policy, even when they are all queued behind a sleeping ioQueue.

@@ -4,7 +4,7 @@ import Foundation
 import HalcyonJSON
 import Testing
 
-@Suite("Lifecycle end to end", .serialized)
+@Suite("Lifecycle end to end", .serialized, .timeLimit(.minutes(1)))
 struct LifecycleEndToEndTests {
     @Test func sigtermDrainsInFlightWork() throws {
         let daemon = try DaemonProcess()

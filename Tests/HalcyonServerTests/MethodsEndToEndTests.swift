@@ -4,7 +4,7 @@ import Foundation
 import HalcyonJSON
 import Testing
 
-@Suite("Methods end to end", .serialized)
+@Suite("Methods end to end", .serialized, .timeLimit(.minutes(1)))
 struct MethodsEndToEndTests {
     @Test func pingAndInfo() throws {
         let daemon = try DaemonProcess()

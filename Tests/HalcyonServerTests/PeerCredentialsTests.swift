@@ -1,14 +1,30 @@
 import Foundation
 import Glibc
+import NIOCore
+import NIOEmbedded
+import NIOPosix
 import Testing
 @testable import HalcyonServer
 
-@Suite struct PeerCredentialsTests {
-    @Test func readsOurOwnCredentialsThroughASocketPair() throws {
-        var fds: [Int32] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
-        let peer = try PeerCredentials.of(fileDescriptor: fds[0])
+/// The daemon's own path: credentials read through NIO's socket options on a channel a
+/// real `ServerBootstrap` accepted from a real client.
+@Suite(.timeLimit(.minutes(1))) struct PeerCredentialsTests {
+    @Test func readsAnAcceptedChannel() throws {
+        let base = TestSockets.makeFolder()
+        defer { TestSockets.remove(base) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let seen = group.next().makePromise(of: PeerCredentials.self)
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                PeerCredentials.of(channel: channel).map { seen.succeed($0) }.recover { seen.fail($0) }
+            }
+            .bind(unixDomainSocketPath: "\(base)/h.sock").wait()
+        defer { try? server.close().wait() }
+        let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(client) }
+        try #require(SocketPath.withUnixAddress("\(base)/h.sock") { connect(client, $0, $1) } == 0)
+        let peer = try seen.futureResult.wait()
         #expect(peer.pid == getpid())
         #expect(peer.uid == geteuid())
         #expect(peer.gid == getegid())
@@ -18,25 +34,11 @@ import Testing
         #expect(Set(peer.groups) == Set(ours))
     }
 
-    @Test func readsAnAcceptedConnection() throws {
-        let base = TestSockets.makeFolder()
-        defer { TestSockets.remove(base) }
-        let listener = TestSockets.bind("\(base)/h.sock")
-        defer { close(listener) }
-        let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(client) }
-        try #require(SocketPath.withUnixAddress("\(base)/h.sock") { connect(client, $0, $1) } == 0)
-        let accepted = accept(listener, nil, nil)
-        defer { close(accepted) }
-        let peer = try PeerCredentials.of(fileDescriptor: accepted)
-        #expect(peer.pid == getpid() && peer.uid == geteuid())
-    }
-
-    @Test func failsOnSomethingThatIsNotASocket() {
-        var fds: [Int32] = [0, 0]
-        _ = pipe(&fds)
-        defer { close(fds[0]); close(fds[1]) }
-        #expect(throws: PeerCredentialsError(errno: ENOTSOCK)) { try PeerCredentials.of(fileDescriptor: fds[0]) }
+    @Test func failsOnAChannelThatIsNotASocket() {
+        let channel = EmbeddedChannel()
+        #expect(throws: PeerCredentialsError(errno: ENOTSOCK)) {
+            try PeerCredentials.of(channel: channel).wait()
+        }
     }
 }
 
@@ -87,7 +89,7 @@ import Testing
 
 /// A real peer of another user: a client started as `nobody` connects, and the policy
 /// sees its uid and refuses it. Needs root (to switch user) and setpriv.
-@Suite struct ForeignPeerTests {
+@Suite(.timeLimit(.minutes(1))) struct ForeignPeerTests {
     static let setpriv = "/usr/bin/setpriv"
     static let python = "/usr/bin/python3"
 
@@ -101,8 +103,16 @@ import Testing
         defer { TestSockets.remove(base) }
         chmod(base, 0o711)
         let path = "\(base)/h.sock"
-        let listener = TestSockets.bind(path)
-        defer { close(listener) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let seen = group.next().makePromise(of: PeerCredentials.self)
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                PeerCredentials.of(channel: channel).map { seen.succeed($0) }.recover { seen.fail($0) }
+                    .flatMap { channel.close() }
+            }
+            .bind(unixDomainSocketPath: path).wait()
+        defer { try? server.close().wait() }
         chmod(path, 0o666)
 
         let client = Process()
@@ -111,10 +121,7 @@ import Testing
                             "import socket; s = socket.socket(socket.AF_UNIX); s.connect('\(path)'); s.recv(1)"]
         try client.run()
         defer { client.waitUntilExit() }
-        let accepted = accept(listener, nil, nil)
-        try #require(accepted >= 0)
-        defer { close(accepted) }
-        let peer = try PeerCredentials.of(fileDescriptor: accepted)
+        let peer = try seen.futureResult.wait()
         #expect(peer.uid == 65534 && peer.gid == 65534)
         #expect(peer.groups.isEmpty)
         #expect(peer.pid != getpid())

@@ -115,7 +115,7 @@ func shapeDifferences(expected: JSONValue, actual: JSONValue, at path: String = 
     if expected.kind == .string, let text = expected.string, text.hasPrefix("<"), text.hasSuffix(">") {
         let ok: Bool
         switch text {
-        // Instants are whole Unix seconds (spec §3: rounded up), or null for "never".
+        // Instants are whole Unix seconds (Docs/PROTOCOL.md §5: rounded up), or null for "never".
         case "<time>": ok = actual.kind == .integer || actual.kind == .null
         case "<int>": ok = actual.kind == .integer
         case "<number>": ok = actual.kind == .integer || actual.kind == .real
@@ -152,7 +152,7 @@ func shapeDifferences(expected: JSONValue, actual: JSONValue, at path: String = 
     }
 }
 
-@Suite("Protocol doc examples")
+@Suite("Protocol doc examples", .timeLimit(.minutes(1)))
 struct ProtocolDocTests {
     static let docURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -272,7 +272,7 @@ struct ProtocolDocTests {
 
 /// Spec points the doc states in prose (§6 "One lifetime per entry", `referenceDate`),
 /// checked against a real daemon with times relative to now.
-@Suite("Protocol spec points")
+@Suite("Protocol spec points", .timeLimit(.minutes(1)))
 struct ProtocolDocSpecPointTests {
     private func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 

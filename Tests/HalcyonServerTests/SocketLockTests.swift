@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 @testable import HalcyonServer
 
-@Suite struct SocketLockTests {
+@Suite(.timeLimit(.minutes(1))) struct SocketLockTests {
     @Test func aSecondHolderIsRefusedWithThePID() throws {
         let base = TestSockets.makeFolder()
         defer { TestSockets.remove(base) }

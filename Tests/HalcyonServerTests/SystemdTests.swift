@@ -3,7 +3,7 @@ import Glibc
 import Testing
 @testable import HalcyonServer
 
-@Suite struct SystemdTests {
+@Suite(.timeLimit(.minutes(1))) struct SystemdTests {
     let pid = getpid()
 
     @Test func notSocketActivatedGivesNothing() {

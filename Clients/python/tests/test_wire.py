@@ -209,3 +209,24 @@ def test_memoize_keys() -> None:
     assert make_key("p", (1,), {}, False) == make_key("p", (1.0,), {}, False)
     assert make_key("p", (1,), {}, True) != make_key("p", (1.0,), {}, True)
     assert make_key("p", (b"x",), {}, False) != make_key("p", ("x",), {}, False)
+
+
+def test_command_line_is_the_request_encoded() -> None:
+    for command in (_wire.cmd_get("ключ"), _wire.cmd_set("k", b"\x00", 5), _wire.cmd_ping(),
+                    _wire.cmd_get("k", memory_only=True)):
+        for rid in (1, 123456789):
+            line = command.line(rid)
+            assert line.endswith(b"\n") and line.count(b"\n") == 1
+            assert json.loads(line) == command.request(rid)
+
+
+def test_parse_lines_decodes_many_lines_at_once() -> None:
+    chunk = b'{"id":1,"result":1}\n[{"id":2,"result":2},{"id":3,"result":3}]\n{"id":null,"error":{}}'
+    assert [r["id"] for r in _wire.parse_lines(chunk)] == [1, 2, 3, None]
+    # Blank lines and CRs fall back to line by line.
+    assert [r["id"] for r in _wire.parse_lines(b'{"id":1}\r\n\n{"id":2}')] == [1, 2]
+    assert _wire.parse_lines(b"") == []
+    with pytest.raises(errors.ProtocolError):
+        _wire.parse_lines(b'{"id":1}\n[1]')
+    with pytest.raises(errors.ProtocolError):
+        _wire.parse_lines(b'{"id":1}\n{nope')

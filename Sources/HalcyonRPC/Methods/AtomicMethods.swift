@@ -7,7 +7,7 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// Handlers of the methods in this file.
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
     enum AtomicMethods {
         /// `cache.add`
         static func add(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
@@ -71,21 +71,15 @@ extension Dispatcher {
         }
     }
 
-    /// Their table entries.
-    static let atomicMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.add", params: MethodCall.storeParams, handler: AtomicMethods.add),
-        MethodSpec(name: "cache.cas", params: MethodCall.casParams, handler: AtomicMethods.cas),
-        MethodSpec(name: "cache.incr", params: ["key", "by", "initial", "expiration", "memoryExpiration", "toDisk", "options"], handler: AtomicMethods.incr),
-    ]
 }
 
 extension MethodCall {
     /// What cache.set, cache.add and cache.cas take (cas adds `version`).
-    static let storeParams: Set<String> = [
+    static let storeParams: ParamNames = [
         "key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "lease", "options",
     ]
     /// cache.cas: those of cache.set and the `version` to compare.
-    static let casParams: Set<String> = storeParams.union(["version"])
+    static let casParams = ParamNames(storeParams.names + ["version"])
 
     /// The key, the entry and the options of a set-shaped request, read in cache.set's order.
     func storeRequest() throws(RPCError) -> (key: String, entry: CacheEntry, options: HybridCache.Options) {

@@ -6,17 +6,20 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let cacheMethods: [MethodSpec] = readMethods + writeMethods + atomicMethods + multiKeyMethods
-        + keyListMethods + leaseMethods + [
-        MethodSpec(name: "cache.totalSize", params: ["options"]) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    enum InfoMethods {
+        /// `cache.totalSize`
+        static func totalSize(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let responder = call.responder
             return dispatcher.cache.totalSize(callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (usage, w) throws(RPCError) in
                     w.beginObject(); w.field("bytes", usage.bytes); w.field("count", usage.count); w.endObject()
                 }
             }
-        },
-        MethodSpec(name: "cache.stats", params: ["options"]) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.stats`
+        static func stats(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let stats = dispatcher.cache.stats()
             let live = dispatcher.facts.liveCounters()
             let uptime = Date().timeIntervalSince(dispatcher.facts.startedAt)
@@ -37,17 +40,18 @@ extension Dispatcher {
                 w.endObject()
             })
             return nil
-        },
-    ]
+        }
 
-    static let serverMethods: [MethodSpec] = [
-        MethodSpec(name: "server.ping", params: []) { _, call throws(RPCError) in
+        /// `server.ping`
+        static func serverPing(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject(); w.field("pong", true); w.endObject()
             })
             return nil
-        },
-        MethodSpec(name: "server.info", params: []) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `server.info`
+        static func serverInfo(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let facts = dispatcher.facts
             let folder = dispatcher.cache.diskStorage.directoryURL.path
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
@@ -72,10 +76,10 @@ extension Dispatcher {
                 w.endObject()
             })
             return nil
-        },
-        MethodSpec(
-            name: "connection.configure", params: ["callbackQueue", "loadDiskFileSynchronously"]
-        ) { _, call throws(RPCError) in
+        }
+
+        /// `connection.configure`
+        static func connectionConfigure(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             // Validate everything before changing anything, so a bad request changes nothing.
             let policy = try call.params.callbackQueuePolicy("callbackQueue")
             let sync = try call.params.bool("loadDiskFileSynchronously")
@@ -93,14 +97,13 @@ extension Dispatcher {
                 w.endObject()
             })
             return nil
-        },
-    ]
+        }
 
-    static let debugMethods: [MethodSpec] = [
+        /// `debug.sleep`
         // Holds a queue for a while so tests can line requests up behind it, as Redis's
         // DEBUG SLEEP does. `on: "ioQueue"` (default) holds every write and disk read;
         // `on: "callbackQueue"` holds this connection's reply delivery instead.
-        MethodSpec(name: "debug.sleep", params: ["seconds", "on", "options"]) { dispatcher, call throws(RPCError) in
+        static func debugSleep(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             guard let seconds = try call.params.double("seconds") else {
                 throw .missingParam("seconds")
             }
@@ -124,16 +127,24 @@ extension Dispatcher {
                 }
             case "callbackQueue":
                 let respond = call.responder.respond
-                call.callbackQueue.execute(priority: call.options.priority) {
-                    Thread.sleep(forTimeInterval: seconds)
-                    respond(reply())
+                let callbackQueue = call.callbackQueue
+                let priority = call.options.priority
+                if case .untouch = callbackQueue {
+                    // `untouch` delivers on the caller's thread, here an event loop that other
+                    // connections share: sleep elsewhere, then deliver as `untouch` would.
+                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { respond(reply()) }
+                } else {
+                    callbackQueue.execute(priority: priority) {
+                        Thread.sleep(forTimeInterval: seconds)
+                        respond(reply())
+                    }
                 }
                 return nil
             default:
                 throw .invalidParams(reason: .invalidValue, param: "on", message: "'on' must be \"ioQueue\" or \"callbackQueue\"")
             }
-        },
-    ]
+        }
+    }
 }
 
 extension CacheStats {

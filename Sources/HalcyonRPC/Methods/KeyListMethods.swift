@@ -9,7 +9,7 @@ extension Dispatcher {
     /// The most keys one `cache.keys` page may ask for.
     static let maxKeysPerPage = 10_000
 
-    /// Handlers of the methods in this file.
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
     enum KeyListMethods {
         /// `cache.keys`
         static func keys(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
@@ -59,9 +59,4 @@ extension Dispatcher {
         }
     }
 
-    /// Their table entries.
-    static let keyListMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.keys", params: ["prefix", "cursor", "limit", "options"], handler: KeyListMethods.keys),
-        MethodSpec(name: "cache.removePrefix", params: ["prefix", "options"], handler: KeyListMethods.removePrefix),
-    ]
 }

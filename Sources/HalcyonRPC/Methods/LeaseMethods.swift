@@ -8,7 +8,7 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// Handlers of the methods in this file.
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
     enum LeaseMethods {
         /// `cache.lease`
         static func lease(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
@@ -50,11 +50,6 @@ extension Dispatcher {
         }
     }
 
-    /// Their table entries.
-    static let leaseMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.lease", params: ["key", "ttl", "wait", "encoding", "options"], handler: LeaseMethods.lease),
-        MethodSpec(name: "cache.releaseLease", params: ["key", "lease", "options"], handler: LeaseMethods.releaseLease),
-    ]
 }
 
 /// One `cache.lease` request, from its first read to its one reply; re-run when a write

@@ -7,11 +7,11 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// Handlers of the methods in this file.
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
     enum MultiKeyMethods {
         /// `cache.getMany`
         static func getMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            guard let list = try call.params.require("keys").array else { throw .wrongType("keys", expected: "array") }
+            guard let list = try call.params.require("keys").owned.array else { throw .wrongType("keys", expected: "array") }
             try dispatcher.checkBatch(list.count, param: "keys")
             var keys: [String] = []
             keys.reserveCapacity(list.count)
@@ -38,7 +38,7 @@ extension Dispatcher {
 
         /// `cache.setMany`
         static func setMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            guard let list = try call.params.require("entries").array else {
+            guard let list = try call.params.require("entries").owned.array else {
                 throw .wrongType("entries", expected: "array")
             }
             try dispatcher.checkBatch(list.count, param: "entries")
@@ -74,11 +74,6 @@ extension Dispatcher {
         }
     }
 
-    /// Their table entries.
-    static let multiKeyMethods: [MethodSpec] = [
-        MethodSpec(name: "cache.getMany", params: ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"], handler: MultiKeyMethods.getMany),
-        MethodSpec(name: "cache.setMany", params: ["entries", "toDisk", "options"], handler: MultiKeyMethods.setMany),
-    ]
 
     /// One key of a list, checked as `Params.key` checks a `key` member.
     static func keyElement(_ member: JSONValue, param: String) throws(RPCError) -> String {

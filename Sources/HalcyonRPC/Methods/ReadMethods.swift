@@ -7,11 +7,10 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let readMethods: [MethodSpec] = [
-        MethodSpec(
-            name: "cache.get",
-            params: ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"]
-        ) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    enum ReadMethods {
+        /// `cache.get`
+        static func get(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             let encoding = try call.params.encoding("encoding")
             var options = call.options
@@ -40,11 +39,10 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
-        MethodSpec(
-            name: "cache.isCached",
-            params: MethodCall.lookupParams
-        ) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.isCached`
+        static func isCached(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, options) = try call.keyAndLookupOptions()
             let responder = call.responder
             return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
@@ -55,11 +53,10 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
-        MethodSpec(
-            name: "cache.describe",
-            params: MethodCall.lookupParams
-        ) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.describe`
+        static func describe(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, options) = try call.keyAndLookupOptions()
             let responder = call.responder
             return dispatcher.cache.describe(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
@@ -78,6 +75,6 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
-    ]
+        }
+    }
 }

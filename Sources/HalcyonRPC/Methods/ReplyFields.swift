@@ -31,7 +31,7 @@ extension JSONWriter {
     mutating func field(_ name: String, time value: Date?) { key(name); unixTime(value) }
 
     /// An expiration instant, rounded UP to a whole second. The disk tier stores whole
-    /// seconds already (spec §3), but the memory tier keeps the exact instant (now + TTL);
+    /// seconds already (Docs/PROTOCOL.md §5), but the memory tier keeps the exact instant (now + TTL);
     /// rounding up shows it the way the spec says stored instants are, so a client never
     /// sees a fraction and never sees a time earlier than the one the disk copy would show.
     mutating func field(_ name: String, expiresAt value: Date?) {

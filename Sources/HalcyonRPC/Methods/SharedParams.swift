@@ -9,7 +9,7 @@ import HalcyonCache
 extension MethodCall {
     /// The params a single-key lookup accepts: those `keyAndLookupOptions()` reads, plus
     /// `options`, which the dispatcher reads itself before the handler runs.
-    static let lookupParams: Set<String> = ["key", "forcedExtension", "referenceDate", "options"]
+    static let lookupParams: ParamNames = ["key", "forcedExtension", "referenceDate", "options"]
 
     /// `key`, then `forcedExtension` and `referenceDate` laid over the connection's
     /// options: what cache.isCached and cache.describe take.

@@ -7,11 +7,10 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    static let writeMethods: [MethodSpec] = [
-        MethodSpec(
-            name: "cache.set",
-            params: ["key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "lease", "options"]
-        ) { dispatcher, call throws(RPCError) in
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    enum WriteMethods {
+        /// `cache.set`
+        static func set(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             let encoding = try call.params.encoding("encoding") ?? .utf8
             // Not `value(_:)`, which reads null as absent: with "json", null is a value.
@@ -34,11 +33,10 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
-        MethodSpec(
-            name: "cache.touch",
-            params: ["key", "expiration", "memoryExpiration", "forcedExtension", "options"]
-        ) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.touch`
+        static func touch(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             var options = try call.optionsWithExpirations()
             options.forcedExtension = try call.params.string("forcedExtension")
@@ -51,11 +49,10 @@ extension Dispatcher {
                     w.endObject()
                 }
             }
-        },
-        MethodSpec(
-            name: "cache.remove",
-            params: ["key", "fromMemory", "fromDisk", "forcedExtension", "options"]
-        ) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.remove`
+        static func remove(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             let fromMemory = try call.params.bool("fromMemory", default: true)
             let fromDisk = try call.params.bool("fromDisk", default: true)
@@ -72,8 +69,10 @@ extension Dispatcher {
                     w.beginObject(); w.field("removed", removed); w.endObject()
                 }
             }
-        },
-        MethodSpec(name: "cache.clear", params: ["memory", "disk", "options"]) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.clear`
+        static func clear(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let memory = try call.params.bool("memory", default: true)
             let disk = try call.params.bool("disk", default: true)
             let responder = call.responder
@@ -82,10 +81,10 @@ extension Dispatcher {
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }
             }
-        },
-        MethodSpec(
-            name: "cache.removeExpired", params: ["memory", "disk", "referenceDate", "options"]
-        ) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.removeExpired`
+        static func removeExpired(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let memory = try call.params.bool("memory", default: true)
             let disk = try call.params.bool("disk", default: true)
             let referenceDate = try call.params.date("referenceDate")
@@ -97,14 +96,16 @@ extension Dispatcher {
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }
             }
-        },
-        MethodSpec(name: "cache.trim", params: ["options"]) { dispatcher, call throws(RPCError) in
+        }
+
+        /// `cache.trim`
+        static func trim(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let responder = call.responder
             return dispatcher.cache.trim(callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", r.removed); w.field("totalSize", r.totalSize); w.endObject()
                 }
             }
-        },
-    ]
+        }
+    }
 }

@@ -41,3 +41,22 @@ struct StatsCommand: HalcyonSubcommand {
         Output.line(json ? result.compactText : HumanFormat.table(result))
     }
 }
+
+/// `halcyon metrics`: the daemon's metrics in the Prometheus text format, as
+/// `server.metrics` returns them; written as is, so node_exporter's textfile collector
+/// can read a file this command filled (`halcyon metrics > halcyon.prom.$$ && mv ...`).
+struct MetricsCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "metrics",
+        abstract: "Print the daemon's metrics in the Prometheus text format.")
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        let result = try context.connect().call("server.metrics")
+        guard let text = result["text"]?.string else {
+            throw .badReply("server.metrics has no text: \(result.compactText)")
+        }
+        Output.stdout(Array(text.utf8))
+    }
+}

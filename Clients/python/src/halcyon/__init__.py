@@ -14,7 +14,7 @@ Standard library only; Python 3.9+.
 """
 
 from . import errors
-from ._wire import Description, Entry, Expire, default_socket_path, resolve_socket_path
+from ._wire import Description, Entry, Expire, default_socket_path, resolve_socket_path, socket_candidates
 from .client import Client, Pipeline
 from .errors import (
     CancelledError,
@@ -39,6 +39,7 @@ __all__ = [
     "Expire",
     "default_socket_path",
     "resolve_socket_path",
+    "socket_candidates",
     "errors",
     "HalcyonError",
     "ProtocolError",

@@ -1,22 +1,31 @@
 """The blocking transport: one Unix-socket connection that writes request lines and
 reads reply lines, matching replies to requests by id.
 
-It writes and reads at the same time (non-blocking socket + ``selectors``) because the
-daemon applies back-pressure: a client that wrote 10,000 requests before reading any
-reply would fill both socket buffers and wait forever on a daemon that has stopped
-reading. Not thread-safe: :class:`halcyon.Client` calls it under its lock only.
+The common case costs two system calls: one ``send`` and one blocking ``recv``. The
+socket stays in blocking mode and the timeout is the kernel's (``SO_RCVTIMEO`` /
+``SO_SNDTIMEO``), so waiting needs no ``poll`` of its own; sends use ``MSG_DONTWAIT``.
+Only when a send cannot go through (a large pipeline meeting the daemon's
+back-pressure: a client that wrote 10,000 requests before reading any reply would fill
+both socket buffers and wait forever on a daemon that has stopped reading) does it
+wait on ``poll`` for either direction, reading replies while it writes.
+
+Replies are decoded in bulk: every complete line that one ``recv`` brought in is parsed
+by a single ``json.loads``. Not thread-safe: :class:`halcyon.Client` calls it under its
+lock only.
 """
 
 from __future__ import annotations
 
-import selectors
+import select
 import socket
+import struct
 import time
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _wire, errors
 
 _CHUNK = 1 << 20
+_DONTWAIT = socket.MSG_DONTWAIT
 
 
 class Broken(Exception):
@@ -56,13 +65,12 @@ class Connection:
             raise errors.HalcyonConnectionError(
                 f"cannot connect to halcyond at {path}: {reason}", reason="cannotConnect"
             ) from exc
-        sock.setblocking(False)
+        # Blocking for good: time limits are the kernel's (see _set_timeout), so a recv
+        # is one system call where Python's own timeout would poll before each one.
+        sock.settimeout(None)
         self.sock: Optional[socket.socket] = sock
         self._buffer = bytearray()
-        # poll keeps no kernel state, so a forked child closing its copy cannot
-        # disturb the parent (an epoll set would be shared between them).
-        self._selector = selectors.PollSelector()
-        self._selector.register(sock, selectors.EVENT_READ)
+        self._timeout: Any = _UNSET
 
     @property
     def closed(self) -> bool:
@@ -71,22 +79,74 @@ class Connection:
     def close(self) -> None:
         sock, self.sock = self.sock, None
         if sock is not None:
-            try:
-                self._selector.unregister(sock)
-            except (KeyError, ValueError):
-                pass
-            self._selector.close()
             sock.close()
 
-    def exchange(
-        self, payload: bytes, want: Iterable[int], timeout: Optional[float], *, batch: bool = False
-    ) -> Tuple[Dict[int, Dict[str, Any]], List[Dict[str, Any]]]:
-        """Write ``payload`` and read until every id in ``want`` is answered.
+    def _set_timeout(self, sock: socket.socket, timeout: Optional[float]) -> None:
+        if timeout == self._timeout:
+            return
+        if timeout is None:
+            tv = struct.pack("ll", 0, 0)  # 0: wait forever
+        else:
+            # 0 would mean "forever" to the kernel; a zero timeout means "at once".
+            micros = max(1, int(timeout * 1e6))
+            tv = struct.pack("ll", micros // 1_000_000, micros % 1_000_000)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        self._timeout = timeout
 
-        Returns the replies by id and the error replies with ``id: null`` (a line the
-        daemon could not take: too long, a batch too large). Reading stops early once
-        replies plus null-id errors account for every wanted id, or, for a ``batch``
-        (one line holding every request), at the first null-id error.
+    def call(self, payload: bytes, rid: int, timeout: Optional[float]) -> Dict[str, Any]:
+        """Write one request line and return its reply, or the error reply with
+        ``id: null`` that stands for it (a line the daemon could not take).
+
+        Raises:
+            Broken, Timeout: as :meth:`exchange`.
+        """
+        sock = self.sock
+        if sock is None:
+            raise Broken("connection is closed", delivered=False)
+        self._set_timeout(sock, timeout)
+        try:
+            sent = sock.send(payload, _DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self.close()
+            raise Broken(f"write failed: {exc}", delivered=False) from exc
+        if sent < len(payload):
+            replies, nulls = self.exchange(payload, rid, 1, timeout, sent=sent)
+            return replies[0] if replies[0] is not None else nulls[0]
+        buf = self._buffer
+        while True:
+            data = self._recv(sock, True, [rid])
+            if not buf and data[-1:] == b"\n" and data.find(b"\n") == len(data) - 1:
+                chunk = data  # the usual case: exactly our one line, nothing left over
+            else:
+                buf += data
+                if b"\n" not in data:
+                    continue
+                end = buf.rfind(b"\n")
+                chunk = bytes(buf[:end])
+                del buf[:end + 1]
+            for reply in _wire.parse_lines(chunk):
+                got = reply.get("id")
+                if got == rid and type(got) is int:
+                    return reply
+                if got is None and "error" in reply:
+                    return reply
+                # Anything else answers a request we gave up on: drop it.
+
+    def exchange(
+        self, payload: bytes, first_id: int, count: int, timeout: Optional[float], *,
+        batch: bool = False, sent: int = 0,
+    ) -> Tuple[List[Optional[Dict[str, Any]]], List[Dict[str, Any]]]:
+        """Write ``payload`` (``sent`` bytes of it already written) and read until the
+        ``count`` requests with ids ``first_id ..< first_id + count`` are answered.
+
+        Returns the replies in id order (``None`` for one not answered) and the error
+        replies with ``id: null`` (a line the daemon could not take: too long, a batch
+        too large). Reading stops early once replies plus null-id errors account for
+        every request, or, for a ``batch`` (one line holding every request), at the
+        first null-id error.
 
         ``timeout`` bounds the time without progress (no byte written or read), so a
         large pipeline that keeps moving is not cut off; ``None`` waits forever.
@@ -99,94 +159,96 @@ class Connection:
         sock = self.sock
         if sock is None:
             raise Broken("connection is closed", delivered=False)
-        wanted = set(want)
-        got: Dict[int, Dict[str, Any]] = {}
+        self._set_timeout(sock, timeout)
+        replies: List[Optional[Dict[str, Any]]] = [None] * count
         nulls: List[Dict[str, Any]] = []
+        state = [count]  # replies still missing
         view = memoryview(payload)
-        sent = 0
-        self._drain_buffer(wanted, got, nulls)
-        # Most requests fit the socket buffer: write at once and skip the selector.
+        total = len(view)
+
+        def missing() -> List[int]:
+            return [first_id + i for i, r in enumerate(replies) if r is None]
+
+        def take(data: bytes) -> None:
+            buf = self._buffer
+            buf += data
+            if b"\n" not in data:
+                return
+            end = buf.rfind(b"\n")
+            chunk = bytes(buf[:end])
+            del buf[:end + 1]
+            for reply in _wire.parse_lines(chunk):
+                got = reply.get("id")
+                if type(got) is int:
+                    i = got - first_id
+                    if 0 <= i < count and replies[i] is None:
+                        replies[i] = reply
+                        state[0] -= 1
+                elif got is None and "error" in reply:
+                    nulls.append(reply)
+                # Anything else answers a request we gave up on: drop it.
+
         try:
-            sent = sock.send(view[:_CHUNK])
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError as exc:
-            self.close()
-            raise Broken(f"write failed: {exc}", delivered=False) from exc
-        deadline = None if timeout is None else time.monotonic() + timeout
-        writing = False
-        try:
-            while sent < len(view) or (len(got) + len(nulls) < len(wanted) and not (batch and nulls)):
-                need_write = sent < len(view)
-                if need_write != writing:
-                    events = selectors.EVENT_READ | (selectors.EVENT_WRITE if need_write else 0)
-                    self._selector.modify(sock, events)
-                    writing = need_write
-                wait = None if deadline is None else deadline - time.monotonic()
-                if wait is not None and wait <= 0:
-                    self._on_timeout(sent < len(view), [i for i in wanted if i not in got])
-                    raise Timeout([i for i in wanted if i not in got])
-                ready = self._selector.select(wait)
-                progress = False
-                for _, mask in ready:
-                    if mask & selectors.EVENT_WRITE and sent < len(view):
-                        try:
-                            n = sock.send(view[sent:sent + _CHUNK])
-                        except (BlockingIOError, InterruptedError):
-                            n = 0
-                        except OSError as exc:
-                            self.close()
-                            raise Broken(f"write failed: {exc}", delivered=sent > 0) from exc
-                        sent += n
-                        progress = progress or n > 0
-                    if mask & selectors.EVENT_READ:
-                        try:
-                            data = sock.recv(_CHUNK)
-                        except (BlockingIOError, InterruptedError):
-                            continue
-                        except OSError as exc:
-                            self.close()
-                            raise Broken(f"read failed: {exc}", delivered=sent > 0) from exc
-                        if not data:
-                            self.close()
-                            raise Broken("halcyond closed the connection", delivered=sent > 0)
-                        self._buffer += data
-                        # Only a chunk that ends a line can complete a reply; a large
-                        # value arrives in many chunks that need no scan.
-                        if b"\n" in data:
-                            self._drain_buffer(wanted, got, nulls)
-                        progress = True
-                if progress and timeout is not None:
-                    deadline = time.monotonic() + timeout
+            # Writing: send what the socket takes, read what has arrived, and wait for
+            # either direction only when neither moved.
+            while sent < total:
+                try:
+                    n = sock.send(view[sent:sent + _CHUNK], _DONTWAIT)
+                except (BlockingIOError, InterruptedError):
+                    n = 0
+                except OSError as exc:
+                    self.close()
+                    raise Broken(f"write failed: {exc}", delivered=sent > 0) from exc
+                sent += n
+                data = self._recv_nowait(sock, sent > 0)
+                if data:
+                    take(data)
+                if n == 0 and not data:
+                    poller = select.poll()
+                    poller.register(sock, select.POLLIN | select.POLLOUT)
+                    if not poller.poll(None if timeout is None else max(1, int(timeout * 1000))):
+                        self._on_timeout(sent < total, missing())
+                        raise Timeout(missing())
+            # Reading: one blocking recv at a time, the kernel keeping the time limit.
+            while state[0] > 0 and not (batch and nulls) and state[0] > len(nulls):
+                take(self._recv(sock, True, None, missing))
         finally:
-            if 0 < sent < len(view):
+            if 0 < sent < total:
                 # Interrupted (KeyboardInterrupt, a signal handler's exception) with
                 # half a line written: the next request would be glued to it.
                 self.close()
-            if writing and self.sock is not None:
-                self._selector.modify(self.sock, selectors.EVENT_READ)
-        return got, nulls
+        return replies, nulls
 
-    def _drain_buffer(
-        self, wanted: "set[int]", got: Dict[int, Dict[str, Any]], nulls: List[Dict[str, Any]]
-    ) -> None:
-        buf = self._buffer
-        end = buf.rfind(b"\n")
-        if end < 0:
-            return
-        chunk = bytes(buf[:end])
-        del buf[:end + 1]
-        for line in chunk.split(b"\n"):
-            line = line.strip()
-            if not line:
-                continue
-            for reply in _wire.parse_line(line):
-                rid = reply.get("id")
-                if isinstance(rid, int) and rid in wanted:
-                    got[rid] = reply
-                elif rid is None and "error" in reply:
-                    nulls.append(reply)
-                # Anything else answers a request we gave up on: drop it.
+    def _recv(self, sock: socket.socket, delivered: bool, ids: Optional[List[int]],
+              missing: Any = None) -> bytes:
+        """One blocking read; raises Timeout (after cancelling the unanswered ids) when
+        nothing came within the socket's time limit."""
+        try:
+            data = sock.recv(_CHUNK)
+        except BlockingIOError:
+            unanswered = ids if ids is not None else missing()
+            self._on_timeout(False, unanswered)
+            raise Timeout(unanswered) from None
+        except OSError as exc:
+            self.close()
+            raise Broken(f"read failed: {exc}", delivered=delivered) from exc
+        if not data:
+            self.close()
+            raise Broken("halcyond closed the connection", delivered=delivered)
+        return data
+
+    def _recv_nowait(self, sock: socket.socket, delivered: bool) -> bytes:
+        try:
+            data = sock.recv(_CHUNK, _DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return b""
+        except OSError as exc:
+            self.close()
+            raise Broken(f"read failed: {exc}", delivered=delivered) from exc
+        if not data:
+            self.close()
+            raise Broken("halcyond closed the connection", delivered=delivered)
+        return data
 
     def _on_timeout(self, partial_write: bool, missing: List[int]) -> None:
         sock = self.sock
@@ -196,12 +258,17 @@ class Connection:
             # Half a line is on the wire; the next request would be glued to it.
             self.close()
             return
+        if not missing:
+            return
         # Tell the daemon to drop the work we no longer wait for, so a waiting write
         # does not run late and its reply is withdrawn (PROTOCOL.md section 6).
         cancels = b"".join(_wire.cancel_line(i) for i in missing)
         try:
-            n = sock.send(cancels)
+            n = sock.send(cancels, _DONTWAIT)
         except OSError:
             n = -1
         if n != len(cancels):
             self.close()
+
+
+_UNSET: Any = object()

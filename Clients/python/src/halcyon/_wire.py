@@ -13,6 +13,7 @@ import base64
 import datetime as _dt
 import json
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -20,6 +21,7 @@ from . import errors
 
 __all__ = [
     "default_socket_path",
+    "socket_candidates",
     "resolve_socket_path",
     "encode_value",
     "decode_value",
@@ -41,22 +43,51 @@ _MISSING: Any = object()
 
 
 def default_socket_path() -> str:
-    """The daemon's default socket: ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock``, else
-    ``/tmp/halcyon-<uid>/halcyon.sock`` (PROTOCOL.md section 1)."""
+    """Where the daemon binds by default: ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock``,
+    else ``/tmp/halcyon-<uid>/halcyon.sock`` (PROTOCOL.md section 1)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return os.path.join(runtime, "halcyon", "halcyon.sock")
     return f"/tmp/halcyon-{os.getuid()}/halcyon.sock"
 
 
+def socket_candidates(environ: Optional[Mapping[str, str]] = None, uid: Optional[int] = None) -> "list[str]":
+    """The documented places a daemon listens, in the order clients try them:
+    ``$XDG_RUNTIME_DIR/halcyon/halcyon.sock`` (when set), ``/run/user/<uid>/halcyon/halcyon.sock``
+    (a user daemon seen from cron, which sets no ``XDG_RUNTIME_DIR``),
+    ``/tmp/halcyon-<uid>/halcyon.sock``, then the system-wide ``/run/halcyon/halcyon.sock``."""
+    env = os.environ if environ is None else environ
+    user = os.getuid() if uid is None else uid
+    found: "list[str]" = []
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        found.append(os.path.join(runtime, "halcyon", "halcyon.sock"))
+    for path in (f"/run/user/{user}/halcyon/halcyon.sock", f"/tmp/halcyon-{user}/halcyon.sock",
+                 "/run/halcyon/halcyon.sock"):
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def resolve_socket_path(path: Optional[Union[str, "os.PathLike[str]"]] = None) -> str:
-    """Find the socket the way the daemon and the ``halcyon`` command do: the explicit
-    ``path``, then ``$HALCYON_SOCKET``, then :func:`default_socket_path`."""
+    """Find the socket the way the ``halcyon`` command does: the explicit ``path``, then
+    ``$HALCYON_SOCKET``, then the first of :func:`socket_candidates` that is a socket,
+    else :func:`default_socket_path` (so an error names where the daemon would be)."""
     if path is not None:
         return os.fspath(path)
     env = os.environ.get("HALCYON_SOCKET")
     if env:
         return env
+    for candidate in socket_candidates():
+        if _is_socket(candidate):
+            return candidate
     return default_socket_path()
 
 
@@ -225,7 +256,6 @@ def _as_dict(result: Any) -> Dict[str, Any]:
     return result
 
 
-@dataclass(frozen=True)
 class Command:
     """One request to send and how to read its result.
 
@@ -236,12 +266,24 @@ class Command:
         idempotent: running it twice has the effect of running it once, so the sync
             and async clients may resend it once after the connection broke between
             sending it and reading its reply.
+
+    A plain class with slots rather than a frozen dataclass: a client builds one per
+    call, and a frozen dataclass's ``__init__`` costs several times as much. Treat it
+    as immutable.
     """
 
-    method: str
-    params: Optional[Dict[str, Any]]
-    decode: Callable[[Any], Any]
-    idempotent: bool
+    __slots__ = ("method", "params", "decode", "idempotent", "_head")
+
+    def __init__(self, method: str, params: Optional[Dict[str, Any]], decode: Callable[[Any], Any],
+                 idempotent: bool) -> None:
+        self.method = method
+        self.params = params
+        self.decode = decode
+        self.idempotent = idempotent
+        self._head: Optional[bytes] = None
+
+    def __repr__(self) -> str:
+        return f"Command({self.method!r}, {self.params!r})"
 
     def request(self, request_id: Optional[int]) -> Dict[str, Any]:
         """The request object (a notification when ``request_id`` is None)."""
@@ -252,29 +294,101 @@ class Command:
             obj["id"] = request_id
         return obj
 
+    def line(self, request_id: int) -> bytes:
+        """The request line for ``request_id``, newline included. Everything but the id
+        is encoded once per command (the id goes last), so a resend or a pipeline only
+        joins bytes."""
+        head = self._head
+        if head is None:
+            text = '{"jsonrpc":"2.0","method":' + _encode_string(self.method)
+            params = self.params
+            if params is not None:
+                if len(params) == 1 and type(params.get("key")) is str:
+                    # A plain single-key call (get, exists, describe): no encoder pass.
+                    text += ',"params":{"key":' + _encode_string(params["key"]) + "}"
+                else:
+                    text += ',"params":' + _encode(params)
+            head = self._head = (text + ',"id":').encode("utf-8")
+        return head + b"%d}\n" % request_id
+
+
+#: Compact, UTF-8-preserving, NaN-refusing: the one encoder every request goes through
+#: (``json.dumps`` with these options builds a new encoder on every call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+#: A JSON string literal for a str, escaping only what JSON requires (as ensure_ascii=False).
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    # CPython's C encoder, built once: JSONEncoder.encode builds a new one on every call.
+    # Arguments: markers (no cycle check), default, string encoder, indent, key and item
+    # separators, sort_keys, skipkeys, allow_nan.
+    def _no_default(o: Any) -> Any:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    _c_encoder = _c_make_encoder(None, _no_default, _encode_string, None, ":", ",", False, False, False)
+
+    def _encode(obj: Any) -> str:
+        return "".join(_c_encoder(obj, 0))
+else:  # pragma: no cover - other Pythons
+    _encode = _ENCODE
+_loads = json.loads
+
+
+def _DECODE(data: bytes) -> Any:
+    # json.loads on bytes first sniffs the encoding; the daemon only sends UTF-8.
+    return _loads(data.decode("utf-8"))
+
 
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON with the trailing newline that frames it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+    return (_ENCODE(obj) + "\n").encode("utf-8")
 
 
 def cancel_line(request_id: int) -> bytes:
     """The ``$/cancelRequest`` notification for a request we stopped waiting for."""
-    return dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+    return b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":%d}}\n' % request_id
 
 
 def parse_line(line: bytes) -> List[Dict[str, Any]]:
     """Parse one reply line into its reply objects (a batch reply holds several)."""
     try:
-        obj = json.loads(line)
+        obj = _DECODE(line)
     except ValueError as exc:
         raise errors.ProtocolError(f"daemon sent a line that is not JSON: {exc}") from None
     items = obj if isinstance(obj, list) else [obj]
-    out: List[Dict[str, Any]] = []
     for item in items:
         if not isinstance(item, dict):
             raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
-        out.append(item)
+    return items
+
+
+def parse_lines(chunk: bytes) -> List[Dict[str, Any]]:
+    """Parse complete reply lines (``\\n``-separated, no trailing newline) into their
+    reply objects, in order, with one ``json.loads`` for all of them: the daemon never
+    puts a raw newline inside a line, so the lines joined by commas form one array."""
+    if b"\n" not in chunk:
+        return parse_line(chunk) if chunk.strip() else []
+    try:
+        values = _DECODE(b"[" + chunk.replace(b"\n", b",") + b"]")
+    except ValueError:
+        # Not the daemon's usual framing (blank lines, CRs): line by line.
+        out: List[Dict[str, Any]] = []
+        for line in chunk.split(b"\n"):
+            line = line.strip()
+            if line:
+                out.extend(parse_line(line))
+        return out
+    out = []
+    for value in values:
+        if type(value) is dict:
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if not isinstance(item, dict):
+                    raise errors.ProtocolError(f"daemon sent a reply that is not an object: {item!r}")
+            out.extend(value)
+        else:
+            raise errors.ProtocolError(f"daemon sent a reply that is not an object: {value!r}")
     return out
 
 
@@ -339,9 +453,19 @@ def _entry(result: Any) -> Optional[Entry]:
 
 def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None) -> Command:
     def decode(result: Any) -> Any:
-        entry = _entry(result)
-        return default if entry is None else entry.value
+        # What _entry does, without building an Entry the caller never sees.
+        if type(result) is not dict:
+            result = _as_dict(result)
+        if not result.get("found"):
+            return default
+        value = result.get("value")
+        encoding = result.get("encoding")
+        if encoding == "utf8" and type(value) is str:
+            return value
+        return decode_value(value, encoding if isinstance(encoding, str) else None)
 
+    if type(key) is str and extend is None and not memory_only:
+        return Command("cache.get", {"key": key}, decode, True)
     return Command("cache.get", _get_params(key, extend, memory_only), decode, True)
 
 

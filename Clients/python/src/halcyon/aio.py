@@ -156,10 +156,9 @@ class AsyncClient:
                     continue
                 chunk = bytes(buffer[:end])
                 del buffer[:end + 1]
-                for line in chunk.split(b"\n"):
-                    if line.strip():
-                        for reply in _wire.parse_line(line.strip()):
-                            self._dispatch(reply)
+                # Every complete line of this read in one json.loads.
+                for reply in _wire.parse_lines(chunk):
+                    self._dispatch(reply)
         except asyncio.CancelledError:
             raise
         except _Broken as exc:
@@ -208,7 +207,7 @@ class AsyncClient:
                 fut = loop.create_future()
                 self._pending[rid] = (fut, next(self._lines))
                 futures.append(fut)
-                chunks.append(_wire.dumps(command.request(rid)))
+                chunks.append(command.line(rid))
         try:
             writer.write(b"".join(chunks))
             await writer.drain()

@@ -9,7 +9,6 @@ parallel requests use one client per thread, a pipeline, or :mod:`halcyon.aio`.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import threading
 from typing import (
@@ -28,6 +27,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Default seconds a call may wait without progress before it times out.
 DEFAULT_TIMEOUT = 5.0
+
+#: How many times this process has forked: a client made before a fork sees it change
+#: in the child and opens its own connection (cheaper than asking os.getpid per call).
+_forks = [0]
+
+
+def _count_fork() -> None:
+    _forks[0] += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
+
+
+def _timeout_error(timeout: Optional[float], exc: Timeout) -> errors.HalcyonTimeoutError:
+    return errors.HalcyonTimeoutError(
+        f"halcyond did not answer within {timeout} s ({len(exc.missing)} request(s) cancelled)",
+        reason="timeout",
+    )
 
 
 class Client:
@@ -76,12 +93,12 @@ class Client:
         self.path = _wire.resolve_socket_path(path)
         self.timeout = timeout
         self.retry = retry
-        # Guards _conn, _ids and _configure; held for a whole request/reply exchange.
+        # Guards _conn, _next_id and _configure; held for a whole request/reply exchange.
         self._lock = threading.RLock()
         self._conn: Optional[Connection] = None
-        self._ids = itertools.count(1)
+        self._next_id = 1
         self._configure: Optional[Command] = None
-        self._pid = os.getpid()
+        self._forks = _forks[0]
 
     # ------------------------------------------------------------ plumbing
 
@@ -105,11 +122,11 @@ class Client:
         return self.timeout if timeout is None else float(timeout)
 
     def _connection(self, timeout: Optional[float]) -> Connection:
-        if self._pid != os.getpid():
+        if self._forks != _forks[0]:
             # A forked child must not talk on its parent's connection: both would read
             # each other's replies. Drop the inherited one (closing the child's copy of
             # the descriptor leaves the parent's open) and start fresh.
-            self._pid = os.getpid()
+            self._forks = _forks[0]
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -120,22 +137,16 @@ class Client:
         self._conn = conn
         if self._configure is not None:
             # Per-connection settings die with the connection: apply them again.
-            rid = next(self._ids)
-            got, nulls = self._exchange(conn, _wire.dumps(self._configure.request(rid)), [rid], timeout)
-            result = _wire.outcome(got[rid], self._configure) if rid in got else errors.from_reply(nulls[0]["error"])
+            rid = self._next_id
+            self._next_id += 1
+            try:
+                reply = conn.call(self._configure.line(rid), rid, timeout)
+            except Timeout as exc:
+                raise _timeout_error(timeout, exc) from None
+            result = _wire.outcome(reply, self._configure)
             if isinstance(result, errors.HalcyonError):
                 raise result
         return conn
-
-    def _exchange(self, conn: Connection, payload: bytes, ids: List[int], timeout: Optional[float],
-                  batch: bool = False) -> Any:
-        try:
-            return conn.exchange(payload, ids, timeout, batch=batch)
-        except Timeout as exc:
-            raise errors.HalcyonTimeoutError(
-                f"halcyond did not answer within {timeout} s ({len(exc.missing)} request(s) cancelled)",
-                reason="timeout",
-            ) from None
 
     def _outcomes(self, commands: Sequence[Command], timeout: Any, batch: bool) -> List[Any]:
         """Send ``commands`` (one line each, or one batch line) and return each one's
@@ -144,36 +155,57 @@ class Client:
             return []
         wait = self._timeout(timeout)
         idempotent = all(c.idempotent for c in commands)
+        count = len(commands)
         with self._lock:
             attempt = 0
             while True:
                 attempt += 1
-                ids = [next(self._ids) for _ in commands]
+                first = self._next_id
+                self._next_id += count
+                # Encoded in bulk: each command's line is its pre-encoded head plus an id.
                 if batch:
-                    payload = _wire.dumps([c.request(i) for c, i in zip(commands, ids)])
+                    payload = _wire.dumps([c.request(first + i) for i, c in enumerate(commands)])
                 else:
-                    payload = b"".join(_wire.dumps(c.request(i)) for c, i in zip(commands, ids))
+                    payload = b"".join([c.line(first + i) for i, c in enumerate(commands)])
                 try:
                     conn = self._connection(wait)
-                    got, nulls = self._exchange(conn, payload, ids, wait, batch)
+                    replies, nulls = conn.exchange(payload, first, count, wait, batch=batch)
                     break
+                except Timeout as exc:
+                    raise _timeout_error(wait, exc) from None
                 except Broken as exc:
                     self._conn = None
                     if self.retry and attempt == 1 and (not exc.delivered or idempotent):
                         continue
                     raise errors.HalcyonConnectionError(str(exc), reason="connectionLost") from None
-        out: List[Any] = []
         null_error = errors.from_reply(nulls[0]["error"]) if nulls else None
-        for command, rid in zip(commands, ids):
-            reply = got.get(rid)
-            if reply is None:
-                out.append(null_error or errors.ProtocolError("no reply for request"))
-            else:
-                out.append(_wire.outcome(reply, command))
-        return out
+        outcome = _wire.outcome
+        return [
+            (null_error or errors.ProtocolError("no reply for request")) if reply is None else outcome(reply, command)
+            for command, reply in zip(commands, replies)
+        ]
 
     def _run(self, command: Command, timeout: Any) -> Any:
-        result = self._outcomes([command], timeout, batch=False)[0]
+        """Send one command and return its decoded result (or raise its error)."""
+        wait = self.timeout if timeout is None else float(timeout)
+        with self._lock:
+            attempt = 0
+            while True:
+                attempt += 1
+                rid = self._next_id
+                self._next_id += 1
+                try:
+                    conn = self._connection(wait)
+                    reply = conn.call(command.line(rid), rid, wait)
+                    break
+                except Timeout as exc:
+                    raise _timeout_error(wait, exc) from None
+                except Broken as exc:
+                    self._conn = None
+                    if self.retry and attempt == 1 and (not exc.delivered or command.idempotent):
+                        continue
+                    raise errors.HalcyonConnectionError(str(exc), reason="connectionLost") from None
+        result = _wire.outcome(reply, command)
         if isinstance(result, errors.HalcyonError):
             raise result
         return result
@@ -301,7 +333,7 @@ class Client:
         with self._lock:
             conn = self._connection(self.timeout)
             try:
-                conn.exchange(_wire.dumps(_wire.cmd_call(method, params).request(None)), [], self.timeout)
+                conn.exchange(_wire.dumps(_wire.cmd_call(method, params).request(None)), 0, 0, self.timeout)
             except Broken as exc:
                 self._conn = None
                 raise errors.HalcyonConnectionError(str(exc), reason="connectionLost") from None

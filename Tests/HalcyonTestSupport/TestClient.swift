@@ -3,7 +3,6 @@
 
 import Foundation
 import HalcyonJSON
-import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,12 +10,14 @@ import Glibc
 /// One connection to a daemon.
 ///
 /// Threading: not thread-safe; one test thread uses it at a time.
-final class TestClient {
+public final class TestClient {
     private let fd: Int32
     private var pending: [UInt8] = []
+    /// How many bytes of `pending` are known to hold no line feed.
+    private var scanned = 0
     private var nextID = 1
 
-    init(path: String) throws {
+    public init(path: String) throws {
         // The descriptor is stored only once connected: a throwing init of a class whose
         // properties are all set still runs deinit, which would close it a second time,
         // possibly under another thread that has just been given the same number.
@@ -49,10 +50,10 @@ final class TestClient {
     deinit { Glibc.close(fd) }
 
     /// Shuts the connection down (the fd is closed when the client is released).
-    func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+    public func close() { shutdown(fd, Int32(SHUT_RDWR)) }
 
     /// Writes raw bytes (a line's `\n` included by the caller).
-    func sendRaw(_ bytes: [UInt8]) throws {
+    public func sendRaw(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -64,17 +65,20 @@ final class TestClient {
         }
     }
 
-    func send(_ line: String) throws { try sendRaw(Array((line + "\n").utf8)) }
+    public func send(_ line: String) throws { try sendRaw(Array((line + "\n").utf8)) }
 
     /// Reads one reply line; nil on EOF or when nothing arrives within `timeout`.
-    func readLine(timeout: TimeInterval = 20) throws -> String? {
+    public func readLine(timeout: TimeInterval = 20) throws -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            if let newline = pending.firstIndex(of: 0x0A) {
+            // Only bytes not yet searched are scanned, so a long line costs one pass.
+            if let newline = pending[scanned...].firstIndex(of: 0x0A) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
                 pending.removeSubrange(...newline)
+                scanned = 0
                 return line
             }
+            scanned = pending.count
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return nil }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -94,14 +98,14 @@ final class TestClient {
     }
 
     /// Reads one reply line and parses it.
-    func readReply(timeout: TimeInterval = 20) throws -> JSONValue {
+    public func readReply(timeout: TimeInterval = 20) throws -> JSONValue {
         guard let line = try readLine(timeout: timeout) else { throw TestClientError.noReply }
         return try JSONValue.parse(Array(line.utf8)).get()
     }
 
     /// Sends a request with a fresh numeric id and returns the id.
     @discardableResult
-    func request(_ method: String, _ params: String? = nil, id: Int? = nil) throws -> Int {
+    public func request(_ method: String, _ params: String? = nil, id: Int? = nil) throws -> Int {
         let id = id ?? nextID
         nextID = max(nextID, id) + 1
         let paramsPart = params.map { ",\"params\":\($0)" } ?? ""
@@ -110,7 +114,7 @@ final class TestClient {
     }
 
     /// Sends a request and reads replies until the one with its id arrives.
-    func call(_ method: String, _ params: String? = nil) throws -> JSONValue {
+    public func call(_ method: String, _ params: String? = nil) throws -> JSONValue {
         let id = try request(method, params)
         while true {
             let reply = try readReply()
@@ -120,24 +124,25 @@ final class TestClient {
 
     /// The next `count` replies, keyed by id, for requests sent pipelined whose replies may
     /// come in any order. A reply without a numeric id fails the test.
-    func readReplies(_ count: Int) throws -> [Int64: JSONValue] {
+    public func readReplies(_ count: Int) throws -> [Int64: JSONValue] {
         var replies: [Int64: JSONValue] = [:]
         for _ in 0..<count {
             let reply = try readReply()
-            replies[try #require(reply["id"]?.int64)] = reply
+            guard let id = reply["id"]?.int64 else { throw TestClientError.unexpected(reply) }
+            replies[id] = reply
         }
         return replies
     }
 
     /// The `result` of a call that must succeed.
-    func result(_ method: String, _ params: String? = nil) throws -> JSONValue {
+    public func result(_ method: String, _ params: String? = nil) throws -> JSONValue {
         let reply = try call(method, params)
         guard let result = reply["result"] else { throw TestClientError.unexpected(reply) }
         return result
     }
 }
 
-enum TestClientError: Error {
+public enum TestClientError: Error {
     case noReply
     case unexpected(JSONValue)
 }

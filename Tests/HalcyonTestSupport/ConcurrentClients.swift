@@ -1,6 +1,7 @@
 // Many clients at once against one daemon, for the tests that hammer it from threads.
 
 import Foundation
+import HalcyonCache
 
 /// Runs `body` on `workers` threads at once (through `concurrentPerform`), each with its
 /// own connection to the daemon at `socketPath`, and returns how many failures there
@@ -10,7 +11,7 @@ import Foundation
 ///
 /// Threading: blocks the calling thread until every worker is done; `body` runs on
 /// Dispatch's worker threads, once per worker index.
-func failuresAcrossClients(
+public func failuresAcrossClients(
     socketPath: String, workers: Int,
     _ body: @Sendable (_ worker: Int, _ client: TestClient, _ failures: LockedCounter) throws -> Void
 ) -> Int {
@@ -25,10 +26,20 @@ func failuresAcrossClients(
     return failures.value
 }
 
-/// A counter many threads can bump. Threading: thread-safe; `lock` guards `count`.
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+/// A counter many threads can bump. Threading: thread-safe; a `Locked` box holds it.
+public final class LockedCounter: Sendable {
+    private let count = Locked(0)
+    public init() {}
+    public func add() { count.withLock { $0 += 1 } }
+    public var value: Int { count.withLock { $0 } }
+}
+
+/// A value many threads may read and replace: what a test collects from callbacks that
+/// run on other threads. Threading: thread-safe; a `Locked` box holds it.
+public final class LockedBox<Value: Sendable>: Sendable {
+    private let value: Locked<Value>
+    public init(_ value: Value) { self.value = Locked(value) }
+    /// Runs `body` with exclusive access; never call back into the box from it.
+    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try value.withLock(body) }
+    public var current: Value { value.withLock { $0 } }
 }

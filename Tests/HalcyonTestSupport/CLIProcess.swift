@@ -4,15 +4,15 @@
 import Foundation
 
 /// One finished run of the `halcyon` binary.
-struct CLIRun {
-    let status: Int32
-    let stdout: [UInt8]
-    let stderr: [UInt8]
+public struct CLIRun {
+    public let status: Int32
+    public let stdout: [UInt8]
+    public let stderr: [UInt8]
 
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-    var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+    public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
     /// The lines written to stderr (without their line feeds).
-    var stderrLines: [Substring] { stderrText.split(separator: "\n", omittingEmptySubsequences: false).dropLast() }
+    public var stderrLines: [Substring] { stderrText.split(separator: "\n", omittingEmptySubsequences: false).dropLast() }
 }
 
 /// Starts `halcyon` as a child process.
@@ -20,9 +20,9 @@ struct CLIRun {
 /// Threading: `run` blocks the calling thread until the child exits; tests call it from
 /// their own task. Output goes to files rather than pipes, so a large value can never
 /// dead-lock a full pipe against a child that is still writing.
-enum CLIProcess {
+public enum CLIProcess {
     /// The built `halcyon`: `HALCYON_BIN`, else the sibling of the built halcyond.
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["HALCYON_BIN"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
@@ -36,7 +36,7 @@ enum CLIProcess {
     ///   - environment: added to (or, with an empty value, removed from) the test's own
     ///     environment; `HALCYON_SOCKET` and `XDG_RUNTIME_DIR` are removed by default so a
     ///     developer's real daemon is never reached by accident.
-    static func run(
+    public static func run(
         _ arguments: [String], socket: String? = nil, stdin: [UInt8]? = nil,
         environment: [String: String] = [:]
     ) throws -> CLIRun {

@@ -1,10 +1,11 @@
-// A small deterministic RNG so property tests are reproducible (Swift Testing has no
-// hypothesis-style generator).
+// A small deterministic RNG (SplitMix64) so property tests are reproducible from their
+// seed (Swift Testing has no hypothesis-style generator).
 
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+/// Threading: a value; each test owns its own.
+public struct SplitMix64: RandomNumberGenerator {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,7 +17,7 @@ struct SplitMix64: RandomNumberGenerator {
 extension SplitMix64 {
     /// A random Unicode scalar, biased towards the interesting ones: controls, quotes,
     /// backslashes, U+2028/2029, the edges of each UTF-8 length, astral planes.
-    mutating func scalar() -> Unicode.Scalar {
+    public mutating func scalar() -> Unicode.Scalar {
         let special: [UInt32] = [0, 1, 0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x1F, 0x20, 0x22, 0x2F, 0x5C, 0x7F, 0x80,
                                  0x7FF, 0x800, 0xFFFD, 0xFFFF, 0x2028, 0x2029, 0xD7FF, 0xE000, 0x10000,
                                  0x1F600, 0x10FFFF]
@@ -32,13 +33,13 @@ extension SplitMix64 {
         }
     }
 
-    mutating func string(maxLength: Int = 40) -> String {
+    public mutating func string(maxLength: Int = 40) -> String {
         var s = String.UnicodeScalarView()
         for _ in 0..<Int.random(in: 0...maxLength, using: &self) { s.append(scalar()) }
         return String(s)
     }
 
-    mutating func bytes(maxLength: Int = 300) -> [UInt8] {
+    public mutating func bytes(maxLength: Int = 300) -> [UInt8] {
         (0..<Int.random(in: 0...maxLength, using: &self)).map { _ in UInt8.random(in: 0...255, using: &self) }
     }
 }

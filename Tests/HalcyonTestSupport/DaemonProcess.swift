@@ -2,21 +2,20 @@
 // stops it afterwards.
 
 import Foundation
-import Testing
 
 /// A `halcyond` child process with its own temporary socket and cache folder.
 ///
 /// Threading: use from the test that created it; `stop()` may be called once.
-final class DaemonProcess {
-    let root: URL
-    let socketPath: String
-    let cacheDirectory: URL
-    let process = Process()
+public final class DaemonProcess {
+    public let root: URL
+    public let socketPath: String
+    public let cacheDirectory: URL
+    public let process = Process()
     private let stderrPipe = Pipe()
 
     /// The built halcyond: `HALCYOND_BIN`, else beside the test bundle (SwiftPM puts the
     /// products of one build in one folder).
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["HALCYOND_BIN"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
@@ -26,26 +25,35 @@ final class DaemonProcess {
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             dir = dir.deletingLastPathComponent()
         }
+        // Tests/HalcyonTestSupport/DaemonProcess.swift -> the package root.
         return URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/halcyond")
+            .appendingPathComponent(".build/debug/halcyond")
     }
 
     /// Starts halcyond with `arguments` added to the private socket/cache flags, and waits
     /// until it answers a ping.
-    init(
+    public init(
         arguments: [String] = [], root: URL? = nil, environment: [String: String] = [:],
-        debugMethods: Bool = true, waitUntilReady: Bool = true
+        debugMethods: Bool = true, waitUntilReady: Bool = true, openFileLimit: Int? = nil
     ) throws {
         // Short paths: a Unix socket path must fit in 108 bytes.
         self.root = root ?? URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: self.root, withIntermediateDirectories: true)
         socketPath = self.root.appendingPathComponent("s.sock").path
         cacheDirectory = self.root.appendingPathComponent("cache")
-        process.executableURL = Self.binary
-        process.arguments = [
+        let daemonArguments = [
             "--socket", socketPath, "--cache-dir", cacheDirectory.path, "--log-level", "warning",
         ] + (debugMethods ? ["--enable-debug-methods"] : []) + arguments
+        if let openFileLimit {
+            // A shell lowers the descriptor limit, then becomes halcyond (same pid).
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", Self.binary.path]
+                + daemonArguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = daemonArguments
+        }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "NOTIFY_SOCKET")
         env.removeValue(forKey: "LISTEN_FDS")
@@ -57,7 +65,7 @@ final class DaemonProcess {
         if waitUntilReady { try self.waitUntilReady() }
     }
 
-    func waitUntilReady(timeout: TimeInterval = 30) throws {
+    public func waitUntilReady(timeout: TimeInterval = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if !process.isRunning {
@@ -73,11 +81,18 @@ final class DaemonProcess {
         throw DaemonError.notReady(stderr: stderrText())
     }
 
-    func client() throws -> TestClient { try TestClient(path: socketPath) }
+    /// Waits up to `timeout` for the daemon to exit on its own; false if it still runs.
+    public func waitForExit(timeout: TimeInterval = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        return !process.isRunning
+    }
+
+    public func client() throws -> TestClient { try TestClient(path: socketPath) }
 
     /// Sends `signal` and waits for the exit status.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32 {
+    public func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, signal)
             let deadline = Date().addingTimeInterval(timeout)
@@ -87,23 +102,23 @@ final class DaemonProcess {
         return process.terminationStatus
     }
 
-    func stderrText() -> String {
+    public func stderrText() -> String {
         if process.isRunning { return "(running)" }
         let data = stderrPipe.fileHandleForReading.readDataToEndOfFile()
         return String(decoding: data, as: UTF8.self)
     }
 
     /// Stops the daemon and removes its folder.
-    func cleanUp() {
+    public func cleanUp() {
         stop(signal: SIGKILL)
         try? FileManager.default.removeItem(at: root)
     }
 
-    enum DaemonError: Error, CustomStringConvertible {
+    public enum DaemonError: Error, CustomStringConvertible {
         case exited(status: Int32, stderr: String)
         case notReady(stderr: String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .exited(let status, let stderr): return "halcyond exited with \(status): \(stderr)"
             case .notReady(let stderr): return "halcyond did not become ready: \(stderr)"

@@ -1,0 +1,101 @@
+// The method table: every JSON-RPC method the daemon knows, one line each (name, the
+// params it accepts, its flags, its handler), as Redis declares each command once with
+// its arity, flags and handler. The dispatcher checks what a line states before the
+// handler runs; the transport asks a line's flags. Adding a method is a line here and
+// a handler beside its kind (ReadMethods, WriteMethods, InfoMethods, AtomicMethods,
+// MultiKeyMethods, KeyListMethods, LeaseMethods).
+
+import HalcyonCache
+
+/// What a method is, for the dispatcher and the transport to act on before its handler runs.
+public struct MethodFlags: OptionSet, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Reads the cache and changes nothing (a sliding expiration aside).
+    public static let read = MethodFlags(rawValue: 1 << 0)
+    /// Changes the cache: runs on the ioQueue, in arrival order across connections.
+    public static let write = MethodFlags(rawValue: 1 << 1)
+    /// Can be answered without waiting for the ioQueue (from memory, or from facts the
+    /// daemon holds): where a synchronous reply path may switch.
+    public static let fast = MethodFlags(rawValue: 1 << 2)
+    /// Handled by the transport itself (it acts on the connection's requests in flight);
+    /// never reaches a handler through `Dispatcher.handle`.
+    public static let transport = MethodFlags(rawValue: 1 << 3)
+    /// Exists only when the daemon runs with debug methods enabled.
+    public static let debug = MethodFlags(rawValue: 1 << 4)
+}
+
+/// A method's line in the table.
+///
+/// Threading: immutable; any thread.
+struct MethodSpec: Sendable {
+    /// Runs a request: returns its storage task when the work was queued.
+    typealias CallHandler = @Sendable (Dispatcher, MethodCall) throws(RPCError) -> CacheTask?
+    /// Decodes a `transport` method's params into what the transport is to do.
+    typealias TransportHandler = @Sendable (Params) throws(RPCError) -> TransportAction
+
+    enum Handler: Sendable {
+        case call(CallHandler)
+        case transport(TransportHandler)
+    }
+
+    let name: String
+    /// Member names `params` may hold; anything else is `-32602 unknownParam`.
+    let params: ParamNames
+    let flags: MethodFlags
+    let handler: Handler
+    /// Whether `params` may hold `options`, which the dispatcher reads before the handler.
+    let takesOptions: Bool
+
+    init(_ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping CallHandler) {
+        precondition(!flags.contains(.transport), "\(name): a transport method takes a TransportHandler")
+        self.name = name
+        self.params = params
+        self.flags = flags
+        self.handler = .call(handler)
+        self.takesOptions = params.contains("options")
+    }
+
+    init(_ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping TransportHandler) {
+        precondition(flags.contains(.transport), "\(name): a TransportHandler needs the transport flag")
+        self.name = name
+        self.params = params
+        self.flags = flags
+        self.handler = .transport(handler)
+        self.takesOptions = false
+    }
+}
+
+extension Dispatcher {
+    /// Every method, one line each.
+    static let methodTable: [MethodSpec] = [
+        // name                   params                                                                                                      flags               handler
+        .init("cache.get",        ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"], [.read, .fast],     ReadMethods.get),
+        .init("cache.isCached",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.isCached),
+        .init("cache.describe",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.describe),
+        .init("cache.set",        MethodCall.storeParams,                                                                                     [.write],           WriteMethods.set),
+        .init("cache.touch",      ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],                                    [.write],           WriteMethods.touch),
+        .init("cache.remove",     ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],                                            [.write],           WriteMethods.remove),
+        .init("cache.clear",      ["memory", "disk", "options"],                                                                              [.write],           WriteMethods.clear),
+        .init("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                                                          [.write],           WriteMethods.removeExpired),
+        .init("cache.trim",       ["options"],                                                                                                [.write],           WriteMethods.trim),
+        .init("cache.totalSize",  ["options"],                                                                                                [.read],            InfoMethods.totalSize),
+        .init("cache.add",        MethodCall.storeParams,                                                                                     [.write],           AtomicMethods.add),
+        .init("cache.cas",        MethodCall.casParams,                                                                                       [.write],           AtomicMethods.cas),
+        .init("cache.incr",       ["key", "by", "initial", "expiration", "memoryExpiration", "toDisk", "options"],                            [.write],           AtomicMethods.incr),
+        .init("cache.getMany",    ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"],                                   [.read],            MultiKeyMethods.getMany),
+        .init("cache.setMany",    ["entries", "toDisk", "options"],                                                                           [.write],           MultiKeyMethods.setMany),
+        .init("cache.keys",       ["prefix", "cursor", "limit", "options"],                                                                   [.read],            KeyListMethods.keys),
+        .init("cache.removePrefix", ["prefix", "options"],                                                                                    [.write],           KeyListMethods.removePrefix),
+        .init("cache.lease",      ["key", "ttl", "wait", "encoding", "options"],                                                              [.read],            LeaseMethods.lease),
+        .init("cache.releaseLease", ["key", "lease", "options"],                                                                              [.fast],            LeaseMethods.releaseLease),
+        .init("cache.stats",      ["options"],                                                                                                [.read, .fast],     InfoMethods.stats),
+        .init("server.ping",      [],                                                                                                         [.fast],            InfoMethods.serverPing),
+        .init("server.info",      [],                                                                                                         [.fast],            InfoMethods.serverInfo),
+        .init("server.metrics",   [],                                                                                                         [.fast],            MetricsMethods.metrics),
+        .init("connection.configure", ["callbackQueue", "loadDiskFileSynchronously"],                                                         [.fast],            InfoMethods.connectionConfigure),
+        .init("$/cancelRequest",  ["id"],                                                                                                     [.transport, .fast], TransportMethods.cancelRequest),
+        .init("debug.sleep",      ["seconds", "on", "options"],                                                                               [.debug],           InfoMethods.debugSleep),
+    ]
+}

@@ -1,0 +1,128 @@
+// The daemon's metrics: swift-metrics handles backed by a private swift-prometheus
+// registry, rendered as Prometheus text for `server.metrics` and `--metrics-listen`.
+
+import CoreMetrics
+import HalcyonCache
+import HalcyonVersion
+import HalcyonCache
+import Prometheus
+
+/// Every series `halcyond` exports, in one registry of its own (never swift-metrics'
+/// global `MetricsSystem`, which a process may bootstrap once: tests run several daemons
+/// in one process, and a library that embeds the daemon keeps its own system free).
+///
+/// Two kinds of series:
+/// - request latencies (`halcyon_request_duration_seconds{method}`), recorded as each
+///   reply is produced, through a swift-metrics `Timer` per method;
+/// - the cache's and the transport's counters and levels, which their owners already
+///   keep (`HybridCache.stats()`, `ServerCounters`): they are copied into swift-metrics
+///   counters and gauges when the text is rendered, so the hot path pays nothing extra
+///   for them. A counter moves by the difference since the previous render.
+///
+/// Threading: thread-safe. `observe` may run on any thread; `render` serialises renders
+/// through `lastSeen`'s lock, so two scrapes never add the same difference twice.
+public final class Metrics: Sendable {
+    /// Latency buckets, in the range a local cache answers in: a memory hit takes tens of
+    /// microseconds, a 64 MiB disk write up to about a second.
+    static let latencyBuckets: [Duration] = [
+        .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500),
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+        .milliseconds(2500), .seconds(10),
+    ]
+
+    private let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let cache: HybridCache
+    private let counters: ServerCounters
+    /// The request timers, one per method name seen; guarded by its own lock.
+    private let timers = Locked([String: CoreMetrics.Timer]())
+    /// The cumulative values at the previous render, by series; guarded by its own lock,
+    /// which `render` holds throughout.
+    private let lastSeen = Locked([String: Int64]())
+
+    init(cache: HybridCache, counters: ServerCounters) {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        self.cache = cache
+        self.counters = counters
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = Self.latencyBuckets
+        self.factory = factory
+        Gauge(label: "halcyon_build_info", dimensions: [("version", HalcyonVersion.current)], factory: factory)
+            .record(1)
+    }
+
+    /// Records one request's latency under its method's name. Names outside the method
+    /// table are recorded as `unknown`, so a client cannot grow the registry at will.
+    func observe(method: String, known: Bool, nanoseconds: Int64) {
+        let name = known ? method : "unknown"
+        let timer = timers.withLock { timers in
+            if let timer = timers[name] { return timer }
+            let timer = CoreMetrics.Timer(
+                label: "halcyon_request_duration_seconds", dimensions: [("method", name)], factory: factory
+            )
+            timers[name] = timer
+            return timer
+        }
+        timer.recordNanoseconds(nanoseconds)
+    }
+
+    /// The Prometheus text format (0.0.4) of every series, refreshed from the cache's and
+    /// the transport's counters first.
+    public func render() -> String {
+        lastSeen.withLock { last in
+            refresh(&last)
+            return registry.emitToString()
+        }
+    }
+
+    /// Copies the owners' counters into the registry; `last` holds what was copied before.
+    private func refresh(_ last: inout [String: Int64]) {
+        let stats = cache.stats()
+        let live = counters.snapshot
+        let tiers: [(String, hits: Int, misses: Int, evictions: Int, expirations: Int, bytes: Int64, entries: Int)] = [
+            ("memory", stats.memoryHits, stats.memoryMisses, stats.memoryEvictions, stats.memoryExpirations,
+             Int64(stats.memoryBytes), stats.memoryEntries),
+            ("disk", stats.diskHits, stats.diskMisses, stats.diskEvictions, stats.diskExpirations,
+             Int64(clamping: stats.diskBytes), stats.diskEntries),
+        ]
+        for tier in tiers {
+            let dimensions = [("tier", tier.0)]
+            count("halcyon_cache_hits_total", dimensions, tier.hits, &last)
+            count("halcyon_cache_misses_total", dimensions, tier.misses, &last)
+            count("halcyon_cache_evictions_total", dimensions, tier.evictions, &last)
+            count("halcyon_cache_expirations_total", dimensions, tier.expirations, &last)
+            level("halcyon_cache_bytes", dimensions, Double(tier.bytes))
+            level("halcyon_cache_entries", dimensions, Double(tier.entries))
+        }
+        count("halcyon_cache_sets_total", [], stats.sets, &last)
+        count("halcyon_cache_removals_total", [], stats.removals, &last)
+        count("halcyon_cache_maintenance_errors_total", [], stats.maintenanceErrors, &last)
+        count("halcyon_refused_peers_total", [], live.refusedPeers, &last)
+        // Every read asks memory first; a memory miss that disk answers is still a hit.
+        let lookups = stats.memoryHits + stats.memoryMisses
+        let ratio = lookups == 0 ? 0 : Double(stats.memoryHits + stats.diskHits) / Double(lookups)
+        level("halcyon_cache_hit_ratio", [], ratio)
+        level("halcyon_write_backlog", [], Double(stats.writesQueued))
+        level("halcyon_connections", [], Double(live.connections))
+        level("halcyon_requests_in_flight", [], Double(live.inFlight))
+    }
+
+    /// Moves a counter up to `value` (a cumulative count its owner keeps).
+    private func count(_ label: String, _ dimensions: [(String, String)], _ value: Int, _ last: inout [String: Int64]) {
+        let key = label + dimensions.map { "|\($0.1)" }.joined()
+        let previous = last[key] ?? 0
+        let now = Int64(value)
+        // The handle is looked up in the registry each time: swift-prometheus returns the
+        // same series for the same name and labels.
+        let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
+        if now > previous { counter.increment(by: now - previous) }
+        last[key] = max(previous, now)
+    }
+
+    /// Sets a gauge.
+    private func level(_ label: String, _ dimensions: [(String, String)], _ value: Double) {
+        Gauge(label: label, dimensions: dimensions, factory: factory).record(value)
+    }
+}

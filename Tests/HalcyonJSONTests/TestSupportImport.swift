@@ -1,0 +1,3 @@
+// The seeded generator lives in the shared test support; imported once for the module.
+
+@_exported import HalcyonTestSupport

@@ -1,0 +1,57 @@
+import HalcyonJSON
+@testable import HalcyonRPC
+import Testing
+
+@Suite struct MethodTableTests {
+    @Test func oneLinePerMethodWithConsistentFlags() {
+        let names = Dispatcher.methodTable.map(\.name)
+        #expect(Set(names).count == names.count, "a method appears twice")
+        for spec in Dispatcher.methodTable {
+            #expect(!(spec.flags.contains(.read) && spec.flags.contains(.write)), "\(spec.name): read and write")
+            #expect(!(spec.flags.contains(.write) && spec.flags.contains(.fast)), "\(spec.name): a write waits for the ioQueue")
+            switch spec.handler {
+            case .call: #expect(!spec.flags.contains(.transport), "\(spec.name)")
+            case .transport: #expect(spec.flags.contains(.transport), "\(spec.name)")
+            }
+            #expect(spec.takesOptions == spec.params.contains("options"))
+        }
+        let transport = Dispatcher.methodTable.filter { $0.flags.contains(.transport) }.map(\.name)
+        #expect(transport == ["$/cancelRequest"])
+        let debug = Dispatcher.methodTable.filter { $0.flags.contains(.debug) }.map(\.name)
+        #expect(debug == ["debug.sleep"])
+    }
+
+    @Test func cancelRequestDecodesItsTarget() throws {
+        guard let spec = Dispatcher.methodTable.first(where: { $0.name == "$/cancelRequest" }),
+              case .transport(let decode) = spec.handler else {
+            Issue.record("no transport line for $/cancelRequest")
+            return
+        }
+        func action(_ params: String) throws(RPCError) -> TransportAction {
+            let value = try! JSONValue.parse(params).get()
+            return try decode(try Params(node: JSONNode(value), allowed: spec.params))
+        }
+        #expect(try action(#"{"id":7}"#) == .cancel(.number(7)))
+        #expect(try action(#"{"id":"a"}"#) == .cancel(.string("a")))
+        #expect(try action(#"{"id":null}"#) == .cancel(.null))
+        do {
+            _ = try action(#"{"id":1,"extra":2}"#)
+            Issue.record("accepted an unknown param")
+        } catch {
+            #expect(error.reason == "unknownParam")
+        }
+        do {
+            _ = try action(#"{}"#)
+            Issue.record("accepted a missing id")
+        } catch {
+            #expect(error.reason == "missingParam")
+        }
+    }
+
+    @Test func paramNamesCompareBytesExactly() {
+        let names: ParamNames = ["key", "options"]
+        func has(_ text: String) -> Bool { Array(text.utf8).withUnsafeBytes { names.contains($0) } }
+        #expect(has("key") && has("options"))
+        #expect(!has("ke") && !has("keys") && !has("Key") && !has(""))
+    }
+}

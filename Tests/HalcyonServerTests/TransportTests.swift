@@ -1,0 +1,188 @@
+// The transport in-process, on SwiftNIO's EmbeddedChannel: framing, back-pressure, cancel
+// withdrawal, batches, flushes and the drain, with no socket and no sleeps. Time moves
+// only when a test advances the embedded loop. Only requests answered on the loop itself
+// (server.ping) are used: EmbeddedEventLoop may not be touched from the ioQueue, so work
+// that runs there is tested end to end instead.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+import HalcyonRPC
+@testable import HalcyonServer
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOTestUtils
+import Testing
+
+@Suite("Line framing")
+struct LineFrameDecoderTests {
+    private func line(_ text: String) -> LineFrame { .line(ByteBuffer(string: text)) }
+
+    @Test func framesWholeSplitAndDripFedInput() throws {
+        try ByteToMessageDecoderVerifier.verifyDecoder(
+            stringInputOutputPairs: [
+                ("a\n", [line("a")]),
+                ("bc\r\n", [line("bc")]),
+                ("\n", []),
+                ("defgh\n", [line("defgh")]),
+            ],
+            decoderFactory: { LineFrameDecoder(maxLineBytes: 8) }
+        )
+    }
+
+    @Test func overLongLineIsReportedOnceAndSkipped() throws {
+        try ByteToMessageDecoderVerifier.verifyDecoder(
+            stringInputOutputPairs: [
+                ("0123456789abcdef\n", [.tooLong]),
+                ("ok\n", [line("ok")]),
+            ],
+            decoderFactory: { LineFrameDecoder(maxLineBytes: 4) }
+        )
+    }
+
+    @Test func budgetBoundsUnfinishedLinesAcrossDecoders() throws {
+        let budget = InputBudget(limit: 10)
+        let first = EmbeddedChannel(handler: ByteToMessageHandler(LineFrameDecoder(maxLineBytes: 100, budget: budget)))
+        let second = EmbeddedChannel(handler: ByteToMessageHandler(LineFrameDecoder(maxLineBytes: 100, budget: budget)))
+        try first.writeInbound(ByteBuffer(string: "12345678"))
+        #expect(budget.inUse == 8)
+        try second.writeInbound(ByteBuffer(string: "abcd"))
+        #expect(try second.readInbound(as: LineFrame.self) == .overBudget)
+        #expect(budget.inUse == 8)
+        // The refused line is skipped through its end; the next one is framed.
+        try second.writeInbound(ByteBuffer(string: "ef\nok\n"))
+        #expect(try second.readInbound(as: LineFrame.self) == line("ok"))
+        // A finished line no longer counts, nor does a closed connection's fragment.
+        try first.writeInbound(ByteBuffer(string: "9\n"))
+        #expect(try first.readInbound(as: LineFrame.self) == line("123456789"))
+        #expect(budget.inUse == 0)
+        try first.writeInbound(ByteBuffer(string: "xyz"))
+        #expect(budget.inUse == 3)
+        _ = try first.finish()
+        #expect(budget.inUse == 0)
+        _ = try second.finish()
+    }
+}
+
+@Suite("Connection handler", .timeLimit(.minutes(1)))
+struct ConnectionHandlerTests {
+    /// A connection on an embedded channel in front of a real cache in a fresh folder.
+    final class Harness {
+        let folder: URL
+        let cache: HybridCache
+        let channel: EmbeddedChannel
+
+        init(maxInFlight: Int = 16) throws {
+            folder = URL(fileURLWithPath: NSTemporaryDirectory())
+                .appendingPathComponent("hc-transport-\(UUID().uuidString.prefix(8))")
+            cache = HybridCache(config: .init(memory: .init(), disk: .init(directory: folder)))
+            let facts = ServerFacts(
+                version: "test", socketPath: "/nowhere", startedAt: Date(), limits: [],
+                diskExpiration: .never, memoryExpiration: .never, debugMethodsEnabled: true,
+                liveCounters: { (0, 0, 0) }
+            )
+            let handler = ConnectionHandler(
+                dispatcher: Dispatcher(cache: cache, facts: facts), counters: ServerCounters(),
+                maxInFlight: maxInFlight, maxBatch: 10, maxLineBytes: 1 << 20,
+                session: ConnectionSession(peerDescription: "test"), logger: Logger(label: "test")
+            )
+            channel = EmbeddedChannel()
+            try channel.pipeline.syncOperations.addHandlers([
+                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: 1 << 20)), handler,
+            ])
+            try channel.connect(to: SocketAddress(unixDomainSocketPath: "/nowhere")).wait()
+        }
+
+        deinit { try? FileManager.default.removeItem(at: folder) }
+
+        func send(_ text: String) throws { try channel.writeInbound(ByteBuffer(string: text)) }
+
+        /// Every reply line written so far, parsed.
+        func replies() throws -> [JSONValue] {
+            var out: [JSONValue] = []
+            while var buffer = try channel.readOutbound(as: ByteBuffer.self) {
+                let text = buffer.readString(length: buffer.readableBytes) ?? ""
+                for line in text.split(separator: "\n") {
+                    out.append(try JSONValue.parse(Array(line.utf8)).get())
+                }
+            }
+            return out
+        }
+    }
+
+    private static func ping(_ id: Int) -> String { #"{"jsonrpc":"2.0","id":\#(id),"method":"server.ping"}"# + "\n" }
+
+    @Test func answersEachLineAndSkipsBlankOnes() throws {
+        let h = try Harness()
+        try h.send(Self.ping(1) + "\n\r\n" + Self.ping(2))
+        let ids = try h.replies().compactMap { $0["id"]?.int64 }
+        #expect(ids == [1, 2])
+    }
+
+    @Test func batchRepliesAsOneLine() throws {
+        let h = try Harness()
+        try h.send("[" + Self.ping(1).dropLast() + "," + Self.ping(2).dropLast() + "]\n")
+        let replies = try h.replies()
+        #expect(replies.count == 1)
+        #expect(replies.first?.kind == .array)
+        #expect(replies.first?.count == 2)
+    }
+
+    @Test func repliesWaitWhileTheChannelIsNotWritable() throws {
+        let h = try Harness()
+        h.channel.isWritable = false
+        h.channel.pipeline.fireChannelWritabilityChanged()
+        try h.send(Self.ping(1) + Self.ping(2) + Self.ping(3))
+        #expect(try h.replies().isEmpty, "requests started while replies could not be sent")
+        h.channel.isWritable = true
+        h.channel.pipeline.fireChannelWritabilityChanged()
+        h.channel.embeddedEventLoop.run()
+        #expect(try h.replies().compactMap { $0["id"]?.int64 } == [1, 2, 3])
+    }
+
+    @Test func cancelWithdrawsAHeldRequest() throws {
+        let h = try Harness()
+        h.channel.isWritable = false
+        h.channel.pipeline.fireChannelWritabilityChanged()
+        try h.send(Self.ping(7) + #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}"# + "\n")
+        let cancelled = try h.replies()
+        #expect(cancelled.count == 1)
+        #expect(cancelled.first?["error"]?["code"]?.int64 == -32800)
+        #expect(cancelled.first?["error"]?["data"]?["started"]?.bool == false)
+        h.channel.isWritable = true
+        h.channel.pipeline.fireChannelWritabilityChanged()
+        h.channel.embeddedEventLoop.run()
+        #expect(try h.replies().isEmpty, "a withdrawn request still ran")
+    }
+
+    @Test func drainAnswersHeldRequestsThenCloses() throws {
+        let h = try Harness()
+        h.channel.isWritable = false
+        h.channel.pipeline.fireChannelWritabilityChanged()
+        try h.send(Self.ping(1) + "[" + Self.ping(2).dropLast() + "]\n")
+        h.channel.pipeline.fireUserInboundEventTriggered(ShutdownEvent.drain)
+        h.channel.embeddedEventLoop.run()
+        let replies = try h.replies()
+        #expect(replies.count == 2)
+        #expect(replies.first?["error"]?["data"]?["reason"]?.string == "shuttingDown")
+        #expect(replies.last?[0]?["error"]?["data"]?["reason"]?.string == "shuttingDown")
+        #expect(h.channel.isActive)
+        h.channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.drainQuietPeriod)
+        #expect(!h.channel.isActive, "an idle draining connection stayed open")
+    }
+
+    @Test func closeAnswersAHeldBatchAndCloses() throws {
+        let h = try Harness()
+        h.channel.isWritable = false
+        h.channel.pipeline.fireChannelWritabilityChanged()
+        try h.send("[" + Self.ping(1).dropLast() + "," + Self.ping(2).dropLast() + "]\n")
+        h.channel.pipeline.fireUserInboundEventTriggered(ShutdownEvent.close)
+        h.channel.embeddedEventLoop.run()
+        let replies = try h.replies()
+        #expect(replies.count == 1)
+        #expect(replies.first?.count == 2)
+        #expect(replies.first?[1]?["error"]?["data"]?["reason"]?.string == "shuttingDown")
+        #expect(!h.channel.isActive)
+    }
+}
