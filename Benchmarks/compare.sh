@@ -13,7 +13,7 @@
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
 #   --out FILE       report path (default Benchmarks/results/compare.md)
-#   --only LIST      comma-separated sections: main,policies,disk,memset (default all)
+#   --only LIST      comma-separated sections: main,policies,disk,memset,atomic (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
@@ -27,7 +27,7 @@ cell_seconds=1
 warmup=0.5
 repeat=3
 out="$here/results/compare.md"
-only="main,policies,disk,memset"
+only="main,policies,disk,memset,atomic"
 halcyond=""
 build=1
 keys="${KEYS:-10000}"
@@ -97,6 +97,15 @@ redis-server --port 0 --unixsocket "$tmp/redis.sock" --unixsocketperm 700 --save
     --logfile "$tmp/redis.log" &
 redis_pid=$!
 pids+=($!); wait_socket "$tmp/redis.sock" $! redis
+# A second Redis with the append-only file (fsync every second) for the incr section:
+# halcyond answers an incr once its file write reached the kernel, which is what AOF
+# everysec gives Redis.
+if want atomic; then
+    redis-server --port 0 --unixsocket "$tmp/redisaof.sock" --unixsocketperm 700 --save '' --appendonly yes \
+        --appendfsync everysec --dir "$tmp" --appendfilename redis.aof --logfile "$tmp/redisaof.log" &
+    redisaof_pid=$!
+    pids+=($!); wait_socket "$tmp/redisaof.sock" $! redisaof
+fi
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 memcached_pid=$!
@@ -109,8 +118,8 @@ start_halcyond() {
     wait_socket "$tmp/h.sock" $halcyond_pid halcyond
 }
 start_halcyond
-declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/h.sock")
-declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid")
+declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/h.sock" [redisaof]="$tmp/redisaof.sock")
+declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid" [redisaof]="${redisaof_pid:-0}")
 clk_tck="$(getconf CLK_TCK)"
 # cpu_ticks PID: user + system CPU time the process has used, in clock ticks (/proc/PID/stat).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
@@ -124,9 +133,10 @@ field() { # line name
 # run PROTO LOADGEN-ARGS...: prints loadgen's line ("" when it failed); keeps it in $raw.
 run() {
     local proto="$1"; shift
-    local line rc=0 cpu0 cpu1
+    local line rc=0 cpu0 cpu1 lp="$proto"
+    [ "$proto" = redisaof ] && lp=redis
     cpu0="$(cpu_ticks "${server_pid[$proto]}")"
-    line="$("$loadgen" --proto "$proto" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
+    line="$("$loadgen" --proto "$lp" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
     cpu1="$(cpu_ticks "${server_pid[$proto]}")"
     if [ -z "$line" ]; then
         log "FAILED ($rc): $proto $*: $(tail -1 "$tmp/loadgen.err")"
@@ -316,6 +326,46 @@ if want disk; then
                     echo "| $label | $v | $c | $p | $(rps "$h") | $(lat "$h") | $(field "$h" disk_hits) / $(field "$h" requests) | $(notes "$h") |" >>"$report"
                 done
             done
+        done
+    done
+    echo >>"$report"
+fi
+
+# ------------------------------------------------------------------ 5. multi-key get, incr
+if want atomic; then
+    log "section: getMany and incr"
+    {
+        echo "## \`cache.getMany\` of 100 keys vs Redis \`MGET\`, value 100 B, memory hits"
+        echo
+        echo "One request reads 100 consecutive keys of the key space (prefilled; halcyond's prefill uses \`\"toDisk\": false\`). keys/s = requests/s × 100."
+        echo
+        echo "| conns | pipeline | redis MGET req/s | halcyond getMany req/s | halcyond/redis | halcyond keys/s | halcyond p50/p99 µs | notes |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for c in 1 4; do
+        for p in 1 8; do
+            cell redis,halcyon "${common[@]}" --op mget --batch-keys 100 --value-size 100 --conns "$c" --pipeline "$p" \
+                --key-prefix "mg:" --prefill-params '"toDisk":false'
+            r="${med[redis]}"; h="${med[halcyon]}"
+            keys_s="$(awk -v r="$(rps "$h")" 'BEGIN { if (r+0 > 0) printf "%.0f", r * 100; else printf "n/a" }')"
+            echo "| $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $keys_s | $(lat "$h") | $(notes "$h") |" >>"$report"
+        done
+    done
+    {
+        echo
+        echo "## \`cache.incr\` vs Redis \`INCR\` with \`appendonly yes\`, \`appendfsync everysec\`"
+        echo
+        echo "1000 counters, uniform. A halcyond incr is answered once the new value's file write reached the kernel (survives kill -9, like an AOF write before its fsync); Redis appends to its AOF and fsyncs once a second."
+        echo
+        echo "| conns | pipeline | redis AOF everysec | halcyond | halcyond/redis | halcyond p50/p99 µs | notes |"
+        echo "|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for c in 1 4; do
+        for p in 1 32; do
+            cell redisaof,halcyon --seconds "$cell_seconds" --warmup "$warmup" --keys 1000 --op incr --conns "$c" \
+                --pipeline "$p" --key-prefix "ctr:" --no-prefill
+            r="${med[redisaof]}"; h="${med[halcyon]}"
+            echo "| $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$h") | $(notes "$h") |" >>"$report"
         done
     done
     echo >>"$report"

@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 enum proto { P_HALCYON, P_REDIS, P_MEMCACHED };
-enum op { OP_GET, OP_SET, OP_MIXED };
-enum req { R_GET, R_SET, R_EVICT };
+enum op { OP_GET, OP_SET, OP_MIXED, OP_MGET, OP_INCR };
+enum req { R_GET, R_SET, R_EVICT, R_MGET, R_INCR };
 
 /* Outcome of one framed reply. */
 enum status { S_OK, S_HIT, S_MISS, S_ERROR };
@@ -61,12 +61,13 @@ static struct {
     const char *prefill_params; /* halcyon: extra members for the prefill's cache.set params */
     const char *key_prefix;
     const char *label;
+    int batch_keys;      /* mget: keys per request (cache.getMany / MGET) */
 } opt = {
     .proto = P_HALCYON, .socket_path = NULL, .op = OP_GET, .conns = 1, .pipeline = 1,
     .seconds = 3.0, .requests = 0, .warmup = 0.5, .value_size = 100, .keys = 10000,
     .prefill = 1, .evict_first = 0, .rounds = 1, .sequential = 0, .mixed_set_pct = 10,
     .configure = NULL, .get_params = NULL, .set_params = NULL, .prefill_params = NULL, .key_prefix = "key:",
-    .label = NULL,
+    .label = NULL, .batch_keys = 100,
 };
 
 static char *value_bytes;  /* opt.value_size printable bytes, no JSON escaping needed */
@@ -194,6 +195,20 @@ static void put_request(conn_t *c, enum req kind, long key) {
     switch (opt.proto) {
     case P_HALCYON: {
         uint64_t id = ++c->next_id;
+        if (kind == R_MGET) {
+            /* --batch-keys consecutive keys from `key` (wrapping), as one cache.getMany. */
+            buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"cache.getMany\",\"params\":{\"keys\":[",
+                       (unsigned long long)id);
+            for (int i = 0; i < opt.batch_keys; i++)
+                buf_printf(o, "%s\"%s%ld\"", i ? "," : "", opt.key_prefix, (key + i) % opt.keys);
+            buf_printf(o, "]%s%s}}\n", opt.get_params ? "," : "", opt.get_params ? opt.get_params : "");
+            break;
+        }
+        if (kind == R_INCR) {
+            buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"cache.incr\",\"params\":{\"key\":\"%s\"%s%s}}\n",
+                       (unsigned long long)id, k, opt.set_params ? "," : "", opt.set_params ? opt.set_params : "");
+            break;
+        }
         if (kind == R_GET) {
             buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"cache.get\",\"params\":{\"key\":\"%s\"%s%s}}\n",
                        (unsigned long long)id, k, opt.get_params ? "," : "", opt.get_params ? opt.get_params : "");
@@ -210,7 +225,16 @@ static void put_request(conn_t *c, enum req kind, long key) {
         break;
     }
     case P_REDIS:
-        if (kind == R_GET) {
+        if (kind == R_MGET) {
+            buf_printf(o, "*%d\r\n$4\r\nMGET\r\n", opt.batch_keys + 1);
+            for (int i = 0; i < opt.batch_keys; i++) {
+                char kk[64];
+                int kkl = snprintf(kk, sizeof kk, "%s%ld", opt.key_prefix, (key + i) % opt.keys);
+                buf_printf(o, "$%d\r\n%s\r\n", kkl, kk);
+            }
+        } else if (kind == R_INCR) {
+            buf_printf(o, "*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", kl, k);
+        } else if (kind == R_GET) {
             buf_printf(o, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kl, k);
         } else if (kind == R_SET) {
             buf_printf(o, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", kl, k, opt.value_size);
@@ -221,6 +245,7 @@ static void put_request(conn_t *c, enum req kind, long key) {
         }
         break;
     case P_MEMCACHED:
+        if (kind == R_MGET || kind == R_INCR) die("--op mget/incr: halcyon and redis only");
         if (kind == R_GET) {
             buf_printf(o, "get %s\r\n", k);
         } else if (kind == R_SET) {
@@ -253,7 +278,7 @@ static size_t frame_reply(const char *p, size_t n, enum status *st, int *disk) {
         if (!nl) return 0;
         size_t len = (size_t)(nl - p) + 1;
         if (!has(p, len, "\"result\"")) *st = S_ERROR;
-        else if (has(p, len, "\"found\":false") || has(p, len, "\"found\": false")) *st = S_MISS;
+        else if (has(p, len, "\"found\":false") || has(p, len, "\"found\": false")) *st = S_MISS;  /* getMany: any miss */
         else if (has(p, len, "\"found\"")) {
             *st = S_HIT;
             *disk = has(p, len, "\"cacheType\":\"disk\"") || has(p, len, "\"cacheType\": \"disk\"");
@@ -265,6 +290,23 @@ static size_t frame_reply(const char *p, size_t n, enum status *st, int *disk) {
         if (!crlf) return 0;
         size_t head = (size_t)(crlf - p) + 2;
         if (p[0] == '+' || p[0] == ':') { *st = S_OK; return head; }
+        if (p[0] == '*') {
+            /* An array of bulk strings (MGET): complete when every element is. */
+            long count = strtol(p + 1, NULL, 10);
+            size_t at = head;
+            int missing = 0;
+            for (long i = 0; i < count; i++) {
+                const char *e = memmem(p + at, n - at, "\r\n", 2);
+                if (!e) return 0;
+                size_t eh = (size_t)(e - (p + at)) + 2;
+                long len = strtol(p + at + 1, NULL, 10);
+                if (len < 0) { missing = 1; at += eh; continue; }
+                if (n < at + eh + (size_t)len + 2) return 0;
+                at += eh + (size_t)len + 2;
+            }
+            *st = missing ? S_MISS : S_HIT;
+            return at;
+        }
         if (p[0] == '-') { *st = S_ERROR; return head; }
         if (p[0] == '$') {
             long len = strtol(p + 1, NULL, 10);
@@ -385,6 +427,8 @@ static enum req next_kind(conn_t *c) {
     case OP_GET: return R_GET;
     case OP_SET: return R_SET;
     case OP_MIXED: return (long)(xorshift(&c->rng) % 100) < opt.mixed_set_pct ? R_SET : R_GET;
+    case OP_MGET: return R_MGET;
+    case OP_INCR: return R_INCR;
     }
     return R_GET;
 }
@@ -439,7 +483,9 @@ static void configure(conn_t *c) {
 static void usage(void) {
     fprintf(stderr,
         "usage: loadgen --proto halcyon|redis|memcached --socket PATH [options]\n"
-        "  --op get|set|mixed      request mix (mixed: --set-pct %% sets, default 10)\n"
+        "  --op get|set|mixed|mget|incr  request mix (mixed: --set-pct %% sets, default 10;\n"
+        "                          mget: cache.getMany / MGET of --batch-keys keys; incr: cache.incr / INCR)\n"
+        "  --batch-keys N          keys per mget request (100)\n"
         "  --conns N               connections, one thread each (1)\n"
         "  --pipeline P            requests in flight per connection (1)\n"
         "  --seconds S             measure for S seconds after --warmup (3, warm-up 0.5)\n"
@@ -473,6 +519,7 @@ int main(int argc, char **argv) {
         {"set-pct", required_argument, 0, 'm'}, {"configure", required_argument, 0, 'C'},
         {"get-params", required_argument, 0, 'G'}, {"set-params", required_argument, 0, 'T'},
         {"prefill-params", required_argument, 0, 'F'}, {"key-prefix", required_argument, 0, 'K'}, {"label", required_argument, 0, 'L'},
+        {"batch-keys", required_argument, 0, 'B'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     int ch;
@@ -489,6 +536,8 @@ int main(int argc, char **argv) {
             if (!strcmp(optarg, "get")) opt.op = OP_GET;
             else if (!strcmp(optarg, "set")) opt.op = OP_SET;
             else if (!strcmp(optarg, "mixed")) opt.op = OP_MIXED;
+            else if (!strcmp(optarg, "mget")) opt.op = OP_MGET;
+            else if (!strcmp(optarg, "incr")) opt.op = OP_INCR;
             else die("unknown --op %s", optarg);
             break;
         case 'c': opt.conns = atoi(optarg); break;
@@ -509,6 +558,7 @@ int main(int argc, char **argv) {
         case 'F': opt.prefill_params = optarg; break;
         case 'K': opt.key_prefix = optarg; break;
         case 'L': opt.label = optarg; break;
+        case 'B': opt.batch_keys = atoi(optarg); break;
         default: usage();
         }
     }
@@ -595,7 +645,7 @@ int main(int argc, char **argv) {
     double p99 = all.n ? all.v[(size_t)((double)(all.n - 1) * 0.99)] / 1e3 : 0;
     double secs = total_ns / 1e9;
     static const char *pn[] = {"halcyon", "redis", "memcached"};
-    static const char *on[] = {"get", "set", "mixed"};
+    static const char *on[] = {"get", "set", "mixed", "mget", "incr"};
     printf("proto=%s op=%s conns=%d pipeline=%d value=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f p99_us=%.1f "
            "hits=%llu misses=%llu errors=%llu disk_hits=%llu replies=%llu%s%s\n",
            pn[opt.proto], on[opt.op], opt.conns, opt.pipeline, opt.value_size, (unsigned long long)total_done, secs,

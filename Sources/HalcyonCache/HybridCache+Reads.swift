@@ -128,7 +128,7 @@ extension HybridCache {
         EntryDescription(
             cacheType: .memory, size: meta.size, flags: meta.flags,
             expiresAt: optionalDate(meta.expiration), memoryExpiresAt: optionalDate(meta.memoryExpiration),
-            lastAccessAt: meta.lastAccess)
+            lastAccessAt: meta.lastAccess, version: meta.version)
     }
 
     private func describeNow(forKey key: String, options: Options, memoryOnly: Bool) -> Result<EntryDescription, CacheError> {
@@ -143,7 +143,8 @@ extension HybridCache {
             else { return .success(miss) }
             return .success(EntryDescription(
                 cacheType: .disk, size: Int(meta.size), flags: meta.flags,
-                expiresAt: HybridCache.optionalDate(meta.expiration), lastAccessAt: meta.lastAccess))
+                expiresAt: HybridCache.optionalDate(meta.expiration), lastAccessAt: meta.lastAccess,
+                version: meta.version))
         } catch {
             return .failure(error)
         }

@@ -57,11 +57,13 @@ extension HybridCache {
             var expiresAt: Date? { countedFrom.map { Lifetime.end(of: expiration, from: $0) } }
         }
 
-        /// The same operation with every relative time resolved against `now`.
-        func stamped(_ now: Date) -> WriteOperation {
+        /// The same operation with every relative time resolved against `now`, and a store
+        /// given its entry's version from `versions` (unless it carries one already).
+        func stamped(_ now: Date, versions: VersionClock) -> WriteOperation {
             switch self {
             case .store(var s):
                 if s.countedFrom == nil { s.countedFrom = now }
+                if s.entry.version == 0 { s.entry.version = versions.next() }
                 return .store(s)
             case .touch(var t):
                 if t.countedFrom == nil { t.countedFrom = now }
@@ -90,7 +92,7 @@ extension HybridCache {
     ///   write book's lock held (`inline: true`).
     func perform(_ operation: WriteOperation, inline: Bool = false) -> Result<WriteOutcome, CacheError> {
         if !inline { dispatchPrecondition(condition: .onQueue(ioQueue)) }
-        let operation = operation.stamped(config.disk.clock.now())
+        let operation = operation.stamped(config.disk.clock.now(), versions: versions)
         // A journal appends `operation` here, before it is applied.
         switch operation {
         case .store(let s):
@@ -194,7 +196,7 @@ extension HybridCache {
         do throws(CacheError) {
             let meta = try diskStorage.store(
                 value: s.entry.bytes, flags: s.entry.flags, forKey: s.key, expiration: s.expiration,
-                forcedExtension: s.forcedExtension, referenceDate: now)
+                forcedExtension: s.forcedExtension, referenceDate: now, version: s.entry.version)
             guard let meta else {
                 // Already expired: nothing stored; an older value must not outlive this write.
                 memoryStorage.remove(forKey: s.key)
@@ -211,7 +213,8 @@ extension HybridCache {
                     diskExpiresAt: meta.expiration, forcedExtension: s.forcedExtension))
             enforceDiskSizeLimit()
             return .success(StoreResult(
-                stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration)))
+                stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration),
+                version: s.entry.version))
         } catch {
             memoryStorage.remove(forKey: s.key)
             if (try? diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension)) == true {
@@ -230,7 +233,8 @@ extension HybridCache {
         let stored = memoryStorage.store(s.entry, forKey: s.key, expiration: s.memoryExpiration)
         let expiresAt = stored ? memoryStorage.meta(forKey: s.key)?.expiration : nil
         let result = StoreResult(
-            stored: stored, size: s.entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate))
+            stored: stored, size: s.entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate),
+            version: stored ? s.entry.version : nil)
         guard !inline, diskStorage.isReady else { return .success(result) }
         let old = existingFile(forKey: s.key, forcedExtension: s.forcedExtension)
         do throws(CacheError) {

@@ -89,6 +89,8 @@ public final class HybridCache: @unchecked Sendable {
         public var size: Int
         /// The entry's lifetime; nil = never.
         public var expiresAt: Date?
+        /// The version the write gave the entry; nil when nothing was stored.
+        public var version: UInt64? = nil
     }
 
     /// The outcome of a retrieve.
@@ -116,6 +118,8 @@ public final class HybridCache: @unchecked Sendable {
         public var memoryExpiresAt: Date? = nil
         /// The entry's last store, read or touch in that tier; nil for a miss.
         public var lastAccessAt: Date?
+        /// The entry's version (0 for a miss or a format-1 file).
+        public var version: UInt64 = 0
     }
 
     /// The outcome of a touch.
@@ -163,6 +167,8 @@ public final class HybridCache: @unchecked Sendable {
     /// Written on the ioQueue only; read by `stats()` from any thread.
     let diskUsage = Locked<DiskUsage?>(nil)
     let sweepTimer: RepeatingTimer?
+    /// Hands out the version of every stored entry (`perform` stamps each store with one).
+    let versions = VersionClock()
 
     /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
     /// happened while it was reading (then it must not put its older value into memory).
@@ -186,6 +192,8 @@ public final class HybridCache: @unchecked Sendable {
     /// What a write blocks until it has run.
     enum WriteScope {
         case key(String)
+        /// Several keys written by one job (setMany): each is counted as a key write.
+        case keys([String])
         case wholeCache
     }
 
@@ -296,6 +304,7 @@ public final class HybridCache: @unchecked Sendable {
             writes.withLock { book in
                 switch scope {
                 case .key(let key): book.perKey[key, default: 0] += 1
+                case .keys(let keys): for key in keys { book.perKey[key, default: 0] += 1 }
                 case .wholeCache: book.wholeCache += 1
                 }
                 book.queued += 1
@@ -314,6 +323,11 @@ public final class HybridCache: @unchecked Sendable {
             case .key(let key):
                 let left = (book.perKey[key] ?? 1) - 1
                 book.perKey[key] = left > 0 ? left : nil
+            case .keys(let keys):
+                for key in keys {
+                    let left = (book.perKey[key] ?? 1) - 1
+                    book.perKey[key] = left > 0 ? left : nil
+                }
             case .wholeCache:
                 book.wholeCache -= 1
             }

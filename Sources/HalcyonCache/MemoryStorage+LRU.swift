@@ -58,7 +58,8 @@ extension MemoryStorage {
         func meta() -> Meta {
             Meta(
                 size: entry.bytes.count, flags: entry.flags, expiration: expiresAt,
-                memoryExpiration: residentUntil, hasDiskCopy: diskExpiresAt != nil, lastAccess: lastAccess)
+                memoryExpiration: residentUntil, hasDiskCopy: diskExpiresAt != nil, lastAccess: lastAccess,
+                version: entry.version)
         }
 
         /// What a write-back gives the disk copy: the node's lifetime as it is now.

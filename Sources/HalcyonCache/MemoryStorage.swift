@@ -28,6 +28,8 @@ public enum MemoryStorage {
         public var hasDiskCopy: Bool
         /// The last store, read or touch.
         public var lastAccess: Date
+        /// The entry's version (see `CacheEntry.version`).
+        public var version: UInt64 = 0
     }
 
     /// A snapshot of the tier's counters and occupancy.
@@ -456,6 +458,27 @@ public enum MemoryStorage {
         /// Whether a write-back of `key` is pending.
         public func hasPendingWriteBack(forKey key: String) -> Bool {
             pending.withLock { $0[key] != nil }
+        }
+
+        /// The keys of the live entries starting with `prefix` (lifetime judged at now,
+        /// departed ones skipped), without touching, reordering or counting any. With
+        /// `memoryOnly`, only entries without a disk copy. Unordered. For `cache.keys` and
+        /// `cache.removePrefix`.
+        public func keys(prefix: String, memoryOnly: Bool) -> [String] {
+            let now = clock.now()
+            var out: [String] = []
+            for shard in shards {
+                shard.state.withLock { state in
+                    for slot in state.allSlots {
+                        let node = state[slot]
+                        guard node.key.utf8.starts(with: prefix.utf8), node.leavesAt > now,
+                              !memoryOnly || node.diskExpiresAt == nil
+                        else { continue }
+                        out.append(node.key)
+                    }
+                }
+            }
+            return out
         }
 
         /// The resident entries that have a disk copy: key, file extension, lifetime and

@@ -2,6 +2,7 @@
 
 import HalcyonCache
 import Foundation
+import Synchronization
 
 /// The settings of one client connection: how its replies are delivered and whether its
 /// disk reads run synchronously on the reading thread.
@@ -19,10 +20,15 @@ public final class ConnectionSession {
     public var loadDiskFileSynchronously = false
     /// A short name for logs ("pid 123 uid 1000").
     public let peerDescription: String
+    /// Unique per connection in this process: the owner of the connection's leases.
+    public let id: UInt64
 
     public init(peerDescription: String = "unknown peer") {
         self.peerDescription = peerDescription
+        id = ConnectionSession.ids.wrappingAdd(1, ordering: .relaxed).newValue
     }
+
+    private static let ids = Atomic<UInt64>(0)
 
     /// Replaces the delivery policy. A `dispatch` or `operationQueue` policy gets a queue
     /// private to this connection, so one slow client cannot hold another's replies.

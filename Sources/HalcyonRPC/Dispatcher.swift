@@ -138,18 +138,32 @@ struct Responder: Sendable {
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
+    /// The lease table of `cache.lease` (LeaseMethods.swift); owners are connection ids.
+    public let leases: Leases
     /// The method table by name (see `methodTable`).
     let table: [String: MethodSpec]
 
-    public init(cache: HybridCache, facts: ServerFacts) {
+    public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
         self.cache = cache
         self.facts = facts
+        self.leases = leases
         var table: [String: MethodSpec] = [:]
         for spec in Dispatcher.methodTable {
             precondition(table[spec.name] == nil, "method table: \(spec.name) twice")
             table[spec.name] = spec
         }
         self.table = table
+    }
+
+    /// The transport calls this once when a connection has closed: its leases end (each
+    /// passes to the next waiting caller) and its waiting lease calls are dropped.
+    public func connectionClosed(_ session: ConnectionSession) {
+        leases.releaseAll(owner: session.id)
+    }
+
+    /// `--max-batch`, the bound on `cache.getMany` keys and `cache.setMany` entries.
+    var maxBatch: Int {
+        Int(facts.limits.first(where: { $0.0 == "maxBatch" })?.1 ?? 1000)
     }
 
     /// Handles one request. Returns the storage task for queued work, so the transport can

@@ -173,6 +173,10 @@ extension RPCError {
         case tooManyConnections
         /// `--max-in-flight` reached on this connection.
         case tooManyInFlight
+        /// `cache.lease`: the key already has as many waiting callers as allowed.
+        case tooManyLeaseWaitersForKey
+        /// `cache.lease`: the daemon already has as many waiting callers as allowed.
+        case tooManyLeaseWaiters
         /// The unfinished request lines of all connections together reached
         /// `--max-input-buffer`; this line was dropped, the connection stays usable.
         case inputBufferFull
@@ -187,6 +191,8 @@ extension RPCError {
         switch reason {
         case .tooManyConnections: text = "too many connections"
         case .tooManyInFlight: text = "too many requests in flight"
+        case .tooManyLeaseWaitersForKey: text = "too many callers waiting for this key's lease"
+        case .tooManyLeaseWaiters: text = "too many callers waiting for leases"
         case .inputBufferFull: text = "too much unfinished input across connections"
         case .outOfDescriptors: text = "out of file descriptors"
         }
@@ -288,6 +294,16 @@ extension RPCError {
         case invalidPriority
         /// A number out of the range the member allows (e.g. a negative duration).
         case outOfRange
+        /// `cache.incr`: the stored value is not a JSON integer.
+        case notAnInteger
+        /// `cache.incr`: the result does not fit a signed 64-bit integer.
+        case integerOverflow
+        /// `cache.keys`: the cursor did not come from a previous `cache.keys` reply.
+        case invalidCursor
+        /// `cache.getMany` / `cache.setMany`: more elements than `--max-batch`.
+        case tooManyKeys
+        /// `cache.removePrefix`: the prefix is empty (use `cache.clear`).
+        case emptyPrefix
     }
 
     /// -32602 with a reason, the member it is about (`data.param`), and a message.

@@ -154,6 +154,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         held.removeAll()
         counters.requestsFinished(entries.count)
         for entry in entries.values { entry.task?.cancel() }
+        dispatcher.connectionClosed(session)
         context.fireChannelInactive()
     }
 

@@ -4,6 +4,7 @@
 
 import Foundation
 import HalcyonCache
+import HalcyonJSON
 
 /// Parsers and formatters for human-written sizes and durations.
 ///
@@ -13,8 +14,9 @@ import HalcyonCache
 /// or no unit means bytes. Units are case-insensitive (`64mib` works). A fractional
 /// result is rounded down to whole bytes (`1.5KiB` is 1536).
 ///
-/// Durations: one or more `<number><unit>` parts, added up: `ms`, `s`, `m`, `h`, `d`, `w`
-/// (`1h30m`, `1.5s`, `500ms`); a bare number means seconds. Expirations accept the same
+/// Durations: the grammar of `HumanDuration` (HalcyonJSON), shared with the CLI: one or
+/// more `<number><unit>` parts, added up (`1h30m`, `1.5s`, `500ms`, `10min`); a bare
+/// number means seconds; see Docs/DURATIONS.md. Expirations accept the same
 /// forms plus `never`; a whole number of days becomes `StorageExpiration.days` so that
 /// `7d` equals the default `.days(7)`.
 ///
@@ -99,42 +101,16 @@ public enum HumanUnits {
     /// number is seconds. Zero is allowed (callers decide what it means).
     /// - Throws: `ParseError` for empty, malformed, unknown-unit or non-finite text.
     public static func parseDuration(_ text: String) throws(ParseError) -> TimeInterval {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw .empty }
-        if trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }) {
-            guard let bare = Double(trimmed) else { throw .malformed(text) }
-            return bare
+        // The grammar shared with the CLI (HalcyonJSON/HumanDuration.swift, Docs/DURATIONS.md).
+        switch HumanDuration.seconds(text) {
+        case .success(let seconds): return seconds
+        case .failure(.empty): throw .empty
+        case .failure(.malformed):
+            if text.trimmingCharacters(in: .whitespaces).first == "-" { throw .notPositive(text) }
+            throw .malformed(text)
+        case .failure(.unknownUnit(let unit)): throw .unknownUnit(text: text, unit: unit)
+        case .failure(.tooLarge): throw .tooLarge(text)
         }
-        if trimmed.first == "-" { throw .notPositive(text) }
-        var total = 0.0
-        var rest = Substring(trimmed)
-        while !rest.isEmpty {
-            let numberEnd = rest.firstIndex { !($0.isASCII && ($0.isNumber || $0 == ".")) } ?? rest.endIndex
-            let number = rest[rest.startIndex..<numberEnd]
-            let unitEnd = rest[numberEnd...].firstIndex { !($0.isASCII && $0.isLetter) } ?? rest.endIndex
-            let unit = rest[numberEnd..<unitEnd].lowercased()
-            guard !number.isEmpty, !unit.isEmpty, let value = Double(number), value.isFinite else {
-                throw .malformed(text)
-            }
-            let seconds: Double
-            switch unit {
-            case "ms":
-                // Divide rather than multiply by 0.001, which is inexact: 250ms is 0.25.
-                total += value / 1000
-                rest = rest[unitEnd...]
-                continue
-            case "s", "sec": seconds = 1
-            case "m", "min": seconds = 60
-            case "h": seconds = 3600
-            case "d": seconds = 86_400
-            case "w": seconds = 7 * 86_400
-            default: throw .unknownUnit(text: text, unit: unit)
-            }
-            total += value * seconds
-            rest = rest[unitEnd...]
-        }
-        guard total.isFinite, total < 1e15 else { throw .tooLarge(text) }
-        return total
     }
 
     /// Parses an expiration: `never`, or a positive duration. A whole number of days

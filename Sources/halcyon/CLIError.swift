@@ -18,11 +18,17 @@ enum CLIError: Error {
     case badReply(String)
     /// A local input (stdin, a JSON argument) could not be used.
     case input(reason: String, message: String)
+    /// `lease`: another caller still holds the key's lease: exit 3, nothing printed.
+    case leased
+    /// `lease`: the command it ran failed with this status, which becomes the exit status.
+    case childFailed(status: Int32)
 
     /// The process exit status for this outcome.
     var exitCode: Int32 {
         switch self {
         case .miss: return 1
+        case .leased: return 3
+        case .childFailed(let status): return status
         case .usage, .transport, .rpc, .badReply, .input: return 2
         }
     }
@@ -30,7 +36,7 @@ enum CLIError: Error {
     /// The single stderr line (without `halcyon: ` or newline); nil for a silent miss.
     var line: String? {
         switch self {
-        case .miss: return nil
+        case .miss, .leased, .childFailed: return nil
         case .usage(let message): return "usage: \(message)"
         case .transport(let line): return line
         case .rpc(let code, let reason, let message): return "\(reason): \(message) (\(code))"

@@ -2,6 +2,7 @@
 // `2h`, `7d`, `1h30m`, or a bare number of seconds; instants as Unix seconds or ISO 8601.
 
 import Foundation
+import HalcyonJSON
 
 /// Parses and prints the durations `set --ttl`, `touch` and `--timeout` take.
 ///
@@ -12,42 +13,30 @@ enum Durations {
         let description: String
     }
 
-    /// Seconds per unit suffix. `ms` must be tried before `m`, so the scan below reads
-    /// the longest suffix first.
-    private static let units: [(suffix: String, seconds: Double)] = [
-        ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800),
-    ]
-
-    /// Parses `text` into a positive number of seconds.
-    ///
-    /// A bare number (`90`, `1.5`) is seconds; otherwise the text is one or more
-    /// `<number><unit>` groups added together (`1h30m`, `2m30.5s`), units `ms s m h d w`.
-    /// - Throws: `ParseError` for empty text, a missing or unknown unit, or a total that
-    ///   is not greater than zero.
+    /// Parses `text` into a positive number of seconds, by the grammar the daemon uses
+    /// too (`HumanDuration` in HalcyonJSON; the table in Docs/DURATIONS.md): a bare number
+    /// (`90`, `1.5`) is seconds; otherwise one or more `<number><unit>` groups added
+    /// together (`1h30m`, `2m30.5s`), units `ms s sec m min h d w`.
+    /// - Throws: `ParseError` for text outside the grammar, or a total that is not
+    ///   greater than zero.
     static func seconds(_ text: String) throws(ParseError) -> Double {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        guard !trimmed.isEmpty else { throw ParseError(description: "empty duration") }
-        if let plain = Double(trimmed) {
-            guard plain > 0, plain.isFinite else { throw ParseError(description: "duration '\(text)' must be greater than zero") }
-            return plain
+        switch HumanDuration.seconds(text) {
+        case .success(let seconds):
+            guard seconds > 0 else { throw ParseError(description: "duration '\(text)' must be greater than zero") }
+            return seconds
+        case .failure(.empty):
+            throw ParseError(description: "empty duration")
+        case .failure(.unknownUnit):
+            throw ParseError(description: "invalid duration unit in '\(text)' (use ms, s, m, min, h, d or w)")
+        case .failure(.malformed), .failure(.tooLarge):
+            throw ParseError(description: "invalid duration '\(text)' (use e.g. 500ms, 30s, 10m, 2h, 7d, 1h30m)")
         }
-        var total = 0.0
-        var rest = Substring(trimmed)
-        while !rest.isEmpty {
-            let number = rest.prefix { $0.isNumber || $0 == "." }
-            guard !number.isEmpty, let value = Double(number) else {
-                throw ParseError(description: "invalid duration '\(text)' (use e.g. 500ms, 30s, 10m, 2h, 7d, 1h30m)")
-            }
-            rest = rest.dropFirst(number.count)
-            let unitText = rest.prefix { $0.isLetter }
-            guard let unit = units.first(where: { $0.suffix == unitText }) else {
-                throw ParseError(description: "invalid duration unit in '\(text)' (use ms, s, m, h, d or w)")
-            }
-            rest = rest.dropFirst(unitText.count)
-            total += value * unit.seconds
-        }
-        guard total > 0, total.isFinite else { throw ParseError(description: "duration '\(text)' must be greater than zero") }
-        return total
+    }
+
+    /// Like `seconds`, but 0 is allowed (`--wait 0`).
+    static func secondsOrZero(_ text: String) throws(ParseError) -> Double {
+        if case .success(let seconds) = HumanDuration.seconds(text), seconds == 0 { return 0 }
+        return try self.seconds(text)
     }
 
     /// Parses an instant: Unix seconds (`1763865660`, `1763865660.5`) or an ISO 8601 date

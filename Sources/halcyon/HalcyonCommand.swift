@@ -25,6 +25,8 @@ struct HalcyonCommand: ParsableCommand {
             GetCommand.self, SetCommand.self, RemoveCommand.self, ExistsCommand.self,
             DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self,
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
-            SizeCommand.self, CallCommand.self, MetricsCommand.self,
+            SizeCommand.self, CallCommand.self, MetricsCommand.self, AddCommand.self, IncrementCommand.self,
+            DecrementCommand.self, CompareAndSetCommand.self, KeysCommand.self, RemovePrefixCommand.self,
+            LeaseCommand.self, ReleaseCommand.self,
         ])
 }

@@ -23,12 +23,14 @@ struct HybridCacheTests {
 
         let hit = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
         #expect(hit.cacheType == .memory)
-        #expect(hit.entry == CacheEntry(bytes: utf8Bytes("v1"), flags: 3))
+        // The entry carries the version its store was given (kept in the file too).
+        let version = try #require(stored.version)
+        #expect(hit.entry == CacheEntry(bytes: utf8Bytes("v1"), flags: 3, version: version))
 
         cache.memoryStorage.removeAll()
         let fromDisk = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
         #expect(fromDisk.cacheType == .disk)
-        #expect(fromDisk.entry == CacheEntry(bytes: utf8Bytes("v1"), flags: 3))
+        #expect(fromDisk.entry == CacheEntry(bytes: utf8Bytes("v1"), flags: 3, version: version))
         // Put back into memory.
         #expect(cache.memoryStorage.value(forKey: "k", extendingExpiration: .none)?.flags == 3)
 

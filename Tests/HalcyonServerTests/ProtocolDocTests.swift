@@ -171,6 +171,8 @@ struct ProtocolDocTests {
             "cache.set", "cache.get", "cache.isCached", "cache.describe", "cache.touch", "cache.remove",
             "cache.clear", "cache.removeExpired", "cache.trim", "cache.totalSize", "cache.stats",
             "connection.configure", "server.ping", "server.info", "$/cancelRequest", "debug.sleep",
+            "cache.add", "cache.incr", "cache.cas", "cache.getMany", "cache.setMany", "cache.keys",
+            "cache.removePrefix", "cache.lease", "cache.releaseLease",
         ]
         #expect(methods.subtracting(doc.methodsSent).isEmpty, "not run: \(methods.subtracting(doc.methodsSent))")
         let codes: Set<Int64> = [-32700, -32600, -32601, -32602, -32800, -32004]

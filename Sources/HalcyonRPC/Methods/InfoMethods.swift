@@ -30,6 +30,13 @@ extension Dispatcher {
                 w.field("connections", live.connections)
                 w.field("refusedPeers", live.refusedPeers)
                 w.field("uptime", Int(uptime.rounded(.down)))
+                let leases = dispatcher.leases.stats
+                w.field("leases", leases.held)
+                w.field("leaseWaiters", leases.waiting)
+                w.field("leasesGranted", leases.granted)
+                w.field("leasesExpired", leases.expired)
+                w.field("leaseWaitersRefused", leases.refused)
+                w.field("leaseWaitsTimedOut", leases.timedOut)
                 w.endObject()
             })
             return nil

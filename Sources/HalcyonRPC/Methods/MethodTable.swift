@@ -2,7 +2,8 @@
 // params it accepts, its flags, its handler), as Redis declares each command once with
 // its arity, flags and handler. The dispatcher checks what a line states before the
 // handler runs; the transport asks a line's flags. Adding a method is a line here and
-// a handler beside its kind (ReadMethods, WriteMethods, InfoMethods).
+// a handler beside its kind (ReadMethods, WriteMethods, InfoMethods, AtomicMethods,
+// MultiKeyMethods, KeyListMethods, LeaseMethods).
 
 import HalcyonCache
 
@@ -73,13 +74,22 @@ extension Dispatcher {
         .init("cache.get",        ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"], [.read, .fast],     ReadMethods.get),
         .init("cache.isCached",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.isCached),
         .init("cache.describe",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.describe),
-        .init("cache.set",        ["key", "value", "encoding", "expiration", "memoryExpiration", "toDisk", "forcedExtension", "options"],     [.write],           WriteMethods.set),
+        .init("cache.set",        MethodCall.storeParams,                                                                                     [.write],           WriteMethods.set),
         .init("cache.touch",      ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],                                    [.write],           WriteMethods.touch),
         .init("cache.remove",     ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],                                            [.write],           WriteMethods.remove),
         .init("cache.clear",      ["memory", "disk", "options"],                                                                              [.write],           WriteMethods.clear),
         .init("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                                                          [.write],           WriteMethods.removeExpired),
         .init("cache.trim",       ["options"],                                                                                                [.write],           WriteMethods.trim),
         .init("cache.totalSize",  ["options"],                                                                                                [.read],            InfoMethods.totalSize),
+        .init("cache.add",        MethodCall.storeParams,                                                                                     [.write],           AtomicMethods.add),
+        .init("cache.cas",        MethodCall.casParams,                                                                                       [.write],           AtomicMethods.cas),
+        .init("cache.incr",       ["key", "by", "initial", "expiration", "memoryExpiration", "toDisk", "options"],                            [.write],           AtomicMethods.incr),
+        .init("cache.getMany",    ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"],                                   [.read],            MultiKeyMethods.getMany),
+        .init("cache.setMany",    ["entries", "toDisk", "options"],                                                                           [.write],           MultiKeyMethods.setMany),
+        .init("cache.keys",       ["prefix", "cursor", "limit", "options"],                                                                   [.read],            KeyListMethods.keys),
+        .init("cache.removePrefix", ["prefix", "options"],                                                                                    [.write],           KeyListMethods.removePrefix),
+        .init("cache.lease",      ["key", "ttl", "wait", "encoding", "options"],                                                              [.read],            LeaseMethods.lease),
+        .init("cache.releaseLease", ["key", "lease", "options"],                                                                              [.fast],            LeaseMethods.releaseLease),
         .init("cache.stats",      ["options"],                                                                                                [.read, .fast],     InfoMethods.stats),
         .init("server.ping",      [],                                                                                                         [.fast],            InfoMethods.serverPing),
         .init("server.info",      [],                                                                                                         [.fast],            InfoMethods.serverInfo),

@@ -35,6 +35,7 @@ extension Dispatcher {
                     w.field("encoding", shown.rawValue)
                     w.field("cacheType", found.cacheType.rawValue)
                     w.field("expiresAt", expiresAt: found.expiresAt)
+                    w.field("version", entry.version)
                     w.endObject()
                 }
             }
@@ -69,6 +70,7 @@ extension Dispatcher {
                         w.field("expiresAt", expiresAt: d.expiresAt)
                         if d.cacheType == .memory { w.field("memoryExpiresAt", expiresAt: d.memoryExpiresAt) }
                         w.field("lastAccessAt", roundedDown: d.lastAccessAt)
+                        w.field("version", d.version)
                     }
                     w.endObject()
                 }

@@ -18,14 +18,18 @@ extension Dispatcher {
             var options = try call.optionsWithExpirations()
             options.toDisk = try call.params.bool("toDisk", default: true)
             options.forcedExtension = try call.params.string("forcedExtension")
+            _ = try call.params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
             let entry = CacheEntry(bytes: bytes, flags: encoding.flags)
             let responder = call.responder
+            let leases = dispatcher.leases
             return dispatcher.cache.store(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+                if Leases.mayHaveWritten(result, { _ in true }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in
                     w.beginObject()
                     w.field("stored", r.stored)
                     w.field("size", r.size)
                     w.field("expiresAt", expiresAt: r.expiresAt)
+                    w.key("version"); if let v = r.version { w.int(Int64(clamping: v)) } else { w.null() }
                     w.endObject()
                 }
             }
@@ -55,10 +59,12 @@ extension Dispatcher {
             var options = call.options
             options.forcedExtension = try call.params.string("forcedExtension")
             let responder = call.responder
+            let leases = dispatcher.leases
             return dispatcher.cache.remove(
                 forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
+                if Leases.mayHaveWritten(result, { $0 }) { leases.written(key: key) }
                 responder.finish(result) { (removed, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", removed); w.endObject()
                 }

@@ -39,6 +39,7 @@ struct DescribeCommand: HalcyonSubcommand {
             ("encoding", result["encoding"]?.string ?? "unknown"),
             ("expires", expires),
             ("last access", HumanFormat.pastTime(result["lastAccessAt"])),
+            ("version", result["version"]?.int64.map { String($0) } ?? "unknown"),
         ]
         for (name, text) in rows {
             Output.line((name + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + text)

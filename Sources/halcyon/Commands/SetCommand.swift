@@ -43,6 +43,9 @@ struct SetCommand: HalcyonSubcommand {
     @Flag(help: "The value is JSON: validate it and store it with the json encoding.")
     var json = false
 
+    @Option(help: ArgumentHelp("The lease token from 'halcyon lease' this write fulfils.", valueName: "token"))
+    var lease: String?
+
     func execute(_ context: CommandContext) throws(CLIError) {
         let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
         let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
@@ -69,6 +72,7 @@ struct SetCommand: HalcyonSubcommand {
             if let expiration { writer.key("expiration"); expiration.write(to: &writer) }
             if let memoryExpiration { writer.key("memoryExpiration"); memoryExpiration.write(to: &writer) }
             if noDisk { writer.key("toDisk"); writer.bool(false) }
+            if let lease { writer.key("lease"); writer.string(lease) }
         }
         if context.verbose { Output.line(result.compactText) }
     }

@@ -1,0 +1,177 @@
+// The conditional and read-modify-write stores: add (set-if-absent), cas
+// (compare-and-set on the version) and incr. Each is one ioQueue job that decides on the
+// queue, from the key's live entry, and then applies a plain `.store` through `perform`,
+// so it is atomic with every other write and journals like any store.
+
+import Foundation
+
+extension HybridCache {
+    /// The outcome of `add` and `compareAndStore`.
+    public struct ConditionalStoreResult: Sendable, Equatable {
+        /// Whether the value was stored.
+        public var stored: Bool
+        /// Stored: the new version. Not stored: the live entry's version (nil when the key
+        /// holds none, or the expiration was already over).
+        public var version: UInt64?
+        /// The lifetime of the entry now under the key (nil = never, or no entry).
+        public var expiresAt: Date?
+    }
+
+    /// The outcome of `increment`.
+    public enum IncrementOutcome: Sendable, Equatable {
+        /// The new value, its version and the entry's lifetime (nil = never).
+        case incremented(value: Int64, version: UInt64, expiresAt: Date?)
+        /// The live value is not a decimal integer text (JSON's integer form).
+        case notAnInteger
+        /// The sum does not fit a signed 64-bit integer; nothing was stored.
+        case overflow
+    }
+
+    /// What `liveEntry` found.
+    struct LiveEntry {
+        var entry: CacheEntry
+        /// The entry's lifetime; `Date.distantFuture` for never.
+        var expiresAt: Date
+    }
+
+    /// Stores `entry` only when `key` holds no live entry (memcached `add`, Redis `SET NX`).
+    ///
+    /// One ioQueue job, in order with every other write. `options` as for `store`.
+    @discardableResult
+    public func add(
+        _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        conditionalStore(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
+            $0 == nil
+        }
+    }
+
+    /// Stores `entry` only when the version of `key`'s live entry is `version`
+    /// (compare-and-set). A key with no live entry never matches.
+    ///
+    /// One ioQueue job, in order with every other write. `options` as for `store`.
+    @discardableResult
+    public func compareAndStore(
+        _ entry: CacheEntry, forKey key: String, version: UInt64, options: Options = .init(),
+        callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        conditionalStore(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
+            $0?.entry.version == version
+        }
+    }
+
+    /// Adds `delta` to the integer under `key`, atomically. A missing or expired key
+    /// starts at `initial`. The result is stored with `flags` (the daemon's `json`
+    /// encoding). An existing entry keeps its lifetime unless `options.diskExpiration` is
+    /// given; a new one gets the store defaults. `options.toDisk` as for `store`.
+    ///
+    /// One ioQueue job, in order with every other write.
+    @discardableResult
+    public func increment(
+        forKey key: String, by delta: Int64, initial: Int64 = 0, flags: UInt32, options: Options = .init(),
+        callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        enqueue(write: .key(key), callbackQueue, options.priority, completion) { [self] () -> Result<IncrementOutcome, CacheError> in
+            let live: LiveEntry?
+            do throws(CacheError) {
+                live = try liveEntry(forKey: key, forcedExtension: options.forcedExtension)
+            } catch {
+                return .failure(error)
+            }
+            var current = initial
+            if let live {
+                guard let parsed = HybridCache.decimalInteger(live.entry.bytes) else { return .success(.notAnInteger) }
+                current = parsed
+            }
+            let (sum, overflow) = current.addingReportingOverflow(delta)
+            if overflow { return .success(.overflow) }
+            var storeOptions = options
+            if storeOptions.diskExpiration == nil, let live {
+                storeOptions.diskExpiration = live.expiresAt == .distantFuture ? .never : .date(live.expiresAt)
+                if storeOptions.memoryExpiration == nil, !storeOptions.toDisk {
+                    storeOptions.memoryExpiration = storeOptions.diskExpiration
+                }
+            }
+            let entry = CacheEntry(bytes: Array(String(sum).utf8), flags: flags)
+            return perform(storeOperation(entry, forKey: key, options: storeOptions)).map { outcome in
+                let r = HybridCache.storeResult(outcome)
+                return .incremented(value: sum, version: r.version ?? 0, expiresAt: r.expiresAt)
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The `.store` operation `store(_:forKey:options:)` would apply.
+    func storeOperation(_ entry: CacheEntry, forKey key: String, options: Options) -> WriteOperation {
+        .store(.init(
+            key: key, entry: entry, toDisk: options.toDisk,
+            expiration: options.diskExpiration ?? diskStorage.config.expiration,
+            memoryExpiration: options.memoryExpiration ?? config.memory.expiration,
+            forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
+    }
+
+    private func conditionalStore(
+        _ entry: CacheEntry, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)?,
+        when condition: @escaping @Sendable (LiveEntry?) -> Bool
+    ) -> CacheTask {
+        enqueue(write: .key(key), callbackQueue, options.priority, completion) { [self] () -> Result<ConditionalStoreResult, CacheError> in
+            let live: LiveEntry?
+            do throws(CacheError) {
+                live = try liveEntry(forKey: key, forcedExtension: options.forcedExtension)
+            } catch {
+                return .failure(error)
+            }
+            guard condition(live) else {
+                return .success(ConditionalStoreResult(
+                    stored: false, version: live?.entry.version,
+                    expiresAt: live.flatMap { HybridCache.optionalDate($0.expiresAt) }))
+            }
+            return perform(storeOperation(entry, forKey: key, options: options)).map { outcome in
+                let r = HybridCache.storeResult(outcome)
+                return ConditionalStoreResult(stored: r.stored, version: r.version, expiresAt: r.expiresAt)
+            }
+        }
+    }
+
+    /// The live entry under `key`, as a write deciding on it must see it: memory, then
+    /// the disk, without extending, putting back or counting a hit. A disk tier that is
+    /// not ready holds nothing.
+    ///
+    /// - Important: only on the ioQueue (a write decides on what is there when it runs).
+    func liveEntry(forKey key: String, forcedExtension: String?) throws(CacheError) -> LiveEntry? {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: ExpirationExtending.none) {
+            return LiveEntry(entry: entry, expiresAt: meta.expiration)
+        }
+        guard diskStorage.isReady else { return nil }
+        guard let (entry, meta) = try diskStorage.valueAndMeta(
+            forKey: key, extendingExpiration: ExpirationExtending.none, forcedExtension: forcedExtension)
+        else { return nil }
+        return LiveEntry(entry: entry, expiresAt: meta.expiration)
+    }
+
+    /// `bytes` as a JSON integer (`-?(0|[1-9][0-9]*)`) that fits an Int64; nil otherwise.
+    static func decimalInteger(_ bytes: [UInt8]) -> Int64? {
+        var digits = bytes[...]
+        let negative = digits.first == UInt8(ascii: "-")
+        if negative { digits = digits.dropFirst() }
+        guard let first = digits.first, (UInt8(ascii: "0") ... UInt8(ascii: "9")).contains(first),
+              first != UInt8(ascii: "0") || digits.count == 1
+        else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard (UInt8(ascii: "0") ... UInt8(ascii: "9")).contains(byte) else { return nil }
+            let digit = Int64(byte - UInt8(ascii: "0"))
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (next, o2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
+            if o1 || o2 { return nil }
+            value = next
+        }
+        return value
+    }
+}

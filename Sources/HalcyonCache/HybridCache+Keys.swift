@@ -1,0 +1,141 @@
+// Listing and removing keys by prefix: `cache.keys` pages through the disk tier's files
+// (headers only, so it works from the files alone after a restart) and then through the
+// memory-only entries; `cache.removePrefix` removes every match as one write.
+
+import Foundation
+
+extension HybridCache {
+    /// One page of `listKeys`.
+    public struct KeyPage: Sendable, Equatable {
+        /// Live keys starting with the prefix; a page may hold fewer than the limit (even
+        /// none) without being the last.
+        public var keys: [String]
+        /// Pass back to continue; nil when the listing is complete. Opaque to callers.
+        public var cursor: String?
+    }
+
+    /// Where a listing stands. The walk goes through the disk tier's files in file-name
+    /// order (an entry with a disk copy is listed from its file, never from memory, so it
+    /// appears once), then through the entries held in memory only, in key byte order.
+    /// A cursor is `"d"` + the last file name examined, or `"m"` + the last key listed.
+    enum KeyCursor: Equatable {
+        case disk(after: String?)
+        case memory(after: String?)
+
+        init?(_ text: String?) {
+            guard let text else { self = .disk(after: nil); return }
+            switch text.first {
+            case "d": self = .disk(after: String(text.dropFirst()))
+            case "m": self = .memory(after: String(text.dropFirst()))
+            default: return nil
+            }
+        }
+    }
+
+    /// A page of at most `limit` live keys starting with `prefix`, from both tiers, each
+    /// once. A page reads at most `limit` files' headers (values are never loaded) and
+    /// runs on a utility queue, never on the ioQueue: the tiers are thread-safe, and a
+    /// listing must not hold up writes. Every key whose write was acknowledged before
+    /// the listing began and that stays for the whole walk appears exactly once; keys
+    /// written meanwhile may or may not.
+    ///
+    /// - Parameters:
+    ///   - cursor: nil to start; else a previous page's `cursor`. Callers check a cursor
+    ///     they did not get from this method with `isValidKeyCursor` first (an unknown
+    ///     one starts over).
+    ///   - limit: at least 1.
+    @discardableResult
+    public func listKeys(
+        prefix: String, cursor: String?, limit: Int, callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<KeyPage, CacheError>) -> Void
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, .normal, completion)
+        DispatchQueue.global(qos: .utility).async { [self] in
+            guard task.begin() else { return }
+            let result = keyPage(prefix: prefix, cursor: cursor, limit: limit)
+            deliver(result, task: task, callbackQueue, .normal, completion)
+        }
+        return task
+    }
+
+    private func keyPage(prefix: String, cursor: String?, limit: Int) -> Result<KeyPage, CacheError> {
+        let limit = max(1, limit)
+        var page = KeyPage(keys: [], cursor: nil)
+        var position = KeyCursor(cursor) ?? .disk(after: nil)
+        if case .disk(let after) = position {
+            if diskStorage.isReady {
+                do throws(CacheError) {
+                    // Every file, expired or not: a resident copy may vouch for a file whose
+                    // own times lag behind the lifetime memory extended.
+                    let listed = try diskStorage.listKeys(
+                        prefix: prefix, after: after, limit: limit, referenceDate: Date(timeIntervalSince1970: 0))
+                    let now = config.disk.clock.now()
+                    for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil {
+                        page.keys.append(found.key)
+                    }
+                    if let next = listed.nextCursor {
+                        page.cursor = "d" + next
+                        return .success(page)
+                    }
+                } catch {
+                    return .failure(error)
+                }
+            }
+            position = .memory(after: nil)
+        }
+        guard case .memory(let after) = position else { return .success(page) }
+        var memoryOnly = memoryStorage.keys(prefix: prefix, memoryOnly: true)
+        if let after { memoryOnly.removeAll { !after.utf8.lexicographicallyPrecedes($0.utf8) } }
+        memoryOnly.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let room = max(1, limit - page.keys.count)
+        page.keys.append(contentsOf: memoryOnly.prefix(room))
+        if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last }
+        return .success(page)
+    }
+
+    /// Whether `cursor` could have come from `listKeys` (nil starts a listing).
+    public static func isValidKeyCursor(_ cursor: String?) -> Bool {
+        KeyCursor(cursor) != nil
+    }
+
+    /// Removes every key starting with `prefix` from both tiers, as one whole-cache write
+    /// on the ioQueue: reads of any key queue behind it. Each key is removed through
+    /// `perform`, like `remove`.
+    ///
+    /// - Returns (through `completion`): how many keys were removed.
+    @discardableResult
+    public func removePrefix(
+        _ prefix: String, callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
+            var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))
+            if diskStorage.isReady {
+                var cursor: String?
+                repeat {
+                    do throws(CacheError) {
+                        // Expired files too: a resident copy may vouch for one, and a file
+                        // nobody can read is no loss.
+                        let listed = try diskStorage.listKeys(
+                            prefix: prefix, after: cursor, limit: 4096, referenceDate: Date(timeIntervalSince1970: 0))
+                        for found in listed.keys { keys.insert(found.key) }
+                        cursor = listed.nextCursor
+                    } catch {
+                        return .failure(error)
+                    }
+                } while cursor != nil
+            }
+            var removed = 0
+            for key in keys {
+                let live = memoryStorage.meta(forKey: key) != nil
+                    || ((try? diskStorage.meta(forKey: key)) ?? nil) != nil
+                switch perform(.remove(key: key, fromMemory: true, fromDisk: true, forcedExtension: nil)) {
+                case .success(.removed(let n)) where n > 0 && live: removed += 1
+                case .success: break
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(removed)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+// The multi-key calls: several stores as one ioQueue job (setMany), and several reads
+// whose answers come back together in order (getMany).
+
+import Foundation
+
+extension HybridCache {
+    /// One element of `storeMany`.
+    public struct StoreItem: Sendable {
+        public var key: String
+        public var entry: CacheEntry
+        /// nil = the disk tier's default.
+        public var diskExpiration: StorageExpiration?
+        /// nil = the memory tier's default.
+        public var memoryExpiration: StorageExpiration?
+
+        public init(key: String, entry: CacheEntry, diskExpiration: StorageExpiration? = nil,
+                    memoryExpiration: StorageExpiration? = nil) {
+            self.key = key
+            self.entry = entry
+            self.diskExpiration = diskExpiration
+            self.memoryExpiration = memoryExpiration
+        }
+    }
+
+    /// Stores every item, in order, as one ioQueue job: no other write runs between them,
+    /// and a read of any of the keys queues behind the whole job. `options.toDisk`,
+    /// `forcedExtension` and `priority` apply to all. Stops at the first failure (the
+    /// earlier stores stand) and reports it.
+    ///
+    /// - Returns (through `completion`): one `StoreResult` per item, in order.
+    @discardableResult
+    public func storeMany(
+        _ items: [StoreItem], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        enqueue(write: .keys(items.map(\.key)), callbackQueue, options.priority, completion) { [self] () -> Result<[StoreResult], CacheError> in
+            var results: [StoreResult] = []
+            results.reserveCapacity(items.count)
+            for item in items {
+                var itemOptions = options
+                itemOptions.diskExpiration = item.diskExpiration ?? options.diskExpiration
+                itemOptions.memoryExpiration = item.memoryExpiration ?? options.memoryExpiration
+                switch perform(storeOperation(item.entry, forKey: item.key, options: itemOptions)) {
+                case .success(let outcome): results.append(HybridCache.storeResult(outcome))
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(results)
+        }
+    }
+
+    /// Reads every key like `retrieve` (each with its own read-your-writes path) and
+    /// delivers all results at once, in the order of `keys`, through `callbackQueue`. The
+    /// first failure is delivered instead. Not cancellable once asked (the reads are
+    /// short); the returned task only reports.
+    public func retrieveMany(
+        forKeys keys: [String], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
+    ) {
+        // Memory hits of keys with nothing queued are answered here, as `retrieve` would
+        // answer each on this thread; only the rest go through `retrieve` one by one.
+        let mustQueue = writes.withLock { book in keys.map { book.mustQueue($0) } }
+        var ready = [RetrieveResult?](repeating: nil, count: keys.count)
+        var rest: [Int] = []
+        for (index, key) in keys.enumerated() {
+            if !mustQueue[index], let (entry, meta) = memoryStorage.valueAndMeta(
+                forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
+            {
+                ready[index] = RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
+            } else if !mustQueue[index], options.fromMemoryOnly {
+                ready[index] = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
+            } else {
+                rest.append(index)
+            }
+        }
+        guard !rest.isEmpty else {
+            let results = ready.map { $0! }
+            callbackQueue.execute(priority: options.priority) { completion(.success(results)) }
+            return
+        }
+        struct Gather: Sendable {
+            var results: [RetrieveResult?]
+            var failure: CacheError?
+            var left: Int
+        }
+        let gather = Locked(Gather(results: ready, failure: nil, left: rest.count))
+        for index in rest {
+            let key = keys[index]
+            // Each read answers on `.untouch` (no hop); the gathered reply takes the caller's queue once.
+            retrieve(forKey: key, options: options, callbackQueue: .untouch) { result in
+                let done = gather.withLock { g -> Gather? in
+                    switch result {
+                    case .success(let r): g.results[index] = r
+                    case .failure(let e): if g.failure == nil { g.failure = e }
+                    }
+                    g.left -= 1
+                    return g.left == 0 ? g : nil
+                }
+                guard let done else { return }
+                let outcome: Result<[RetrieveResult], CacheError> = done.failure.map { .failure($0) }
+                    ?? .success(done.results.map { $0! })
+                callbackQueue.execute(priority: options.priority) { completion(outcome) }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+// Stampede protection across processes: cache.lease and cache.releaseLease. A lease call
+// reads the key like cache.get; on a miss it takes the key's lease, or parks its reply in
+// the lease table (no thread waits) until the holder writes the key, gives the lease
+// back, disconnects, or the lease or the wait runs out. See `Leases`.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension Dispatcher {
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    enum LeaseMethods {
+        /// `cache.lease`
+        static func lease(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            let key = try call.params.key()
+            guard let ttlForm = try call.params.expiration("ttl") else { throw .missingParam("ttl") }
+            let ttl: TimeInterval
+            switch ttlForm {
+            case .never: ttl = .infinity
+            case .expired:
+                throw .invalidParams(reason: .invalidExpiration, param: "ttl", message: "'ttl' must not be \"expired\"")
+            default:
+                let now = Date()
+                ttl = ttlForm.estimatedExpirationSince(now).timeIntervalSince(now)
+                guard ttl > 0 else {
+                    throw .invalidParams(reason: .invalidExpiration, param: "ttl", message: "'ttl' is already over")
+                }
+            }
+            let wait = try call.params.double("wait") ?? 0
+            guard wait >= 0, wait.isFinite else {
+                throw .invalidParams(reason: .outOfRange, param: "wait", message: "'wait' must be 0 or more seconds")
+            }
+            let attempt = LeaseAttempt(
+                dispatcher: dispatcher, key: key, owner: call.session.id, ttl: ttl,
+                deadline: Date().addingTimeInterval(wait), encoding: try call.params.encoding("encoding"),
+                options: call.options, responder: call.responder)
+            attempt.run()
+            return nil
+        }
+
+        /// `cache.releaseLease`
+        static func releaseLease(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            let key = try call.params.key()
+            guard let token = try call.params.string("lease") else { throw .missingParam("lease") }
+            let released = dispatcher.leases.release(key: key, token: token)
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject(); w.field("released", released); w.endObject()
+            })
+            return nil
+        }
+    }
+
+}
+
+/// One `cache.lease` request, from its first read to its one reply; re-run when a write
+/// wakes it. Every reply goes through the connection's callback queue.
+///
+/// Threading: immutable and `Sendable`; `run` may be called from any thread.
+struct LeaseAttempt: Sendable {
+    let dispatcher: Dispatcher
+    let key: String
+    let owner: UInt64
+    let ttl: TimeInterval
+    /// When the caller stops waiting for another holder.
+    let deadline: Date
+    let encoding: ValueEncoding?
+    let options: HybridCache.Options
+    let responder: Responder
+
+    /// Reads the key; a hit answers, a miss goes to the lease table.
+    func run() {
+        let leases = dispatcher.leases
+        let observed = leases.epoch
+        dispatcher.cache.retrieve(forKey: key, options: options, callbackQueue: .untouch) { result in
+            switch result {
+            case .failure(let error):
+                responder.deliverNow(.error(id: responder.id, RPCError(error)))
+            case .success(let found) where found.cacheType != .none:
+                responder.deliverNow(.success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
+                    try w.getResult(found, encoding: encoding)
+                })
+            case .success:
+                let wait = max(0, deadline.timeIntervalSinceNow)
+                let outcome = leases.acquire(
+                    key: key, owner: owner, ttl: ttl, wait: wait, observed: observed
+                ) { wake in
+                    switch wake {
+                    case .written: run()
+                    case .granted(let token): answerLease(token)
+                    case .timedOut: answerHeld()
+                    }
+                }
+                switch outcome {
+                case .granted(let token): answerLease(token)
+                case .parked: break
+                case .held: answerHeld()
+                case .retry: run()
+                case .refused(let refusal):
+                    let reason: RPCError.OverloadReason = refusal == .tooManyLeaseWaitersForKey
+                        ? .tooManyLeaseWaitersForKey : .tooManyLeaseWaiters
+                    let limit = refusal == .tooManyLeaseWaitersForKey ? leases.limits.waitersPerKey : leases.limits.waiters
+                    responder.deliverNow(.error(id: responder.id, .overloaded(reason: reason, limit: limit)))
+                }
+            }
+        }
+    }
+
+    private func answerLease(_ token: String) {
+        responder.deliverNow(.success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
+            w.beginObject(); w.field("found", false); w.field("lease", token); w.endObject()
+        })
+    }
+
+    private func answerHeld() {
+        responder.deliverNow(.success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
+            w.beginObject(); w.field("found", false); w.field("leased", true); w.endObject()
+        })
+    }
+}
+
+extension Leases {
+    /// Whether a write's outcome may have changed the key, so its lease must end and its
+    /// parked callers read again: a success that `changed` says wrote, or a write that ran
+    /// but whose reply was withdrawn by a cancel (its effects stand; reading again is
+    /// harmless when it did not store).
+    static func mayHaveWritten<T>(_ result: Result<T, CacheError>, _ changed: (T) -> Bool) -> Bool {
+        switch result {
+        case .success(let value): return changed(value)
+        case .failure(.cancelled(started: true)): return true
+        case .failure: return false
+        }
+    }
+}

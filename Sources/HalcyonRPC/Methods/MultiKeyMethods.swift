@@ -1,0 +1,103 @@
+// The multi-key methods: cache.getMany (one get per key, answered together in order)
+// and cache.setMany (every store in order as one step on the ioQueue). Both take at
+// most `--max-batch` elements.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+extension Dispatcher {
+    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    enum MultiKeyMethods {
+        /// `cache.getMany`
+        static func getMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            guard let list = try call.params.require("keys").owned.array else { throw .wrongType("keys", expected: "array") }
+            try dispatcher.checkBatch(list.count, param: "keys")
+            var keys: [String] = []
+            keys.reserveCapacity(list.count)
+            for (index, member) in list.enumerated() {
+                keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]"))
+            }
+            let encoding = try call.params.encoding("encoding")
+            var options = call.options
+            if let extending = try call.params.extending("extendingExpiration") { options.extendingExpiration = extending }
+            options.fromMemoryOnly = try call.params.bool("fromMemoryOnly", default: false)
+            let responder = call.responder
+            dispatcher.cache.retrieveMany(forKeys: keys, options: options, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (found, w) throws(RPCError) in
+                    w.beginObject()
+                    w.key("entries")
+                    w.beginArray()
+                    for r in found { try w.getResult(r, encoding: encoding) }
+                    w.endArray()
+                    w.endObject()
+                }
+            }
+            return nil
+        }
+
+        /// `cache.setMany`
+        static func setMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            guard let list = try call.params.require("entries").owned.array else {
+                throw .wrongType("entries", expected: "array")
+            }
+            try dispatcher.checkBatch(list.count, param: "entries")
+            var items: [HybridCache.StoreItem] = []
+            items.reserveCapacity(list.count)
+            for member in list {
+                let p = try Params(member, allowed: ["key", "value", "encoding", "expiration", "memoryExpiration"])
+                guard p.object != nil else { throw .wrongType("entries", expected: "array of objects") }
+                let key = try p.key()
+                let encoding = try p.encoding("encoding") ?? .utf8
+                let bytes = try p.valueBytes(encoding: encoding)
+                items.append(HybridCache.StoreItem(
+                    key: key, entry: CacheEntry(bytes: bytes, flags: encoding.flags),
+                    diskExpiration: try p.expiration("expiration"), memoryExpiration: try p.expiration("memoryExpiration")))
+            }
+            var options = call.options
+            options.toDisk = try call.params.bool("toDisk", default: true)
+            let responder = call.responder
+            let leases = dispatcher.leases
+            let keys = items.map(\.key)
+            return dispatcher.cache.storeMany(items, options: options, callbackQueue: call.callbackQueue) { result in
+                if Leases.mayHaveWritten(result, { _ in true }) { for key in keys { leases.written(key: key) } }
+                responder.finish(result) { (results, w) throws(RPCError) in
+                    w.beginObject()
+                    w.field("stored", results.filter(\.stored).count)
+                    w.key("versions")
+                    w.beginArray()
+                    for r in results { if let v = r.version { w.int(Int64(clamping: v)) } else { w.null() } }
+                    w.endArray()
+                    w.endObject()
+                }
+            }
+        }
+    }
+
+
+    /// One key of a list, checked as `Params.key` checks a `key` member.
+    static func keyElement(_ member: JSONValue, param: String) throws(RPCError) -> String {
+        guard let length = member.withStringBytes({ $0.count }), let key = member.string else {
+            throw .wrongType(param, expected: "string")
+        }
+        if length == 0 { throw .invalidParams(reason: .emptyKey, param: param, message: "'\(param)' must not be empty") }
+        if length > Params.maxKeyBytes {
+            var error = RPCError.invalidParams(
+                reason: .keyTooLong, param: param, message: "'\(param)' is longer than \(Params.maxKeyBytes) UTF-8 bytes")
+            error.data.append(.init("limit", .int(Int64(Params.maxKeyBytes))))
+            throw error
+        }
+        return key
+    }
+
+    /// `tooManyKeys` past `--max-batch`.
+    func checkBatch(_ count: Int, param: String) throws(RPCError) {
+        let limit = maxBatch
+        guard count <= limit else {
+            var error = RPCError.invalidParams(
+                reason: .tooManyKeys, param: param, message: "'\(param)' holds \(count) elements; at most \(limit)")
+            error.data.append(.init("limit", .int(Int64(limit))))
+            throw error
+        }
+    }
+}

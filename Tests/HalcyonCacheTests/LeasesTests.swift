@@ -1,0 +1,82 @@
+// The lease table on its own: grants, parking, the waiter bounds, and what each kind of
+// lease end does to parked callers.
+
+import Foundation
+import Testing
+@testable import HalcyonCache
+
+@Suite struct LeasesTests {
+    /// Collects wakes; `next` waits for one (20 s limit).
+    final class Wakes: @unchecked Sendable {
+        private let lock = NSLock()  // guards `items`
+        private var items: [Leases.Wake] = []
+        private let signal = DispatchSemaphore(value: 0)
+        func add(_ wake: Leases.Wake) { lock.lock(); items.append(wake); lock.unlock(); signal.signal() }
+        func next() -> Leases.Wake? {
+            guard signal.wait(timeout: .now() + 20) == .success else { return nil }
+            lock.lock(); defer { lock.unlock() }
+            return items.removeFirst()
+        }
+    }
+
+    @Test func boundsWaitersPerKeyAndInTotal() {
+        var limits = Leases.Limits()
+        limits.waitersPerKey = 1
+        limits.waiters = 2
+        let leases = Leases(limits: limits)
+        let wakes = Wakes()
+        let e = leases.epoch
+        guard case .granted = leases.acquire(key: "a", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) else {
+            Issue.record("first caller not granted"); return
+        }
+        #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 0, observed: e, wake: wakes.add) == .held)
+        #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
+        #expect(leases.acquire(key: "a", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add)
+            == .refused(.tooManyLeaseWaitersForKey))
+        _ = leases.acquire(key: "b", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
+        #expect(leases.acquire(key: "b", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
+        #expect(leases.acquire(key: "c", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) != .parked)
+        _ = leases.acquire(key: "d", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
+        #expect(leases.acquire(key: "d", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add)
+            == .refused(.tooManyLeaseWaiters))
+        #expect(leases.stats.waiting == 2)
+        #expect(leases.stats.refused == 2)
+        // The owner of the waiters goes away: they are dropped, unanswered.
+        leases.releaseAll(owner: 2)
+        #expect(leases.stats.waiting == 0)
+    }
+
+    @Test func aWriteWakesEveryWaiterAndEndsTheLease() {
+        let leases = Leases()
+        let wakes = Wakes()
+        let e = leases.epoch
+        _ = leases.acquire(key: "k", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
+        #expect(leases.acquire(key: "k", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
+        #expect(leases.acquire(key: "k", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
+        leases.written(key: "k")
+        #expect(wakes.next() == .written)
+        #expect(wakes.next() == .written)
+        #expect(leases.stats.held == 0)
+        // A caller whose read came before that write must read again.
+        #expect(leases.acquire(key: "k", owner: 4, ttl: 60, wait: 0, observed: e, wake: wakes.add) == .retry)
+        guard case .granted = leases.acquire(key: "k", owner: 4, ttl: 60, wait: 0, observed: leases.epoch, wake: wakes.add)
+        else { Issue.record("not granted after reading again"); return }
+    }
+
+    @Test func releaseAndHolderLossHandTheLeaseToTheFirstWaiter() {
+        let leases = Leases()
+        let wakes = Wakes()
+        let e = leases.epoch
+        guard case .granted(let token) = leases.acquire(key: "k", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
+        else { Issue.record("not granted"); return }
+        _ = leases.acquire(key: "k", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add)
+        _ = leases.acquire(key: "k", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add)
+        #expect(!leases.release(key: "k", token: "wrong"))
+        #expect(leases.release(key: "k", token: token))
+        guard case .granted = wakes.next() else { Issue.record("owner 2 not granted"); return }
+        leases.releaseAll(owner: 2)
+        guard case .granted = wakes.next() else { Issue.record("owner 3 not granted"); return }
+        #expect(leases.stats.held == 1)
+        #expect(leases.stats.waiting == 0)
+    }
+}
