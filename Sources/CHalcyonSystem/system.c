@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <unistd.h>
 
 int hc_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred cred;
@@ -62,4 +63,8 @@ int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec
     times[1].tv_sec = (time_t)mtime_sec;
     times[1].tv_nsec = mtime_nsec;
     return utimensat(dirfd, path, times, AT_SYMLINK_NOFOLLOW);
+}
+
+int hc_syncfs(int fd) {
+    return syncfs(fd);
 }
