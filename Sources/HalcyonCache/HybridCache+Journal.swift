@@ -224,7 +224,7 @@ extension HybridCache {
             guard s.entry.bytes.count < wb.config.directValueSize else { return nil }
             return .set(
                 key: s.key, flags: s.entry.flags, version: s.entry.version,
-                expiresAtNanos: HybridCache.nanos(s.expiresAt!), ttlNanos: s.timeToLive.map { Int64($0 * 1e9) } ?? -1,
+                expiresAtNanos: HybridCache.nanos(s.expiresAt!), ttlNanos: s.timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
                 value: s.entry.bytes)
         case .touch(let t):
             guard t.forcedExtension == nil else { return nil }
@@ -240,7 +240,15 @@ extension HybridCache {
     }
 
     static func nanos(_ date: Date) -> Int64 {
-        date == .distantFuture ? -1 : Int64(date.timeIntervalSince1970 * 1e9)
+        date == .distantFuture ? -1 : max(0, clampedNanos(date.timeIntervalSince1970))
+    }
+
+    /// Seconds as nanoseconds, clamped to what an Int64 holds (a far date or an
+    /// "already expired" TTL must not trap).
+    static func clampedNanos(_ seconds: Double) -> Int64 {
+        let n = seconds * 1e9
+        guard n.isFinite else { return n > 0 ? .max : .min }
+        return n >= 9.2e18 ? .max - 1 : n <= -9.2e18 ? .min + 1 : Int64(n)
     }
 
     /// Applies a write of a committed group, in queue order.

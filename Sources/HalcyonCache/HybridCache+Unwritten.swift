@@ -22,10 +22,11 @@ extension HybridCache {
 
         var bytes: Int { entry.bytes.count + key.utf8.count + 64 }
 
-        /// The expiration the file is written with, counted from `countedFrom`.
+        /// The expiration the file is written with, counted from `countedFrom`: the
+        /// instant itself, so the file says exactly the lifetime the reply did (its TTL is
+        /// then the span from `countedFrom`, as the file format keeps it).
         var fileExpiration: StorageExpiration {
-            if let timeToLive { return .seconds(timeToLive) }
-            return expiresAt == .distantFuture ? .never : .date(expiresAt)
+            expiresAt == .distantFuture ? .never : .date(expiresAt)
         }
 
         func isLive(at now: Date) -> Bool { expiresAt > now }

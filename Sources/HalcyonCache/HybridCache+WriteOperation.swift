@@ -324,6 +324,8 @@ extension HybridCache {
     /// one's lifetime goes to its file), then every lifetime memory extended is written
     /// back, and files of entries memory still vouches for are spared.
     private func applyRemoveExpired(memory: Bool, disk: Bool, referenceDate: Date?) -> Result<Int, CacheError> {
+        // The files are the measure (the unwritten entries go to theirs first).
+        if disk { materializeAll() }
         let fromMemory = memory ? memoryStorage.removeExpired(referenceDate: referenceDate) : 0
         _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
         do throws(CacheError) {

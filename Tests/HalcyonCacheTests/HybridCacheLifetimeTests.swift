@@ -137,20 +137,20 @@ struct HybridCacheLifetimeTests {
     }
 
     @Test func trimKeepsWhatMemoryReadRecently() async throws {
-        // Files of 4,096 + header bytes; the limit holds four.
-        let fileBytes = 4_096 + UInt64(DiskFileHeader.size)
+        // Files of 4,096 + header + 5-byte key bytes (format 2 keeps the key); the limit holds four.
+        let fileBytes = 4_096 + UInt64(DiskStorage.FileHeader.size) + 5
         let f = HybridCacheFixture(memoryCostLimit: 1 << 20, diskSizeLimit: fileBytes * 4 + 1)
-        _ = try await Self.store(f, "hot", Self.ttl(1_000), bytes: 4_096)
+        _ = try await Self.store(f, "hot00", Self.ttl(1_000), bytes: 4_096)
         for i in 0..<3 {
             f.clock.advance(by: 1)
             _ = try await Self.store(f, "cold\(i)", Self.ttl(1_000), bytes: 4_096)
         }
         f.clock.advance(by: 1)
-        _ = try await Self.get(f, "hot")  // read from memory: its file's last access is the oldest
+        _ = try await Self.get(f, "hot00")  // read from memory: its file's last access is the oldest
         f.clock.advance(by: 1)
-        _ = try await Self.store(f, "new", Self.ttl(1_000), bytes: 4_096)  // over the limit: trims
+        _ = try await Self.store(f, "new00", Self.ttl(1_000), bytes: 4_096)  // over the limit: trims
         await f.drain()
-        #expect(try f.cache.diskStorage.meta(forKey: "hot") != nil)
+        #expect(try f.cache.diskStorage.meta(forKey: "hot00") != nil)
         #expect(try f.cache.diskStorage.meta(forKey: "cold0") == nil)
         // One measure: bytes on disk as stored, at or below half the limit after the trim.
         let usage = try await result { f.cache.totalSize(completion: $0) }.get()
