@@ -93,10 +93,10 @@ extension HybridCache {
     /// Writes a checkpoint when it lets a segment go (or when `force` and it moved),
     /// then deletes the segments before it. The files it vouches for are flushed first
     /// unless fsync is `never`, so a checkpoint never outruns the files it covers.
-    func checkpointIfUseful(_ wb: WriteBehind, force: Bool) {
+    func checkpointIfUseful(_ wb: WriteBehind, force: Bool, at explicit: Journal.Position? = nil) {
         dispatchPrecondition(condition: .onQueue(ioQueue))
         let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.entry.start }
-        var candidate = wb.writer.position
+        var candidate = explicit ?? wb.writer.position
         if let p = oldestTable, p < candidate { candidate = p }
         if let p = wb.oldestUnapplied, p < candidate { candidate = p }
         if let last = wb.lastCheckpoint, candidate <= last { return }
@@ -104,21 +104,30 @@ extension HybridCache {
         let freesSegment = candidate.segment > oldestSegment
         let now = Journal.Writer.monotonicNanos()
         guard freesSegment || force else { return }
+        if wb.config.fsync != .never { syncFileSystem(of: diskStorage.directoryPath) }
+        var deleted = 0
         do throws(CacheError) {
-            if wb.config.fsync != .never { syncFileSystem(of: diskStorage.directoryPath) }
+            if let explicit, candidate == explicit {
+                // Everything is in (synced) files: the segments can go even before the
+                // checkpoint is written, which on a full disk may not fit until they have.
+                deleted += try wb.writer.deleteSegments(before: candidate)
+            }
             try Journal.Checkpoint.write(candidate, directory: wb.directory)
             wb.lastCheckpoint = candidate
             wb.lastCheckpointNanos = now
-            let deleted = try wb.writer.deleteSegments(before: candidate)
-            for sequence in wb.segmentBytes.keys where sequence < candidate.segment {
-                wb.segmentBytes[sequence] = nil
-            }
-            wb.counters.withLock {
-                $0.checkpoints += 1
-                $0.segmentsDeleted += deleted
-            }
+            deleted += try wb.writer.deleteSegments(before: candidate)
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }
+        }
+        if deleted > 0 {
+            let live = Set((try? Journal.SegmentName.list(in: wb.directory)) ?? [])
+            for sequence in Array(wb.segmentBytes.keys) where !live.contains(sequence) {
+                wb.segmentBytes[sequence] = nil
+            }
+        }
+        wb.counters.withLock {
+            $0.checkpoints += wb.lastCheckpointNanos == now ? 1 : 0
+            $0.segmentsDeleted += deleted
         }
     }
 
@@ -134,7 +143,16 @@ extension HybridCache {
     func materializeAll() {
         guard let wb = writeBehind else { return }
         while materializeSlice(wb, files: 256) > 0 {}
-        checkpointIfUseful(wb, force: true)
+        // Everything is in files: a new segment lets the current one go too (this is how
+        // a trim after a full disk gives the journal its space back).
+        let empty = wb.table.withLock { $0.count == 0 } && wb.oldestUnapplied == nil
+        if empty, wb.writer.position.offset > UInt64(Journal.SegmentHeader.size),
+           let next = try? wb.writer.retire()
+        {
+            checkpointIfUseful(wb, force: true, at: next)
+        } else {
+            checkpointIfUseful(wb, force: true)
+        }
     }
 
     /// Test hook: runs `materializeAll` on the ioQueue after every queued job.

@@ -212,3 +212,55 @@ struct HybridCacheJournalTests {
         #expect(try await result { reopened.retrieve(forKey: "t", completion: $0) }.get().entry?.bytes == [1])
     }
 }
+
+@Suite("HybridCache journal, disk full")
+struct HybridCacheJournalDiskFullTests {
+    @Test func aFullJournalFailsTheWriteWithENOSPCReadsGoOnAndATrimLetsWritesResume() async throws {
+        let f = JournalCacheFixture()
+        let mountPoint = f.root.appendingPathComponent("journal-tmpfs").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard JournalTests.run("/bin/mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint]) else {
+            print("HybridCacheJournalDiskFullTests: skipping: cannot mount a tmpfs here")
+            return
+        }
+        defer { _ = JournalTests.run("/bin/umount", ["-l", mountPoint]) }
+        var memory = MemoryStorage.Config(totalCostLimit: 1 << 20)
+        memory.clock = f.clock
+        var disk = DiskStorage.Config(name: "test", directory: f.root)
+        disk.clock = f.clock
+        var config = HybridCache.Config(memory: memory, disk: disk)
+        config.sweepInterval = 0
+        var journal = HybridCache.JournalConfig(fsync: .never)
+        journal.directory = URL(fileURLWithPath: mountPoint + "/j")
+        let held = f.held
+        held.withLock { $0 = true }
+        journal.materializerHeld = { held.withLock { $0 } }
+        config.journal = journal
+        let cache = HybridCache(config: config)
+
+        let value = String(repeating: "x", count: 20_000)
+        var stored: [String] = []
+        var failure: CacheError?
+        for i in 0..<40 {
+            do {
+                _ = try await HybridCacheJournalTests.store(cache, "k\(i)", value)
+                stored.append("k\(i)")
+            } catch {
+                failure = error as? CacheError
+                break
+            }
+        }
+        #expect(failure?.reason == "cannotWriteJournal")
+        #expect(failure?.errno == ENOSPC)
+        #expect(!stored.isEmpty)
+        #expect(cache.stats().journal?.failedAppends ?? 0 >= 1)
+        // Reads go on, from memory and from the unwritten table.
+        cache.memoryStorage.removeAll()
+        for key in stored { #expect(try await HybridCacheJournalTests.read(cache, key) == value) }
+        // A trim writes the files and lets the journal's segments go: writes resume.
+        held.withLock { $0 = false }
+        _ = try await result { cache.trim(completion: $0) }.get()
+        #expect(try await HybridCacheJournalTests.store(cache, "after", "ok").stored)
+        for key in stored { #expect(try await HybridCacheJournalTests.read(cache, key) == value) }
+    }
+}
