@@ -80,16 +80,28 @@ extension HybridCache {
         /// Starts of records journaled by a group but not yet applied, oldest first.
         var unapplied: [Journal.Position] = []
         var unappliedHead = 0
-        /// Bytes of each live segment.
-        var segmentBytes: [UInt64: UInt64] = [:] {
-            didSet { journalBytesSnapshot.withLock { $0 = segmentBytes.values.reduce(0, +) } }
-        }
-        /// `journalBytes` for readers off the ioQueue.
-        let journalBytesSnapshot = Locked<UInt64>(0)
+        /// Bytes of each live segment, and when the last journaled write was made
+        /// (monotonic ns). A `Locked`: group commit (ioQueue) and inline stores (caller
+        /// threads, under the write book's lock) both note their appends.
+        let appends = Locked(Appends())
+        /// The materializer has a tick queued (set by whoever queues one).
+        let materializerScheduled = Locked(false)
         var lastCheckpoint: Journal.Position?
         var lastCheckpointNanos: UInt64 = 0
-        var materializerScheduled = false
-        var lastWriteNanos: UInt64 = 0
+
+        struct Appends {
+            var segmentBytes: [UInt64: UInt64] = [:]
+            var lastWriteNanos: UInt64 = 0
+            var journalBytes: UInt64 { segmentBytes.values.reduce(0, +) }
+        }
+
+        func noteAppend(ending end: Journal.Position) {
+            let now = Journal.Writer.monotonicNanos()
+            appends.withLock {
+                $0.segmentBytes[end.segment] = max($0.segmentBytes[end.segment] ?? 0, end.offset)
+                $0.lastWriteNanos = now
+            }
+        }
 
         init(writer: Journal.Writer, directory: String, config: JournalConfig, versions: VersionClock) {
             self.writer = writer
@@ -98,7 +110,7 @@ extension HybridCache {
             self.versions = versions
         }
 
-        var journalBytes: UInt64 { journalBytesSnapshot.withLock { $0 } }
+        var journalBytes: UInt64 { appends.withLock { $0.journalBytes } }
 
         var isHeld: Bool { config.materializerHeld?() ?? false }
 
@@ -150,6 +162,7 @@ extension HybridCache {
             case .wholeCache: book.wholeCache += 1
             }
             book.queued += 1
+            book.jobs += 1
             book.epoch &+= 1
             book.journalQueue.append(pending)
             ioQueue.async(execute: job)
@@ -200,8 +213,7 @@ extension HybridCache {
             for p in owners { p.failure = error }
             return
         }
-        wb.lastWriteNanos = Journal.Writer.monotonicNanos()
-        wb.segmentBytes[end.segment] = end.offset
+        wb.noteAppend(ending: end)
         var offset = end.offset - UInt64(size)
         for (p, record) in zip(owners, records) {
             let start = Journal.Position(segment: end.segment, offset: offset)
@@ -209,7 +221,7 @@ extension HybridCache {
             wb.unapplied.append(start)
             offset += UInt64(Journal.RecordCodec.framedSize(record))
         }
-        if !wb.materializerScheduled { scheduleMaterializer(wb) }
+        kickMaterializer(wb)
     }
 
     /// The record a write leaves in the journal; nil when it needs none (a write to
@@ -272,7 +284,7 @@ extension HybridCache {
                 wb.counters.withLock { $0.directWrites += 1 }
                 do throws(CacheError) {
                     let end = try wb.writer.append([.written(name: name, version: s.entry.version)])
-                    wb.segmentBytes[end.segment] = end.offset
+                    wb.noteAppend(ending: end)
                 } catch {
                     // The file holds the value; only a replay of an older unwritten value
                     // could hide it, and the table has none now. Counted, not fatal.
@@ -309,6 +321,44 @@ extension HybridCache {
                 expiresAt: expiresAt, timeToLive: s.timeToLive, extendedAt: now,
                 diskExpiresAt: expiresAt, forcedExtension: nil))
         return .success(StoreResult(stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt)))
+    }
+
+    // MARK: Inline journaled sets
+
+    /// A set while the ioQueue has no request queued, journaled and applied on the caller's thread
+    /// under the write book's lock (one `write` of its record, then memory and the
+    /// unwritten table), so its reply needs no hop through the ioQueue. Nil when it must
+    /// queue: a write to the key (or a whole-cache write) is queued, a bound is reached
+    /// (the queued path waits), `--fsync always` (no device flush under the lock), a
+    /// forced extension, memory only, or a value written straight to its file.
+    ///
+    /// Order: with nothing queued it is as if it ran on the idle ioQueue at once (only
+    /// the materializer, the sweep or a write-back drain may be running there; they
+    /// take the same locks). The checkpoint reads the journal's end under this lock.
+    func storeInlineJournaled(_ operation: WriteOperation, key: String) -> Result<WriteOutcome, CacheError>? {
+        guard let wb = writeBehind, wb.config.fsync != .always, case .store(var s) = operation,
+              s.toDisk, s.forcedExtension == nil, s.entry.bytes.count < wb.config.directValueSize
+        else { return nil }
+        return writes.withLock { book -> Result<WriteOutcome, CacheError>? in
+            guard book.jobs == 0, wb.pressure() < 1 else { return nil }
+            book.epoch &+= 1
+            book.inlineEpoch &+= 1
+            if s.countedFrom == nil { s.countedFrom = config.disk.clock.now() }
+            s.entry.version = wb.versions.next()
+            guard let record = journalRecord(for: .store(s), wb) else { return nil }
+            let size = UInt64(Journal.RecordCodec.framedSize(record))
+            let end: Journal.Position
+            do throws(CacheError) {
+                end = try wb.writer.append([record])
+            } catch {
+                wb.counters.withLock { $0.failedAppends += 1 }
+                return .failure(error)
+            }
+            wb.noteAppend(ending: end)
+            let result = storeUnwritten(s, start: Journal.Position(segment: end.segment, offset: end.offset - size), wb)
+            kickMaterializer(wb)
+            return result.map { .stored($0) }
+        }
     }
 
     // MARK: Bounds
@@ -420,7 +470,7 @@ extension HybridCache {
         for sequence in (try? Journal.SegmentName.list(in: directory)) ?? [] {
             var st = stat()
             if stat(directory + "/" + Journal.SegmentName.name(sequence), &st) == 0 {
-                wb.segmentBytes[sequence] = UInt64(st.st_size)
+                wb.appends.withLock { $0.segmentBytes[sequence] = UInt64(st.st_size) }
             }
         }
         wb.table.withLock { $0 = table }
@@ -449,7 +499,7 @@ extension HybridCache {
         let (entries, bytes) = wb.table.withLock { ($0.count, $0.bytes) }
         s.unwrittenEntries = entries
         s.unwrittenBytes = bytes
-        s.bytes = wb.journalBytesSnapshot.withLock { $0 }
+        s.bytes = wb.journalBytes
         return s
     }
 }

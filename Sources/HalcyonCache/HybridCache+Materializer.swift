@@ -17,10 +17,19 @@ extension HybridCache {
     /// load pauses or the bounds fill.
     static let materializerIdleNanos: UInt64 = 3_000_000
 
+    /// Queues a tick unless one is queued. Any thread.
+    func kickMaterializer(_ wb: WriteBehind) {
+        let claimed = wb.materializerScheduled.withLock { scheduled -> Bool in
+            defer { scheduled = true }
+            return !scheduled
+        }
+        if claimed { ioQueue.async { [weak self] in self?.materializerTick() } }
+    }
+
     /// Queues the next slice. ioQueue only.
     func scheduleMaterializer(_ wb: WriteBehind, after delay: DispatchTimeInterval? = nil) {
         dispatchPrecondition(condition: .onQueue(ioQueue))
-        wb.materializerScheduled = true
+        wb.materializerScheduled.withLock { $0 = true }
         let job: @Sendable () -> Void = { [weak self] in self?.materializerTick() }
         if let delay {
             ioQueue.asyncAfter(deadline: .now() + delay, execute: job)
@@ -34,13 +43,14 @@ extension HybridCache {
     /// meanwhile, so an acknowledgement waits for at most one slice.
     private func materializerTick() {
         guard let wb = writeBehind else { return }
-        wb.materializerScheduled = false
+        wb.materializerScheduled.withLock { $0 = false }
         if wb.isHeld {
             scheduleMaterializer(wb, after: .milliseconds(10))
             return
         }
         let pressure = wb.pressure()
-        let idle = Journal.Writer.monotonicNanos() &- wb.lastWriteNanos >= HybridCache.materializerIdleNanos
+        let lastWrite = wb.appends.withLock { $0.lastWriteNanos }
+        let idle = Journal.Writer.monotonicNanos() &- lastWrite >= HybridCache.materializerIdleNanos
         // Below 30 % the files wait for a pause in the load; above, the materializer's
         // share of the queue grows with the pressure (one file per millisecond, then a
         // few per queue turn, then many).
@@ -95,12 +105,17 @@ extension HybridCache {
     /// unless fsync is `never`, so a checkpoint never outruns the files it covers.
     func checkpointIfUseful(_ wb: WriteBehind, force: Bool, at explicit: Journal.Position? = nil) {
         dispatchPrecondition(condition: .onQueue(ioQueue))
-        let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.entry.start }
-        var candidate = explicit ?? wb.writer.position
-        if let p = oldestTable, p < candidate { candidate = p }
+        // Under the write book's lock: an inline store appends and enters the table under
+        // it, so the journal's end is never read between the two.
+        var candidate = writes.withLock { _ -> Journal.Position in
+            let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.entry.start }
+            var c = explicit ?? wb.writer.position
+            if let p = oldestTable, p < c { c = p }
+            return c
+        }
         if let p = wb.oldestUnapplied, p < candidate { candidate = p }
         if let last = wb.lastCheckpoint, candidate <= last { return }
-        let oldestSegment = wb.segmentBytes.keys.min() ?? candidate.segment
+        let oldestSegment = wb.appends.withLock { $0.segmentBytes.keys.min() } ?? candidate.segment
         let freesSegment = candidate.segment > oldestSegment
         let now = Journal.Writer.monotonicNanos()
         guard freesSegment || force else { return }
@@ -121,8 +136,8 @@ extension HybridCache {
         }
         if deleted > 0 {
             let live = Set((try? Journal.SegmentName.list(in: wb.directory)) ?? [])
-            for sequence in Array(wb.segmentBytes.keys) where !live.contains(sequence) {
-                wb.segmentBytes[sequence] = nil
+            wb.appends.withLock { a in
+                for sequence in Array(a.segmentBytes.keys) where !live.contains(sequence) { a.segmentBytes[sequence] = nil }
             }
         }
         wb.counters.withLock {
