@@ -13,12 +13,13 @@
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
 #   --out FILE       report path (default Benchmarks/results/compare.md)
-#   --only LIST      comma-separated sections: main,policies,disk,memset,atomic (default all)
+#   --only LIST      comma-separated sections: main,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
 # Environment: DISK_KEYS (keys per disk-read round, default 10000), KEYS (key space, default 10000),
-#   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning").
+#   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning"),
+#   SUSTAINED_SECONDS (the wal section's sustained set load, default 60).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -27,7 +28,7 @@ cell_seconds=1
 warmup=0.5
 repeat=3
 out="$here/results/compare.md"
-only="main,policies,disk,memset,atomic"
+only="main,policies,disk,memset,atomic,wal"
 halcyond=""
 build=1
 keys="${KEYS:-10000}"
@@ -97,15 +98,13 @@ redis-server --port 0 --unixsocket "$tmp/redis.sock" --unixsocketperm 700 --save
     --logfile "$tmp/redis.log" &
 redis_pid=$!
 pids+=($!); wait_socket "$tmp/redis.sock" $! redis
-# A second Redis with the append-only file (fsync every second) for the incr section:
-# halcyond answers an incr once its file write reached the kernel, which is what AOF
-# everysec gives Redis.
-if want atomic; then
-    redis-server --port 0 --unixsocket "$tmp/redisaof.sock" --unixsocketperm 700 --save '' --appendonly yes \
-        --appendfsync everysec --dir "$tmp" --appendfilename redis.aof --logfile "$tmp/redisaof.log" &
-    redisaof_pid=$!
-    pids+=($!); wait_socket "$tmp/redisaof.sock" $! redisaof
-fi
+# The write anchor: Redis with the same crash guarantee as halcyond's journal (an
+# acknowledged write survives kill -9), fsync once a second.
+mkdir -p "$tmp/aof"
+redis-server --port 0 --unixsocket "$tmp/redisaof.sock" --unixsocketperm 700 --save '' --appendonly yes \
+    --appendfsync everysec --dir "$tmp/aof" --logfile "$tmp/redisaof.log" &
+redisaof_pid=$!
+pids+=($!); wait_socket "$tmp/redisaof.sock" $! redisaof
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 memcached_pid=$!
@@ -119,7 +118,7 @@ start_halcyond() {
 }
 start_halcyond
 declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/h.sock" [redisaof]="$tmp/redisaof.sock")
-declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid" [redisaof]="${redisaof_pid:-0}")
+declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid" [redisaof]="$redisaof_pid")
 clk_tck="$(getconf CLK_TCK)"
 # cpu_ticks PID: user + system CPU time the process has used, in clock ticks (/proc/PID/stat).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
@@ -369,6 +368,46 @@ if want atomic; then
         done
     done
     echo >>"$report"
+fi
+
+# ------------------------------------------------------------------ 6. writes against Redis with AOF
+if want wal; then
+    log "section: writes (journal) vs redis appendonly everysec"
+    {
+        echo "## Writes against Redis with \`appendonly yes\`, \`appendfsync everysec\` (value 100 B)"
+        echo
+        echo "Both acknowledge a write once it would survive kill -9 (halcyond: in its write-ahead journal, fsync every second by default). Mixed: 9 gets to 1 set over keys set beforehand."
+        echo
+        echo "| load | conns | pipeline | redis AOF | halcyond | halcyond/redis-AOF | redis p50/p99 µs | halcyond p50/p99 µs | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for spec in "set 1 1" "set 8 16" "mixed 1 1" "mixed 8 16" "mixed 64 16"; do
+        read -r op c p <<<"$spec"
+        extra=(--op "$op" --value-size 100 --conns "$c" --pipeline "$p" --key-prefix "w:")
+        [ "$op" = set ] && extra+=(--no-prefill)
+        cell redisaof,halcyon "${common[@]}" "${extra[@]}"
+        r="${med[redisaof]}"; h="${med[halcyon]}"
+        label="$op"; [ "$op" = mixed ] && label="9 get : 1 set"
+        echo "| $label | $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(notes "$h") |" >>"$report"
+    done
+    sustained="${SUSTAINED_SECONDS:-60}"
+    log "sustained sets: $sustained s over 100000 keys"
+    r="$(run redisaof --op set --value-size 100 --conns 8 --pipeline 16 --keys 100000 --seconds "$sustained" --warmup 1 --no-prefill --key-prefix "sus:")"
+    h="$(run halcyon --op set --value-size 100 --conns 8 --pipeline 16 --keys 100000 --seconds "$sustained" --warmup 1 --no-prefill --key-prefix "sus:")"
+    stats="$(printf '{"jsonrpc":"2.0","id":1,"method":"cache.stats"}\n' | timeout 10 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
+print(s.makefile().readline().strip())' "$tmp/h.sock" 2>/dev/null || echo "(stats unavailable)")"
+    {
+        echo "| sustained set, ${sustained} s, 100,000 keys | 8 | 16 | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(notes "$h") |"
+        echo
+        echo "halcyond \`cache.stats\` right after the sustained load (journal bytes, unwritten entries, files written, group sizes, stalls):"
+        echo
+        echo '```'
+        echo "$stats"
+        echo '```'
+        echo
+    } >>"$report"
 fi
 
 {

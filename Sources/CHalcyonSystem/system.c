@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <unistd.h>
 
 int hc_open_noatime(const char *path) {
     int fd;
@@ -51,4 +52,8 @@ int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec
     times[1].tv_sec = (time_t)mtime_sec;
     times[1].tv_nsec = mtime_nsec;
     return utimensat(dirfd, path, times, AT_SYMLINK_NOFOLLOW);
+}
+
+int hc_syncfs(int fd) {
+    return syncfs(fd);
 }

@@ -23,6 +23,10 @@ public enum CacheError: Error, Sendable, Equatable {
     /// The write-ahead journal could not be created, written or synced (ENOSPC, EIO,
     /// EROFS, ...): the write it carried was not made durable and did not happen.
     case cannotWriteJournal(path: String, errno: Int32)
+    /// The journal or the entries not yet written to their files reached their bound
+    /// and stayed there for the whole wait: the write was refused and did not happen.
+    /// Nothing acknowledged is dropped; retry later.
+    case diskBacklog(journalBytes: UInt64, unwrittenBytes: UInt64)
     /// The request was cancelled. `started` tells whether its work ran (its effects
     /// stand; only the result was withdrawn) or never began.
     case cancelled(started: Bool)
@@ -37,6 +41,7 @@ public enum CacheError: Error, Sendable, Equatable {
         case .cannotRemoveCacheFile: return "cannotRemoveCacheFile"
         case .invalidKey: return "invalidKey"
         case .cannotWriteJournal: return "cannotWriteJournal"
+        case .diskBacklog: return "diskBacklog"
         case .cancelled: return "requestCancelled"
         }
     }
@@ -48,7 +53,7 @@ public enum CacheError: Error, Sendable, Equatable {
              .cannotSetCacheFileAttribute(_, let e), .cannotLoadDataFromDisk(_, let e),
              .cannotRemoveCacheFile(_, let e), .cannotWriteJournal(_, let e):
             return e
-        case .invalidKey, .cancelled:
+        case .invalidKey, .cancelled, .diskBacklog:
             return nil
         }
     }

@@ -46,6 +46,48 @@ public struct CacheStats: Sendable, Equatable {
     public var extensionWriteBacks: Int = 0
     /// Periodic sweeps run.
     public var sweeps: Int = 0
+    /// The write-ahead journal and the write-behind materializer; nil without a journal.
+    public var journal: JournalStats? = nil
+
+    public init() {}
+}
+
+/// The journal's part of `CacheStats` (see Docs/ARCHITECTURE.md, "The write-ahead journal").
+public struct JournalStats: Sendable, Equatable {
+    /// Bytes in the journal's segments on disk now.
+    public var bytes: UInt64 = 0
+    /// Entries (and their bytes) acknowledged but not yet written to their per-key files.
+    public var unwrittenEntries: Int = 0
+    public var unwrittenBytes: Int = 0
+    /// Per-key files the materializer wrote, and how many of those writes failed.
+    public var filesWritten: Int = 0
+    public var fileWriteFailures: Int = 0
+    /// Group commits (one write each) and the records in them; the largest group; groups
+    /// by size: 1, 2–4, 5–16, 17–64, 65 and more.
+    public var groups: Int = 0
+    public var records: Int = 0
+    public var largestGroup: Int = 0
+    public var groupSizes: [Int] = [0, 0, 0, 0, 0]
+    /// fdatasync calls and failures; the lag from the oldest unsynced append to its sync
+    /// (last and largest), in milliseconds.
+    public var syncs: Int = 0
+    public var syncFailures: Int = 0
+    public var lastSyncLagMillis: Double = 0
+    public var maxSyncLagMillis: Double = 0
+    /// Appends that failed (ENOSPC, EIO, ...): each failed the writes it carried.
+    public var failedAppends: Int = 0
+    /// Groups that found a bound reached and waited for the materializer, and writes
+    /// refused with `diskBacklog` after the wait.
+    public var stalls: Int = 0
+    public var backlogRefusals: Int = 0
+    /// Checkpoints written and segments deleted since start.
+    public var checkpoints: Int = 0
+    public var segmentsDeleted: Int = 0
+    /// Values written straight to their file (too large to journal).
+    public var directWrites: Int = 0
+    /// At start: records replayed and how long the replay took.
+    public var replayedRecords: Int = 0
+    public var replayMillis: Double = 0
 
     public init() {}
 }

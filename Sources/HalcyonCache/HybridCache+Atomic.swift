@@ -148,6 +148,12 @@ extension HybridCache {
         if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: ExpirationExtending.none) {
             return LiveEntry(entry: entry, expiresAt: meta.expiration)
         }
+        // A journaled write not yet in its file is newer than the file: the file must not answer.
+        switch unwrittenLookup(forKey: key, forcedExtension: forcedExtension, at: config.disk.clock.now()) {
+        case .live(let e): return LiveEntry(entry: e.entry, expiresAt: e.expiresAt)
+        case .expired: return nil
+        case .absent: break
+        }
         guard diskStorage.isReady else { return nil }
         guard let (entry, meta) = try diskStorage.valueAndMeta(
             forKey: key, extendingExpiration: ExpirationExtending.none, forcedExtension: forcedExtension)

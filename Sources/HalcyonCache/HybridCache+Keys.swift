@@ -65,13 +65,26 @@ extension HybridCache {
         if case .disk(let after) = position {
             if diskStorage.isReady {
                 do throws(CacheError) {
+                    // Journaled writes not yet in their files are listed by file name with the
+                    // files. The table is read before the folder: the write-behind writes a file
+                    // before it drops the entry, so a key moving from one to the other during
+                    // this page is seen in at least one, and counted once.
+                    let unwritten = unwrittenKeys(prefix: prefix)
                     // Every file, expired or not: a resident copy may vouch for a file whose
                     // own times lag behind the lifetime memory extended.
                     let listed = try diskStorage.listKeys(
                         prefix: prefix, after: after, limit: limit, referenceDate: Date(timeIntervalSince1970: 0))
                     let now = config.disk.clock.now()
-                    for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil {
+                    var seen = Set<String>()
+                    for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil
+                        || unwritten[found.key] != nil {
                         page.keys.append(found.key)
+                        seen.insert(found.key)
+                    }
+                    for (key, name) in unwritten where !seen.contains(key) {
+                        let afterCursor = after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true
+                        let beforeEnd = listed.nextCursor.map { !$0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true
+                        if afterCursor && beforeEnd { page.keys.append(key) }
                     }
                     if let next = listed.nextCursor {
                         page.cursor = "d" + next
@@ -93,6 +106,18 @@ extension HybridCache {
         return .success(page)
     }
 
+    /// The live journaled entries not yet in their files whose keys start with `prefix`:
+    /// key → file name. Empty without a journal.
+    private func unwrittenKeys(prefix: String) -> [String: String] {
+        guard let writeBehind else { return [:] }
+        let now = config.disk.clock.now()
+        return writeBehind.table.withLock { table in
+            var found: [String: String] = [:]
+            for (name, e) in table.entries where e.isLive(at: now) && e.key.hasPrefix(prefix) { found[e.key] = name }
+            return found
+        }
+    }
+
     /// Whether `cursor` could have come from `listKeys` (nil starts a listing).
     public static func isValidKeyCursor(_ cursor: String?) -> Bool {
         KeyCursor(cursor) != nil
@@ -110,6 +135,7 @@ extension HybridCache {
     ) -> CacheTask {
         enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
             var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))
+            keys.formUnion(unwrittenKeys(prefix: prefix).keys)
             if diskStorage.isReady {
                 var cursor: String?
                 repeat {
@@ -127,8 +153,7 @@ extension HybridCache {
             }
             var removed = 0
             for key in keys {
-                let live = memoryStorage.meta(forKey: key) != nil
-                    || ((try? diskStorage.meta(forKey: key)) ?? nil) != nil
+                let live = (try? liveEntry(forKey: key, forcedExtension: nil)) != nil
                 switch perform(.remove(key: key, fromMemory: true, fromDisk: true, forcedExtension: nil)) {
                 case .success(.removed(let n)) where n > 0 && live: removed += 1
                 case .success: break

@@ -61,6 +61,8 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch, completion: @escaping @Sendable (Result<DiskUsage, CacheError>) -> Void
     ) -> CacheTask {
         enqueue(write: nil, callbackQueue, .normal, completion) { [self] in
+            // The files are the measure: unwritten entries are written first.
+            materializeAll()
             do throws(CacheError) {
                 let usage = DiskUsage(bytes: try diskStorage.totalSize(), count: try diskStorage.count())
                 diskUsage.withLock { $0 = usage }

@@ -138,9 +138,17 @@ extension HybridCache {
         let miss = EntryDescription(cacheType: .none, size: 0, flags: 0, expiresAt: nil, lastAccessAt: nil)
         if memoryOnly { return .success(miss) }
         do throws(CacheError) {
-            guard let meta = try diskStorage.meta(
-                forKey: key, referenceDate: options.referenceDate, forcedExtension: options.forcedExtension)
-            else { return .success(miss) }
+            let found: DiskStorage.FileMeta?
+            switch unwrittenLookup(
+                forKey: key, forcedExtension: options.forcedExtension, at: options.referenceDate ?? config.disk.clock.now())
+            {
+            case .live(let e): found = e.meta(url: diskStorage.cacheFileURL(forKey: key))
+            case .expired: found = nil
+            case .absent:
+                found = try diskStorage.meta(
+                    forKey: key, referenceDate: options.referenceDate, forcedExtension: options.forcedExtension)
+            }
+            guard let meta = found else { return .success(miss) }
             return .success(EntryDescription(
                 cacheType: .disk, size: Int(meta.size), flags: meta.flags,
                 expiresAt: HybridCache.optionalDate(meta.expiration), lastAccessAt: meta.lastAccess,
@@ -175,10 +183,18 @@ extension HybridCache {
         forKey key: String, options: Options, putBackIf: (WriteBook) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         do throws(CacheError) {
-            guard let (entry, meta) = try diskStorage.valueAndMeta(
-                forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none,
-                forcedExtension: options.forcedExtension)
-            else {
+            let found: (entry: CacheEntry, meta: DiskStorage.FileMeta)?
+            switch unwrittenLookup(
+                forKey: key, forcedExtension: options.forcedExtension, at: options.referenceDate ?? config.disk.clock.now())
+            {
+            case .live(let e): found = (e.entry, e.meta(url: diskStorage.cacheFileURL(forKey: key)))
+            case .expired: found = nil
+            case .absent:
+                found = try diskStorage.valueAndMeta(
+                    forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none,
+                    forcedExtension: options.forcedExtension)
+            }
+            guard let (entry, meta) = found else {
                 counters.withLock { $0.diskMisses += 1 }
                 return .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
             }

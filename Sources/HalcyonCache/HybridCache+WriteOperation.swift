@@ -92,8 +92,9 @@ extension HybridCache {
     ///   write book's lock held (`inline: true`).
     func perform(_ operation: WriteOperation, inline: Bool = false) -> Result<WriteOutcome, CacheError> {
         if !inline { dispatchPrecondition(condition: .onQueue(ioQueue)) }
+        // With a journal, `enqueueJournaled` has appended the operation's record (and
+        // stamped it) before this runs; stamping again changes nothing.
         let operation = operation.stamped(config.disk.clock.now(), versions: versions)
-        // A journal appends `operation` here, before it is applied.
         switch operation {
         case .store(let s):
             let result = s.toDisk ? storeInBothTiers(s) : storeInMemoryOnly(s, inline: inline)
@@ -127,7 +128,10 @@ extension HybridCache {
         _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
         _ map: @escaping @Sendable (WriteOutcome) -> T
     ) -> CacheTask {
-        enqueue(write: scope, callbackQueue, priority, completion) { [self] in
+        if writeBehind != nil {
+            return enqueueJournaled(operation, scope: scope, callbackQueue, priority, completion, map)
+        }
+        return enqueue(write: scope, callbackQueue, priority, completion) { [self] in
             perform(operation).map(map)
         }
     }
@@ -165,6 +169,8 @@ extension HybridCache {
         let done = DispatchSemaphore(value: 0)
         ioQueue.async { [self] in
             _ = perform(.writeBack(memoryStorage.takeAllWriteBacks()))
+            // Everything acknowledged is in the journal; make it reach the device too.
+            if let writeBehind, writeBehind.config.fsync != .never { try? writeBehind.writer.sync() }
             done.signal()
         }
         done.wait()
@@ -176,7 +182,7 @@ extension HybridCache {
         var failed = 0
         for record in records {
             do throws(CacheError) {
-                if try diskStorage.writeBack(record) { written += 1 }
+                if try writeBackDiskCopy(record) { written += 1 }
             } catch {
                 failed += 1
             }
@@ -200,9 +206,7 @@ extension HybridCache {
             guard let meta else {
                 // Already expired: nothing stored; an older value must not outlive this write.
                 memoryStorage.remove(forKey: s.key)
-                if try diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension) {
-                    adjustDiskUsage(replacing: old, with: nil)
-                }
+                _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
                 return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil))
             }
             adjustDiskUsage(replacing: old, with: meta)
@@ -217,9 +221,7 @@ extension HybridCache {
                 version: s.entry.version))
         } catch {
             memoryStorage.remove(forKey: s.key)
-            if (try? diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension)) == true {
-                adjustDiskUsage(replacing: old, with: nil)
-            }
+            _ = try? removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
             return .failure(error)
         }
     }
@@ -236,11 +238,8 @@ extension HybridCache {
             stored: stored, size: s.entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate),
             version: stored ? s.entry.version : nil)
         guard !inline, diskStorage.isReady else { return .success(result) }
-        let old = existingFile(forKey: s.key, forcedExtension: s.forcedExtension)
         do throws(CacheError) {
-            if try diskStorage.remove(forKey: s.key, forcedExtension: s.forcedExtension) {
-                adjustDiskUsage(replacing: old, with: nil)
-            }
+            _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
             return .success(result)
         } catch {
             return .failure(error)
@@ -257,15 +256,12 @@ extension HybridCache {
             if let resident = memoryStorage.meta(forKey: t.key), resident.hasDiskCopy {
                 if t.expiration.isExpired || Lifetime.end(of: t.expiration, from: now) <= now {
                     memoryStorage.remove(forKey: t.key)
-                    let old = existingFile(forKey: t.key, forcedExtension: t.forcedExtension)
-                    if try diskStorage.remove(forKey: t.key, forcedExtension: t.forcedExtension) {
-                        adjustDiskUsage(replacing: old, with: nil)
-                    }
+                    _ = try removeDiskCopy(forKey: t.key, forcedExtension: t.forcedExtension)
                     return .success(TouchResult(touched: true, expiresAt: .distantPast))
                 }
                 let expiresAt = t.expiresAt!
                 let timeToLive = t.expiration.timeToLive(from: now)
-                let wrote = try diskStorage.writeBack(.init(
+                let wrote = try writeBackDiskCopy(.init(
                     key: t.key, forcedExtension: t.forcedExtension, expiresAt: expiresAt, timeToLive: timeToLive,
                     extendedAt: now))
                 guard wrote else {
@@ -280,9 +276,10 @@ extension HybridCache {
                         forcedExtension: t.forcedExtension))
                 return .success(TouchResult(touched: true, expiresAt: HybridCache.optionalDate(expiresAt)))
             }
-            let diskMeta = try diskStorage.touch(
-                forKey: t.key, expiration: t.expiration, forcedExtension: t.forcedExtension)
-            if diskMeta?.expiration == .distantPast { adjustDiskUsage(replacing: diskMeta, with: nil) }
+            let unwritten = unwrittenLookup(forKey: t.key, forcedExtension: t.forcedExtension, at: now)
+            let diskMeta = try touchDiskCopy(
+                forKey: t.key, expiration: t.expiration, forcedExtension: t.forcedExtension, now: now)
+            if case .absent = unwritten, diskMeta?.expiration == .distantPast { adjustDiskUsage(replacing: diskMeta, with: nil) }
             // A memory-only entry: its memory expiration is its lifetime.
             let memoryDate = diskMeta == nil ? memoryStorage.touch(forKey: t.key, expiration: t.memoryExpiration) : nil
             let expiresAt = diskMeta.map(\.expiration) ?? memoryDate
@@ -297,9 +294,7 @@ extension HybridCache {
         // Memory alone: the disk copy stays, and gets the lifetime memory extended.
         let inMemory = fromMemory && memoryStorage.remove(forKey: key, writingBack: !fromDisk)
         do throws(CacheError) {
-            let old = fromDisk ? existingFile(forKey: key, forcedExtension: forcedExtension) : nil
-            let onDisk = fromDisk ? try diskStorage.remove(forKey: key, forcedExtension: forcedExtension) : false
-            if onDisk { adjustDiskUsage(replacing: old, with: nil) }
+            let onDisk = fromDisk ? try removeDiskCopy(forKey: key, forcedExtension: forcedExtension) : false
             if inMemory || onDisk { counters.withLock { $0.removals += 1 } }
             return .success(inMemory || onDisk)
         } catch {
@@ -314,7 +309,14 @@ extension HybridCache {
         let fromMemory = memory ? memoryStorage.removeAll(writingBack: !disk) : 0
         if memory && !disk { _ = applyWriteBacks(memoryStorage.takeWriteBacks()) }
         do throws(CacheError) {
-            let fromDisk = disk ? try diskStorage.removeAll() : 0
+            var unwritten = 0
+            if disk, let writeBehind {
+                unwritten = writeBehind.table.withLock { t in
+                    defer { t.removeAll() }
+                    return t.count
+                }
+            }
+            let fromDisk = disk ? max(unwritten, try diskStorage.removeAll()) : 0
             if disk { diskUsage.withLock { $0 = DiskUsage(bytes: 0, count: 0) } }
             return .success(max(fromMemory, fromDisk))
         } catch {
@@ -326,6 +328,8 @@ extension HybridCache {
     /// one's lifetime goes to its file), then every lifetime memory extended is written
     /// back, and files of entries memory still vouches for are spared.
     private func applyRemoveExpired(memory: Bool, disk: Bool, referenceDate: Date?) -> Result<Int, CacheError> {
+        // The files are the measure (the unwritten entries go to theirs first).
+        if disk { materializeAll() }
         let fromMemory = memory ? memoryStorage.removeExpired(referenceDate: referenceDate) : 0
         _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
         do throws(CacheError) {
@@ -343,6 +347,7 @@ extension HybridCache {
     }
 
     private func applyTrim() -> Result<TrimResult, CacheError> {
+        materializeAll()
         _ = applyWriteBacks(memoryStorage.takeAllWriteBacks())
         do throws(CacheError) {
             let removed = try diskStorage.removeSizeExceededValues(recentAccess: residentAccesses()).count

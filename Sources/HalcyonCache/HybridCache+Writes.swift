@@ -42,7 +42,7 @@ extension HybridCache {
             // held across disk I/O). The memory store happens under the same lock, so a
             // concurrent disk read cannot put an older value back after it.
             let result = writes.withLock { book -> Result<WriteOutcome, CacheError>? in
-                guard !book.mustQueue(key), !diskStorage.mayHold(key: key, forcedExtension: options.forcedExtension)
+                guard !book.mustQueue(key), !mayHoldDiskCopy(key: key, forcedExtension: options.forcedExtension)
                 else { return nil }
                 book.epoch &+= 1
                 book.inlineEpoch &+= 1
@@ -51,6 +51,9 @@ extension HybridCache {
             if let result {
                 return runInline(callbackQueue, options.priority, completion) { result.map(HybridCache.storeResult) }
             }
+        }
+        if let result = storeInlineJournaled(operation, key: key) {
+            return runInline(callbackQueue, options.priority, completion) { result.map(HybridCache.storeResult) }
         }
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion, HybridCache.storeResult)
     }

@@ -45,6 +45,9 @@ public final class HybridCache: @unchecked Sendable {
         /// Seconds between sweeps on the ioQueue that remove expired entries of both tiers
         /// and enforce the disk size limit. Default 600; 0 or less disables the sweep.
         public var sweepInterval: TimeInterval = 600
+        /// The write-ahead journal (see `JournalConfig`); nil (default) = none: every
+        /// disk write reaches its file before its reply.
+        public var journal: JournalConfig? = nil
 
         public init(memory: MemoryStorage.Config, disk: DiskStorage.Config) {
             self.memory = memory
@@ -167,8 +170,13 @@ public final class HybridCache: @unchecked Sendable {
     /// Written on the ioQueue only; read by `stats()` from any thread.
     let diskUsage = Locked<DiskUsage?>(nil)
     let sweepTimer: RepeatingTimer?
-    /// Hands out the version of every stored entry (`perform` stamps each store with one).
-    let versions = VersionClock()
+    /// Hands out the version of every stored entry (each store is stamped with one before
+    /// its journal record is written). The journal's clock when there is a journal, so
+    /// versions replayed at start are never handed out again.
+    let versions: VersionClock
+    /// The journal and the write-behind state; nil without a journal (or when the disk
+    /// tier or the journal folder is not usable: then writes go to files directly).
+    let writeBehind: WriteBehind?
 
     /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
     /// happened while it was reading (then it must not put its older value into memory).
@@ -179,10 +187,17 @@ public final class HybridCache: @unchecked Sendable {
         var wholeCache = 0
         /// All writes queued or running.
         var queued = 0
+        /// Every request job queued or running on the ioQueue (reads, `debugSleep` and
+        /// writes): an inline journaled set runs only when this is 0, so it can never
+        /// overtake anything a client asked for earlier.
+        var jobs = 0
         /// Bumped by every write at enqueue and every inline write.
         var epoch: UInt64 = 0
         /// Bumped by inline writes only (the ones that do not run on the ioQueue).
         var inlineEpoch: UInt64 = 0
+
+        /// Journaled writes queued and not yet taken by a group commit, in queue order.
+        var journalQueue: [PendingWrite] = []
 
         func mustQueue(_ key: String) -> Bool {
             wholeCache > 0 || perKey[key] != nil
@@ -202,7 +217,12 @@ public final class HybridCache: @unchecked Sendable {
     public init(config: Config) {
         self.config = config
         memoryStorage = MemoryStorage.Backend(config: config.memory)
-        diskStorage = DiskStorage.Backend(config: config.disk)
+        let disk = DiskStorage.Backend(config: config.disk)
+        diskStorage = disk
+        writeBehind = config.journal.flatMap {
+            HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock)
+        }
+        versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
         let queue = DispatchQueue(label: "halcyon.HybridCache.ioQueue")
         ioQueue = queue
         sweepTimer = config.sweepInterval > 0
@@ -213,7 +233,11 @@ public final class HybridCache: @unchecked Sendable {
         memoryStorage.setWriteBackHandler { [weak self] in self?.scheduleWriteBackDrain() }
         // The first ioQueue job: list the disk folder once, so stores can check the size
         // limit without listing it again.
-        ioQueue.async { [self] in recountDiskUsage() }
+        ioQueue.async { [self] in
+            recountDiskUsage()
+            // Replayed entries go to their files in the background.
+            if let writeBehind, writeBehind.table.withLock({ $0.count }) > 0 { scheduleMaterializer(writeBehind) }
+        }
     }
 
     deinit {
@@ -235,6 +259,7 @@ public final class HybridCache: @unchecked Sendable {
         stats.diskBytes = usage?.bytes ?? 0
         stats.diskEntries = usage?.count ?? 0
         stats.writesQueued = writes.withLock { $0.queued }
+        stats.journal = journalStats()
         return stats
     }
 
@@ -295,7 +320,7 @@ public final class HybridCache: @unchecked Sendable {
         let task = makeTask(callbackQueue, priority, completion)
         let job: @Sendable () -> Void = { [self] in
             let result: Result<T, CacheError>? = task.begin() ? work() : nil
-            if let scope { finishWrite(scope) }
+            if let scope { finishWrite(scope) } else { writes.withLock { $0.jobs -= 1 } }
             if let result { deliver(result, task: task, callbackQueue, priority, completion) }
         }
         if let scope {
@@ -308,16 +333,20 @@ public final class HybridCache: @unchecked Sendable {
                 case .wholeCache: book.wholeCache += 1
                 }
                 book.queued += 1
+                book.jobs += 1
                 book.epoch &+= 1
                 ioQueue.async(execute: job)
             }
         } else {
-            ioQueue.async(execute: job)
+            writes.withLock { book in
+                book.jobs += 1
+                ioQueue.async(execute: job)
+            }
         }
         return task
     }
 
-    private func finishWrite(_ scope: WriteScope) {
+    func finishWrite(_ scope: WriteScope) {
         writes.withLock { book in
             switch scope {
             case .key(let key):
@@ -332,6 +361,7 @@ public final class HybridCache: @unchecked Sendable {
                 book.wholeCache -= 1
             }
             book.queued -= 1
+            book.jobs -= 1
         }
     }
 

@@ -249,6 +249,11 @@ extension RPCError {
         case .invalidKey:
             self.init(code: Code.invalidParams, message: "Invalid params: the key cannot name a file",
                       reason: error.reason, data: [DataMember("param", .string("key"))])
+        case .diskBacklog(let journalBytes, let unwrittenBytes):
+            self.init(code: Code.overloaded, message: "Disk backlog: the journal or the unwritten entries are at their bound",
+                      reason: error.reason,
+                      data: [DataMember("journalBytes", .int(Int64(journalBytes))),
+                             DataMember("unwrittenBytes", .int(Int64(unwrittenBytes)))])
         case .cancelled(let started):
             self = .cancelled(started: started)
         }

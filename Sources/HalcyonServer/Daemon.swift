@@ -79,6 +79,10 @@ public final class Daemon: Sendable {
         disk.pathExtension = c.pathExtension
         var config = HybridCache.Config(memory: memory, disk: disk)
         config.sweepInterval = c.sweepInterval
+        var journal = HybridCache.JournalConfig(fsync: c.fsync)
+        journal.maxJournalBytes = c.journalLimit
+        journal.maxUnwrittenBytes = c.unwrittenLimit
+        config.journal = journal
         return config
     }
 

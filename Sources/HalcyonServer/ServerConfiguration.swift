@@ -72,6 +72,14 @@ public struct ServerConfiguration: Sendable {
     /// Seconds between sweeps that remove expired entries and enforce the size limits
     /// (`--sweep-interval`). Default 600 (10 minutes); 0 turns the periodic sweep off.
     public var sweepInterval: TimeInterval = 600
+    /// When journal appends reach the device (`--fsync always|everysec|never`). Default
+    /// `.everysec`: a background fdatasync at most about a second behind.
+    public var fsync: Journal.FsyncPolicy = .everysec
+    /// The write-ahead journal's bound in bytes (`--journal-limit`). Default 256 MiB.
+    public var journalLimit: UInt64 = 256 << 20
+    /// The bound on acknowledged bytes not yet in their per-key files
+    /// (`--unwritten-limit`). Default 64 MiB.
+    public var unwrittenLimit: UInt64 = 64 << 20
     /// The socket file's permission bits (`--socket-mode`, octal). Default `0o600`.
     public var socketMode: mode_t = 0o600
     /// The socket file's group, if it should differ from the daemon's (`--socket-group`).
@@ -160,6 +168,8 @@ public struct ServerConfiguration: Sendable {
         }
         guard !diskExpiration.isExpired else { throw fail("--disk-expiration", "must be positive or 'never'") }
         guard !memoryExpiration.isExpired else { throw fail("--memory-expiration", "must be positive or 'never'") }
+        guard journalLimit >= 1 << 20 else { throw fail("--journal-limit", "must be at least 1 MiB") }
+        guard unwrittenLimit >= 1 << 20 else { throw fail("--unwritten-limit", "must be at least 1 MiB") }
         guard eventLoopThreads > 0 else { throw fail("--event-loop-threads", "must be greater than zero") }
     }
 
@@ -182,6 +192,9 @@ public struct ServerConfiguration: Sendable {
             "max-output-buffer=\(HumanUnits.formatByteCount(UInt64(maxOutputBuffer)))",
             "max-input-buffer=\(HumanUnits.formatByteCount(UInt64(maxInputBuffer)))",
             "sweep-interval=\(HumanUnits.formatDuration(sweepInterval))",
+            "fsync=\(fsync.rawValue)",
+            "journal-limit=\(HumanUnits.formatByteCount(journalLimit))",
+            "unwritten-limit=\(HumanUnits.formatByteCount(unwrittenLimit))",
             "socket-mode=0\(String(socketMode, radix: 8))",
             "drain-timeout=\(HumanUnits.formatDuration(drainTimeout))",
             "event-loop-threads=\(eventLoopThreads)",
@@ -230,6 +243,9 @@ extension ServerConfiguration {
         public var maxOutputBuffer: String?
         public var maxInputBuffer: String?
         public var sweepInterval: String?
+        public var fsync: String?
+        public var journalLimit: String?
+        public var unwrittenLimit: String?
         public var socketMode: String?
         public var socketGroup: String?
         public var allowUID: [String] = []
@@ -283,6 +299,14 @@ extension ServerConfiguration {
             maxInputBuffer = value
         }
         if let value = try convert("--sweep-interval", flags.sweepInterval, HumanUnits.parseDuration) { sweepInterval = value }
+        if let text = flags.fsync {
+            guard let policy = Journal.FsyncPolicy(rawValue: text.lowercased()) else {
+                throw .invalid(flag: "--fsync", reason: "'\(text)' is not one of always|everysec|never")
+            }
+            fsync = policy
+        }
+        if let value = try convert("--journal-limit", flags.journalLimit, HumanUnits.parseByteCount) { journalLimit = value }
+        if let value = try convert("--unwritten-limit", flags.unwrittenLimit, HumanUnits.parseByteCount) { unwrittenLimit = value }
         if let value = try convert("--drain-timeout", flags.drainTimeout, HumanUnits.parseDuration) { drainTimeout = value }
         if let value = try convert("--event-loop-threads", flags.eventLoopThreads, count) { eventLoopThreads = value }
         if let text = flags.socketMode {

@@ -73,6 +73,15 @@ struct HalcyondCommand: ParsableCommand {
     @Option(help: "How often expired entries are removed and size limits enforced; 0 = never. (default: 10m)")
     var sweepInterval: String?
 
+    @Option(help: "When journal writes reach the device: always|everysec|never. (default: everysec)")
+    var fsync: String?
+
+    @Option(help: "Bound on the write-ahead journal's bytes; writes wait, then fail with diskBacklog. (default: 256MiB)")
+    var journalLimit: String?
+
+    @Option(help: "Bound on acknowledged bytes not yet in their files. (default: 64MiB)")
+    var unwrittenLimit: String?
+
     @Option(help: "Socket file mode, octal. (default: 0600)")
     var socketMode: String?
 
@@ -125,6 +134,9 @@ struct HalcyondCommand: ParsableCommand {
         flags.maxOutputBuffer = maxOutputBuffer
         flags.maxInputBuffer = maxInputBuffer
         flags.sweepInterval = sweepInterval
+        flags.fsync = fsync
+        flags.journalLimit = journalLimit
+        flags.unwrittenLimit = unwrittenLimit
         flags.socketMode = socketMode
         flags.socketGroup = socketGroup
         flags.allowUID = allowUID

@@ -369,16 +369,21 @@ struct ProtocolDocSpecPointTests {
         }
 
         _ = try client.result("cache.set", #"{"key":"w","value":"v"}"#)
+        _ = try client.result("cache.totalSize")  // writes the journaled value to its file
         let wFile = try #require(try regularFiles().first)
         try files.removeItem(atPath: folder + "/" + wFile)
         try files.createDirectory(atPath: folder + "/" + wFile + "/sub", withIntermediateDirectories: true)
-        let cannotWrite = try client.call("cache.set", #"{"key":"w","value":"v2"}"#)
+        // A value of 1 MiB or more is written to its file before the reply (a smaller one
+        // is acknowledged from the journal, and its file written behind).
+        let large = String(repeating: "v", count: 1 << 20)
+        let cannotWrite = try client.call("cache.set", #"{"key":"w","value":"\#(large)"}"#)
         #expect(cannotWrite["error"]?["code"]?.int64 == -32002, "\(cannotWrite.compactText)")
         #expect(cannotWrite["error"]?["data"]?["reason"]?.string == "cannotCreateCacheFile")
         #expect(cannotWrite["error"]?["data"]?["errnoName"]?.string == "EISDIR")
 
         let before = try regularFiles()
         _ = try client.result("cache.set", #"{"key":"r","value":"v"}"#)
+        _ = try client.result("cache.totalSize")
         let rFile = try #require(try regularFiles().subtracting(before).first)
         _ = try client.result("cache.remove", #"{"key":"r","fromDisk":false}"#)
         let path = folder + "/" + rFile

@@ -18,6 +18,11 @@ extern "C" {
 /// Returns the descriptor, or -1 with errno set.
 int hc_open_noatime(const char *path);
 
+/// Flushes the file system holding the descriptor's file to the device (syncfs): the
+/// journal's checkpoint vouches for per-key files only after this.
+/// Returns 0, or -1 with errno set.
+int hc_syncfs(int fd);
+
 /// The `UTIME_NOW` and `UTIME_OMIT` markers for `tv_nsec` in utimensat/futimens.
 long hc_utime_now(void);
 long hc_utime_omit(void);

@@ -14,6 +14,9 @@ extension Journal {
         case clear
         /// A new expiration for an existing key (-1: never).
         case touch(key: String, expiresAtNanos: Int64)
+        /// The per-key file `name` was written directly (a value too large to journal),
+        /// with `version`: replay drops any older unwritten value of that file.
+        case written(name: String, version: UInt64)
     }
 
     /// The framing of records:
@@ -30,6 +33,7 @@ extension Journal {
     ///  delete (2): key
     ///  clear (3):  nothing
     ///  touch (4):  expiresAt i64, key
+    ///  written (5): version u64, file name
     /// ```
     ///
     /// All integers little-endian. `length` counts the payload (type and fields). The
@@ -41,7 +45,7 @@ extension Journal {
         static let maximumPayload = 1 << 30
 
         enum Kind: UInt8 {
-            case set = 1, delete = 2, clear = 3, touch = 4
+            case set = 1, delete = 2, clear = 3, touch = 4, written = 5
         }
 
         /// Appends one framed record to `out`.
@@ -76,6 +80,10 @@ extension Journal {
                 out.append(Kind.touch.rawValue)
                 LittleEndian.append(UInt64(bitPattern: expiresAt), to: &out, width: 8)
                 out.append(contentsOf: key.utf8)
+            case .written(let name, let version):
+                out.append(Kind.written.rawValue)
+                LittleEndian.append(version, to: &out, width: 8)
+                out.append(contentsOf: name.utf8)
             }
             let length = out.count - start - frameHeaderSize + value.count
             LittleEndian.put(UInt64(length), into: &out, at: start, width: 4)
@@ -97,6 +105,7 @@ extension Journal {
             case .delete(let key): return frameHeaderSize + 1 + key.utf8.count
             case .clear: return frameHeaderSize + 1
             case .touch(let key, _): return frameHeaderSize + 1 + 8 + key.utf8.count
+            case .written(let name, _): return frameHeaderSize + 1 + 8 + name.utf8.count
             }
         }
 
@@ -160,6 +169,10 @@ extension Journal {
                 guard body.count >= 8 else { return nil }
                 return .touch(key: String(decoding: body[8...], as: UTF8.self),
                               expiresAtNanos: Int64(bitPattern: LittleEndian.get(body, at: 0, width: 8)))
+            case .written:
+                guard body.count >= 8 else { return nil }
+                return .written(name: String(decoding: body[8...], as: UTF8.self),
+                                version: LittleEndian.get(body, at: 0, width: 8))
             }
         }
     }

@@ -128,7 +128,7 @@ extension Journal {
         public func append(_ records: [Record]) throws(CacheError) -> Position {
             try locked { (s: inout State) throws(CacheError) -> Position in
                 guard !s.closed else { throw .cannotWriteJournal(path: directory, errno: EBADF) }
-                if s.broken || s.offset >= config.segmentSizeLimit {
+                if s.fd < 0 || s.broken || s.offset >= config.segmentSizeLimit {
                     try closeSegment(&s)
                     try openNextSegment(&s)
                 }
@@ -215,9 +215,10 @@ extension Journal {
         /// - Throws: `.cannotRemoveCacheFile` with errno.
         @discardableResult
         public func deleteSegments(before checkpoint: Position) throws(CacheError) -> Int {
-            let current = state.withLock { $0.sequence }
+            let (current, isOpen) = state.withLock { ($0.sequence, $0.fd >= 0) }
             var deleted = 0
-            for sequence in try SegmentName.list(in: directory) where sequence < checkpoint.segment && sequence < current {
+            for sequence in try SegmentName.list(in: directory)
+            where sequence < checkpoint.segment && (sequence < current || !isOpen) {
                 let path = segmentPath(sequence)
                 if unlink(path) != 0, errno != ENOENT { throw .cannotRemoveCacheFile(path: path, errno: errno) }
                 deleted += 1
@@ -235,6 +236,19 @@ extension Journal {
             try locked { (s: inout State) throws(CacheError) in
                 try closeSegment(&s)
                 try openNextSegment(&s)
+            }
+        }
+
+        /// Closes the current segment (synced unless the policy is `.never`) without
+        /// opening the next: the next append does. Until then the closed segment can be
+        /// deleted like an older one, which is how a full disk gets its space back (a new
+        /// segment could not be created before the old one goes).
+        /// - Returns: the position just past the closed segment (the next one's start).
+        @discardableResult
+        public func retire() throws(CacheError) -> Position {
+            try locked { (s: inout State) throws(CacheError) -> Position in
+                try closeSegment(&s)
+                return Position(segment: s.sequence + 1, offset: 0)
             }
         }
 

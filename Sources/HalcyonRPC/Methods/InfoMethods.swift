@@ -171,5 +171,20 @@ extension CacheStats {
         w.field("maintenanceErrors", maintenanceErrors)
         w.field("extensionWriteBacks", extensionWriteBacks)
         w.field("sweeps", sweeps)
+        if let j = journal {
+            w.key("journal"); w.beginObject()
+            w.field("bytes", j.bytes)
+            w.field("unwrittenEntries", j.unwrittenEntries); w.field("unwrittenBytes", j.unwrittenBytes)
+            w.field("filesWritten", j.filesWritten); w.field("fileWriteFailures", j.fileWriteFailures)
+            w.field("directWrites", j.directWrites)
+            w.field("groups", j.groups); w.field("records", j.records); w.field("largestGroup", j.largestGroup)
+            w.field("syncs", j.syncs); w.field("syncFailures", j.syncFailures)
+            w.field("lastSyncLagMicros", Int(j.lastSyncLagMillis * 1000)); w.field("maxSyncLagMicros", Int(j.maxSyncLagMillis * 1000))
+            w.field("failedAppends", j.failedAppends)
+            w.field("stalls", j.stalls); w.field("backlogRefusals", j.backlogRefusals)
+            w.field("checkpoints", j.checkpoints); w.field("segmentsDeleted", j.segmentsDeleted)
+            w.field("replayedRecords", j.replayedRecords); w.field("replayMicros", Int(j.replayMillis * 1000))
+            w.endObject()
+        }
     }
 }

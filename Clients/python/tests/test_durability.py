@@ -1,0 +1,146 @@
+"""Durability of acknowledged writes across kill -9 of a real ``halcyond``.
+
+Several rounds: pipelined multi-connection set load (each connection owns its keys, so
+per-key order is the connection's order), plus removes and a clear; SIGKILL at a random
+moment; restart on the same folder; then every acknowledged key must read back whole,
+with its acknowledged value or one sent later on its connection, and every acknowledged
+remove or clear must still hold. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from conftest import Daemon, _start_daemon
+
+import halcyon
+
+WINDOW = 16
+KEYS_PER_CONNECTION = 150
+
+
+class Loader(threading.Thread):
+    """One connection sending pipelined sets of its own keys until the daemon dies."""
+
+    def __init__(self, path: str, prefix: str, rng: random.Random) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.prefix = prefix
+        self.rng = rng
+        self.sent: Dict[Tuple[str, int], str] = {}
+        self.acked: Dict[str, int] = {}  # key -> highest acknowledged sequence
+        self.error: Optional[str] = None
+
+    def run(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(20)
+        try:
+            sock.connect(self.path)
+            reader = sock.makefile("rb")
+            inflight: Dict[int, Tuple[str, int]] = {}
+            seq = 0
+            while True:
+                while len(inflight) < WINDOW:
+                    seq += 1
+                    key = f"{self.prefix}-{self.rng.randrange(KEYS_PER_CONNECTION)}"
+                    value = f"{self.prefix}:{seq}:" + "x" * self.rng.randrange(0, 400)
+                    self.sent[(key, seq)] = value
+                    line = json.dumps({"jsonrpc": "2.0", "id": seq, "method": "cache.set",
+                                       "params": {"key": key, "value": value}})
+                    sock.sendall(line.encode() + b"\n")
+                    inflight[seq] = (key, seq)
+                line = reader.readline()
+                if not line:
+                    return
+                reply = json.loads(line)
+                key, s = inflight.pop(reply["id"])
+                if "result" in reply:
+                    self.acked[key] = max(self.acked.get(key, 0), s)
+                else:
+                    self.error = json.dumps(reply)
+                    return
+        except (OSError, ValueError):
+            return  # the kill
+        finally:
+            sock.close()
+
+
+class Remover(threading.Thread):
+    """Sets then removes its own keys, one at a time, recording acknowledged removes."""
+
+    def __init__(self, path: str, prefix: str) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.prefix = prefix
+        self.removed: List[str] = []
+
+    def run(self) -> None:
+        try:
+            with halcyon.Client(self.path, timeout=20, retry=False) as c:
+                for i in range(100000):
+                    key = f"{self.prefix}-{i}"
+                    c.set(key, "doomed")
+                    c.delete(key)
+                    self.removed.append(key)
+        except (halcyon.HalcyonError, OSError):
+            return
+
+
+def _kill(d: Daemon) -> None:
+    assert d.proc is not None
+    d.proc.kill()
+    d.proc.wait(timeout=10)
+    d.proc = None
+
+
+@pytest.mark.parametrize("fsync", ["everysec", "never"])
+def test_acknowledged_writes_survive_kill_9(fsync: str) -> None:
+    d = _start_daemon(["--fsync", fsync])
+    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+    try:
+        for round_ in range(3):
+            # A clear acknowledged before the load: its keys must stay gone.
+            with halcyon.Client(d.socket, timeout=20) as c:
+                for i in range(30):
+                    c.set(f"c{round_}-{i}", "before clear")
+                c.clear()
+            loaders = [Loader(d.socket, f"r{round_}c{n}", random.Random(rng.random())) for n in range(4)]
+            remover = Remover(d.socket, f"r{round_}rm")
+            for t in loaders:
+                t.start()
+            remover.start()
+            time.sleep(rng.uniform(0.3, 1.5))
+            _kill(d)
+            for t in [*loaders, remover]:
+                t.join(timeout=30)
+                assert not t.is_alive()
+            d.start()
+            checked = 0
+            with halcyon.Client(d.socket, timeout=20) as c:
+                for t in loaders:
+                    assert t.error is None, t.error
+                    for key, acked in t.acked.items():
+                        got = c.get(key)
+                        assert got is not None, f"round {round_}: acknowledged {key} (seq {acked}) is gone"
+                        prefix, seq, _ = got.split(":", 2)
+                        assert prefix == t.prefix
+                        assert int(seq) >= acked, f"{key}: read seq {seq}, acknowledged {acked}"
+                        assert t.sent[(key, int(seq))] == got, f"{key}: value not whole"
+                        checked += 1
+                for key in remover.removed:
+                    assert c.get(key) is None, f"removed {key} came back"
+                for i in range(30):
+                    assert c.get(f"c{round_}-{i}") is None, "a cleared key came back"
+            assert checked > 0
+    finally:
+        d.stop()
+        shutil.rmtree(d.folder, ignore_errors=True)

@@ -1,0 +1,501 @@
+// The write-ahead journal in the write path: the settings, the state the ioQueue keeps
+// for it, and group commit. Writes waiting on the ioQueue are appended together with one
+// write (Redis's rule: one turn, one write, replies after), then each is applied in
+// order and answered. A set then lives in memory and in the unwritten table until the
+// materializer (HybridCache+Materializer.swift) writes its file.
+
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension HybridCache {
+    /// The journal's settings (`HybridCache.Config.journal`; nil = no journal: every
+    /// write goes to its file before its reply, as before the journal).
+    public struct JournalConfig: Sendable {
+        /// When appended records reach the device. Default `.everysec`.
+        public var fsync: Journal.FsyncPolicy = .everysec
+        /// The journal's bound in bytes (segments on disk). Default 256 MiB.
+        public var maxJournalBytes: UInt64 = 256 << 20
+        /// The bound on bytes acknowledged but not yet in their files. Default 64 MiB.
+        public var maxUnwrittenBytes: UInt64 = 64 << 20
+        /// How long a write waits at a bound for the materializer before it is refused
+        /// with `diskBacklog`, in seconds. Default 2.
+        public var backlogWait: Double = 2
+        /// Values of this many bytes and more skip the journal: their file is written
+        /// before the reply (Benchmarks/results/journal.md). Default 1 MiB.
+        public var directValueSize: Int = 1 << 20
+        /// Segment size; at most a quarter of `maxJournalBytes`. Default 16 MiB.
+        public var segmentSize: UInt64 = 16 << 20
+        /// The journal folder; nil = `<cache folder>.journal` beside the cache folder.
+        public var directory: URL? = nil
+        /// Test hook: the materializer writes nothing while this returns true.
+        public var materializerHeld: (@Sendable () -> Bool)? = nil
+
+        public init(fsync: Journal.FsyncPolicy = .everysec) {
+            self.fsync = fsync
+        }
+    }
+
+    /// A write queued with the journal on: the operation and what group commit decided
+    /// for it. Created under the write book's lock; every other field is written and
+    /// read on the ioQueue only (`@unchecked Sendable`: the ioQueue guards them).
+    final class PendingWrite: @unchecked Sendable {
+        let operation: WriteOperation
+        let task: CacheTask
+        /// Group commit has seen it.
+        var taken = false
+        /// Its task began (false: cancelled before, skipped and not journaled).
+        var began = false
+        /// The operation with its times resolved and its version assigned.
+        var stamped: WriteOperation
+        /// Where its record starts, when it has one.
+        var start: Journal.Position?
+        /// The group's append or the bound refused it.
+        var failure: CacheError?
+
+        init(_ operation: WriteOperation, task: CacheTask) {
+            self.operation = operation
+            self.task = task
+            stamped = operation
+        }
+    }
+
+    /// The journal's writer and the write-behind state of one cache.
+    ///
+    /// Threading: `table` and `counters` are `Locked` (readers on any thread); every
+    /// other `var` is touched on the ioQueue only, which is what `@unchecked Sendable`
+    /// rests on.
+    final class WriteBehind: @unchecked Sendable {
+        let writer: Journal.Writer
+        let directory: String
+        let config: JournalConfig
+        let table = Locked(UnwrittenTable())
+        let counters = Locked(JournalStats())
+        let versions: VersionClock
+
+        // ioQueue only:
+        /// Starts of records journaled by a group but not yet applied, oldest first.
+        var unapplied: [Journal.Position] = []
+        var unappliedHead = 0
+        /// Bytes of each live segment, and when the last journaled write was made
+        /// (monotonic ns). A `Locked`: group commit (ioQueue) and inline stores (caller
+        /// threads, under the write book's lock) both note their appends.
+        let appends = Locked(Appends())
+        /// The materializer has a tick queued (set by whoever queues one).
+        let materializerScheduled = Locked(false)
+        var lastCheckpoint: Journal.Position?
+        var lastCheckpointNanos: UInt64 = 0
+
+        struct Appends {
+            var segmentBytes: [UInt64: UInt64] = [:]
+            var lastWriteNanos: UInt64 = 0
+            var journalBytes: UInt64 { segmentBytes.values.reduce(0, +) }
+        }
+
+        func noteAppend(ending end: Journal.Position) {
+            let now = Journal.Writer.monotonicNanos()
+            appends.withLock {
+                $0.segmentBytes[end.segment] = max($0.segmentBytes[end.segment] ?? 0, end.offset)
+                $0.lastWriteNanos = now
+            }
+        }
+
+        init(writer: Journal.Writer, directory: String, config: JournalConfig, versions: VersionClock) {
+            self.writer = writer
+            self.directory = directory
+            self.config = config
+            self.versions = versions
+        }
+
+        var journalBytes: UInt64 { appends.withLock { $0.journalBytes } }
+
+        var isHeld: Bool { config.materializerHeld?() ?? false }
+
+        /// How full the fuller bound is, 0...1 and beyond.
+        func pressure() -> Double {
+            let unwritten = Double(table.withLock { $0.bytes })
+            return max(Double(journalBytes) / Double(max(1, config.maxJournalBytes)),
+                       unwritten / Double(max(1, config.maxUnwrittenBytes)))
+        }
+
+        func popUnapplied() {
+            guard unappliedHead < unapplied.count else { return }
+            unappliedHead += 1
+            if unappliedHead == unapplied.count {
+                unapplied.removeAll(keepingCapacity: true)
+                unappliedHead = 0
+            }
+        }
+
+        var oldestUnapplied: Journal.Position? { unappliedHead < unapplied.count ? unapplied[unappliedHead] : nil }
+    }
+
+    /// The journal folder of a cache whose disk folder is `path`.
+    static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
+        config.directory?.path ?? diskPath + ".journal"
+    }
+
+    // MARK: Group commit (ioQueue)
+
+    /// Queues a write with the journal on. The pending write joins the write book's
+    /// journal queue under the same lock as its ioQueue job, so journal order is queue
+    /// order is apply order.
+    func enqueueJournaled<T: Sendable>(
+        _ operation: WriteOperation, scope: WriteScope, _ callbackQueue: CallbackQueue,
+        _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
+        _ map: @escaping @Sendable (WriteOutcome) -> T
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, priority, completion)
+        let pending = PendingWrite(operation, task: task)
+        let job: @Sendable () -> Void = { [self] in
+            if !pending.taken { commitGroup() }
+            let result: Result<T, CacheError>? = pending.began ? apply(pending).map(map) : nil
+            finishWrite(scope)
+            if let result { deliver(result, task: task, callbackQueue, priority, completion) }
+        }
+        writes.withLock { book in
+            switch scope {
+            case .key(let key): book.perKey[key, default: 0] += 1
+            case .wholeCache: book.wholeCache += 1
+            }
+            book.queued += 1
+            book.jobs += 1
+            book.epoch &+= 1
+            book.journalQueue.append(pending)
+            ioQueue.async(execute: job)
+        }
+        return task
+    }
+
+    /// Takes every write waiting in the journal queue, begins their tasks, waits for
+    /// room under the bounds, and appends their records with one write. A failure
+    /// fails every write of the group; none of them is applied.
+    private func commitGroup() {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        guard let wb = writeBehind else { return }
+        let group = writes.withLock { book -> [PendingWrite] in
+            let g = book.journalQueue
+            book.journalQueue.removeAll(keepingCapacity: true)
+            return g
+        }
+        let now = config.disk.clock.now()
+        var records: [Journal.Record] = []
+        var owners: [PendingWrite] = []
+        records.reserveCapacity(group.count)
+        for p in group {
+            p.taken = true
+            p.began = p.task.begin()
+            guard p.began else { continue }
+            p.stamped = p.operation.stamped(now, versions: versions)
+            if let record = journalRecord(for: p.stamped, wb) {
+                records.append(record)
+                owners.append(p)
+            }
+        }
+        guard !records.isEmpty else { return }
+        let size = records.reduce(0) { $0 + Journal.RecordCodec.framedSize($1) }
+        if let refusal = waitForRoom(wb) {
+            for p in owners { p.failure = refusal }
+            return
+        }
+        let end: Journal.Position
+        do throws(CacheError) {
+            end = try wb.writer.append(records)
+        } catch {
+            wb.counters.withLock { $0.failedAppends += 1 }
+            for p in owners { p.failure = error }
+            return
+        }
+        wb.noteAppend(ending: end)
+        var offset = end.offset - UInt64(size)
+        for (p, record) in zip(owners, records) {
+            let start = Journal.Position(segment: end.segment, offset: offset)
+            p.start = start
+            wb.unapplied.append(start)
+            offset += UInt64(Journal.RecordCodec.framedSize(record))
+        }
+        kickMaterializer(wb)
+    }
+
+    /// The record a write leaves in the journal; nil when it needs none (a write to
+    /// memory only, a forced extension (those files are written before the reply), a
+    /// value written straight to its file, the whole-cache maintenance that only drops
+    /// what no read may return).
+    private func journalRecord(for operation: WriteOperation, _ wb: WriteBehind) -> Journal.Record? {
+        switch operation {
+        case .store(let s):
+            guard s.forcedExtension == nil else { return nil }
+            guard s.toDisk else { return .delete(key: s.key) }
+            guard s.entry.bytes.count < wb.config.directValueSize else { return nil }
+            return .set(
+                key: s.key, flags: s.entry.flags, version: s.entry.version,
+                expiresAtNanos: HybridCache.nanos(s.expiresAt!), ttlNanos: s.timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
+                value: s.entry.bytes)
+        case .touch(let t):
+            guard t.forcedExtension == nil else { return nil }
+            return .touch(key: t.key, expiresAtNanos: HybridCache.nanos(t.expiresAt!))
+        case .remove(let key, _, let fromDisk, let forcedExtension):
+            guard fromDisk, forcedExtension == nil else { return nil }
+            return .delete(key: key)
+        case .clear(_, let disk):
+            return disk ? .clear : nil
+        case .writeBack, .removeExpired, .trim, .sweep:
+            return nil
+        }
+    }
+
+    static func nanos(_ date: Date) -> Int64 {
+        date == .distantFuture ? -1 : max(0, clampedNanos(date.timeIntervalSince1970))
+    }
+
+    /// Seconds as nanoseconds, clamped to what an Int64 holds (a far date or an
+    /// "already expired" TTL must not trap).
+    static func clampedNanos(_ seconds: Double) -> Int64 {
+        let n = seconds * 1e9
+        guard n.isFinite else { return n > 0 ? .max : .min }
+        return n >= 9.2e18 ? .max - 1 : n <= -9.2e18 ? .min + 1 : Int64(n)
+    }
+
+    /// Applies a write of a committed group, in queue order.
+    private func apply(_ p: PendingWrite) -> Result<WriteOutcome, CacheError> {
+        guard let wb = writeBehind else { return perform(p.operation) }
+        if let failure = p.failure {
+            if p.start != nil { wb.popUnapplied() }
+            return .failure(failure)
+        }
+        defer { if p.start != nil { wb.popUnapplied() } }
+        if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil, let start = p.start {
+            return storeUnwritten(s, start: start, wb).map { .stored($0) }
+        }
+        if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil {
+            // Too large to journal: the file first, then a note that it is newer than
+            // any unwritten value replay may find.
+            let result = perform(p.stamped)
+            if case .success(.stored(let r)) = result, r.stored {
+                let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
+                _ = wb.table.withLock { $0.remove(name) }
+                wb.counters.withLock { $0.directWrites += 1 }
+                do throws(CacheError) {
+                    let end = try wb.writer.append([.written(name: name, version: s.entry.version)])
+                    wb.noteAppend(ending: end)
+                } catch {
+                    // The file holds the value; only a replay of an older unwritten value
+                    // could hide it, and the table has none now. Counted, not fatal.
+                    wb.counters.withLock { $0.failedAppends += 1 }
+                }
+            }
+            return result
+        }
+        return perform(p.stamped)
+    }
+
+    /// A journaled set: memory and the unwritten table; the file comes later.
+    private func storeUnwritten(_ s: WriteOperation.Store, start: Journal.Position, _ wb: WriteBehind) -> Result<StoreResult, CacheError> {
+        let now = s.countedFrom!
+        let expiresAt = s.expiresAt!
+        let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
+        counters.withLock { $0.sets += 1 }
+        guard !s.expiration.isExpired, expiresAt > now else {
+            // Already expired: nothing stored; an older value must not outlive this write.
+            // The record stays in the table so the file is removed before its segment goes.
+            memoryStorage.remove(forKey: s.key)
+            wb.table.withLock {
+                $0.put(name, Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
+            }
+            return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil))
+        }
+        wb.table.withLock {
+            $0.put(name, Unwritten(
+                key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: s.timeToLive, countedFrom: now, start: start))
+        }
+        memoryStorage.store(
+            s.entry, forKey: s.key, residency: s.memoryExpiration,
+            mirroring: .init(
+                expiresAt: expiresAt, timeToLive: s.timeToLive, extendedAt: now,
+                diskExpiresAt: expiresAt, forcedExtension: nil))
+        return .success(StoreResult(stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt)))
+    }
+
+    // MARK: Inline journaled sets
+
+    /// A set while the ioQueue has no request queued, journaled and applied on the caller's thread
+    /// under the write book's lock (one `write` of its record, then memory and the
+    /// unwritten table), so its reply needs no hop through the ioQueue. Nil when it must
+    /// queue: a write to the key (or a whole-cache write) is queued, a bound is reached
+    /// (the queued path waits), `--fsync always` (no device flush under the lock), a
+    /// forced extension, memory only, or a value written straight to its file.
+    ///
+    /// Order: with nothing queued it is as if it ran on the idle ioQueue at once (only
+    /// the materializer, the sweep or a write-back drain may be running there; they
+    /// take the same locks). The checkpoint reads the journal's end under this lock.
+    func storeInlineJournaled(_ operation: WriteOperation, key: String) -> Result<WriteOutcome, CacheError>? {
+        guard let wb = writeBehind, wb.config.fsync != .always, case .store(var s) = operation,
+              s.toDisk, s.forcedExtension == nil, s.entry.bytes.count < wb.config.directValueSize
+        else { return nil }
+        return writes.withLock { book -> Result<WriteOutcome, CacheError>? in
+            guard book.jobs == 0, wb.pressure() < 1 else { return nil }
+            book.epoch &+= 1
+            book.inlineEpoch &+= 1
+            if s.countedFrom == nil { s.countedFrom = config.disk.clock.now() }
+            if s.entry.version == 0 { s.entry.version = versions.next() }
+            guard let record = journalRecord(for: .store(s), wb) else { return nil }
+            let size = UInt64(Journal.RecordCodec.framedSize(record))
+            let end: Journal.Position
+            do throws(CacheError) {
+                end = try wb.writer.append([record])
+            } catch {
+                wb.counters.withLock { $0.failedAppends += 1 }
+                return .failure(error)
+            }
+            wb.noteAppend(ending: end)
+            let result = storeUnwritten(s, start: Journal.Position(segment: end.segment, offset: end.offset - size), wb)
+            kickMaterializer(wb)
+            return result.map { .stored($0) }
+        }
+    }
+
+    // MARK: Bounds
+
+    /// Nil when there is room; otherwise gives the materializer the queue until there
+    /// is, or until `backlogWait` has passed (then the refusal).
+    private func waitForRoom(_ wb: WriteBehind) -> CacheError? {
+        guard wb.pressure() >= 1 else { return nil }
+        wb.counters.withLock { $0.stalls += 1 }
+        let deadline = Journal.Writer.monotonicNanos() + UInt64(wb.config.backlogWait * 1e9)
+        while wb.pressure() >= 1 {
+            if Journal.Writer.monotonicNanos() >= deadline {
+                wb.counters.withLock { $0.backlogRefusals += 1 }
+                return .diskBacklog(journalBytes: wb.journalBytes, unwrittenBytes: UInt64(wb.table.withLock { $0.bytes }))
+            }
+            if wb.isHeld || materializeSlice(wb, files: 64) == 0 {
+                usleep(2000)
+            }
+            checkpointIfUseful(wb, force: false)
+        }
+        return nil
+    }
+
+    // MARK: Start
+
+    /// Replays the journal into the unwritten table and opens the writer. Runs in init,
+    /// before any request: deletes and clears found are applied to the files now, so
+    /// nothing removed comes back; sets are answered from the table at once and written
+    /// to files in the background.
+    static func openJournal(
+        _ config: JournalConfig, diskStorage: DiskStorage.Backend, clock: any CacheClock
+    ) -> WriteBehind? {
+        guard diskStorage.isReady else { return nil }
+        let directory = journalDirectory(config, diskPath: diskStorage.directoryPath)
+        let started = Journal.Writer.monotonicNanos()
+        let versions = VersionClock(clock: clock)
+        var table = UnwrittenTable()
+        let recovery: Journal.Recovery
+        do throws(CacheError) {
+            recovery = try Journal.recover(directory: directory)
+        } catch {
+            return nil
+        }
+        var deletes = Set<String>()
+        var clearFiles = false
+        var fileTouches: [String: (key: String, expiresAt: Date)] = [:]
+        let now = clock.now()
+        for r in recovery.records {
+            switch r.record {
+            case .set(let key, let flags, let version, let expiresAtNanos, let ttlNanos, let value):
+                versions.observe(version)
+                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let expiresAt = expiresAtNanos < 0 ? Date.distantFuture : Date(timeIntervalSince1970: Double(expiresAtNanos) / 1e9)
+                let ttl: TimeInterval? = ttlNanos < 0 ? nil : Double(ttlNanos) / 1e9
+                let countedFrom = ttl.map { expiresAt.addingTimeInterval(-$0) } ?? now
+                table.put(name, Unwritten(
+                    key: key, entry: CacheEntry(bytes: value, flags: flags, version: version),
+                    expiresAt: expiresAt, timeToLive: ttl, countedFrom: countedFrom, start: r.start))
+                fileTouches[name] = nil
+            case .delete(let key):
+                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                table.remove(name)
+                fileTouches[name] = nil
+                deletes.insert(name)
+            case .clear:
+                table.removeAll()
+                deletes.removeAll()
+                fileTouches.removeAll()
+                clearFiles = true
+            case .touch(let key, let expiresAtNanos):
+                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let expiresAt = expiresAtNanos < 0 ? Date.distantFuture : Date(timeIntervalSince1970: Double(expiresAtNanos) / 1e9)
+                let updated = table.update(name) { e in
+                    if let ttl = e.timeToLive, expiresAt != .distantFuture {
+                        e.countedFrom = expiresAt.addingTimeInterval(-ttl)
+                    }
+                    e.expiresAt = expiresAt
+                    if expiresAt == .distantFuture { e.timeToLive = nil }
+                }
+                if updated == nil { fileTouches[name] = (key, expiresAt) }
+            case .written(let name, let version):
+                versions.observe(version)
+                if let e = table.entries[name], e.entry.version < version { table.remove(name) }
+            }
+        }
+        // Apply what replay found for the files themselves (idempotent: a second crash
+        // here replays the same records again).
+        if clearFiles { _ = try? diskStorage.removeAll() }
+        for name in deletes { _ = try? diskStorage.removeFile(named: name) }
+        for (_, t) in fileTouches {
+            let ttl = t.expiresAt == .distantFuture ? nil : max(0, t.expiresAt.timeIntervalSince(now))
+            _ = try? diskStorage.writeBack(.init(key: t.key, forcedExtension: nil, expiresAt: t.expiresAt, timeToLive: ttl, extendedAt: now))
+        }
+
+        var writerConfig = Journal.Config(fsync: config.fsync)
+        writerConfig.segmentSizeLimit = max(1 << 16, min(config.segmentSize, config.maxJournalBytes / 4))
+        let writer: Journal.Writer
+        do throws(CacheError) {
+            writer = try Journal.Writer(directory: directory, config: writerConfig)
+        } catch {
+            return nil
+        }
+        let wb = WriteBehind(writer: writer, directory: directory, config: config, versions: versions)
+        wb.lastCheckpoint = recovery.checkpoint
+        if let checkpoint = recovery.checkpoint {
+            // A crash between a checkpoint and its deletions leaves older segments behind.
+            _ = try? writer.deleteSegments(before: checkpoint)
+        }
+        for sequence in (try? Journal.SegmentName.list(in: directory)) ?? [] {
+            var st = stat()
+            if stat(directory + "/" + Journal.SegmentName.name(sequence), &st) == 0 {
+                wb.appends.withLock { $0.segmentBytes[sequence] = UInt64(st.st_size) }
+            }
+        }
+        wb.table.withLock { $0 = table }
+        let elapsed = Double(Journal.Writer.monotonicNanos() - started) / 1e6
+        wb.counters.withLock {
+            $0.replayedRecords = recovery.records.count
+            $0.replayMillis = elapsed
+        }
+        return wb
+    }
+
+    /// The journal's counters for `stats()`.
+    func journalStats() -> JournalStats? {
+        guard let wb = writeBehind else { return nil }
+        var s = wb.counters.withLock { $0 }
+        let w = wb.writer.stats
+        s.groups = w.groups
+        s.records = w.records
+        s.largestGroup = w.largestGroup
+        s.groupSizes = w.groupSizes
+        s.syncs = w.syncs
+        s.syncFailures = w.syncFailures
+        s.lastSyncLagMillis = Double(w.lastSyncLagNanos) / 1e6
+        s.maxSyncLagMillis = Double(w.maxSyncLagNanos) / 1e6
+        s.failedAppends = max(s.failedAppends, w.failedAppends)
+        let (entries, bytes) = wb.table.withLock { ($0.count, $0.bytes) }
+        s.unwrittenEntries = entries
+        s.unwrittenBytes = bytes
+        s.bytes = wb.journalBytes
+        return s
+    }
+}

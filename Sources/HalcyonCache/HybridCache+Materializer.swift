@@ -1,0 +1,180 @@
+// Write-behind: the materializer writes the per-key files from the unwritten table,
+// oldest journal record first, in small slices on the ioQueue, and moves the checkpoint
+// so whole segments can be deleted. Only the newest version of a key is in the table,
+// so a key set many times is written once.
+
+import CHalcyonSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension HybridCache {
+    /// How long the ioQueue must have seen no journaled write before the materializer
+    /// works at low pressure: under a steady load files wait, and are written when the
+    /// load pauses or the bounds fill.
+    static let materializerIdleNanos: UInt64 = 3_000_000
+
+    /// Queues a tick unless one is queued. Any thread.
+    func kickMaterializer(_ wb: WriteBehind) {
+        let claimed = wb.materializerScheduled.withLock { scheduled -> Bool in
+            defer { scheduled = true }
+            return !scheduled
+        }
+        if claimed { ioQueue.async { [weak self] in self?.materializerTick() } }
+    }
+
+    /// Queues the next slice. ioQueue only.
+    func scheduleMaterializer(_ wb: WriteBehind, after delay: DispatchTimeInterval? = nil) {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        wb.materializerScheduled.withLock { $0 = true }
+        let job: @Sendable () -> Void = { [weak self] in self?.materializerTick() }
+        if let delay {
+            ioQueue.asyncAfter(deadline: .now() + delay, execute: job)
+        } else {
+            ioQueue.async(execute: job)
+        }
+    }
+
+    /// One turn of the materializer: a few files (more as the bounds fill), then a
+    /// checkpoint when it frees a segment, then the next turn behind whatever queued
+    /// meanwhile, so an acknowledgement waits for at most one slice.
+    private func materializerTick() {
+        guard let wb = writeBehind else { return }
+        wb.materializerScheduled.withLock { $0 = false }
+        if wb.isHeld {
+            scheduleMaterializer(wb, after: .milliseconds(10))
+            return
+        }
+        let pressure = wb.pressure()
+        let lastWrite = wb.appends.withLock { $0.lastWriteNanos }
+        let idle = Journal.Writer.monotonicNanos() &- lastWrite >= HybridCache.materializerIdleNanos
+        // Below 30 % the files wait for a pause in the load; above, the materializer's
+        // share of the queue grows with the pressure (one file per millisecond, then a
+        // few per queue turn, then many).
+        let files = pressure >= 0.9 ? 32 : pressure >= 0.6 ? 4 : pressure >= 0.3 || idle ? 1 : 0
+        if files == 0 {
+            scheduleMaterializer(wb, after: .milliseconds(5))
+            return
+        }
+        let written = materializeSlice(wb, files: files)
+        let empty = wb.table.withLock { $0.count == 0 }
+        let quiet = Journal.Writer.monotonicNanos() &- wb.lastCheckpointNanos >= 1_000_000_000
+        checkpointIfUseful(wb, force: empty && quiet)
+        if !empty {
+            let paced = pressure < 0.6 && !idle
+            scheduleMaterializer(wb, after: written == 0 ? .milliseconds(50) : paced ? .milliseconds(1) : nil)
+        }
+    }
+
+    /// Writes up to `files` per-key files from the table, oldest first. Returns how many
+    /// it handled. A failed write leaves the entry in the table (retried later).
+    @discardableResult
+    func materializeSlice(_ wb: WriteBehind, files: Int) -> Int {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        var handled = 0
+        while handled < files, let (name, e) = wb.table.withLock({ $0.oldest() }) {
+            let old = existingFile(forKey: e.key, forcedExtension: nil)
+            do throws(CacheError) {
+                if e.isLive(at: config.disk.clock.now()) {
+                    let meta = try diskStorage.store(
+                        value: e.entry.bytes, flags: e.entry.flags, forKey: e.key, expiration: e.fileExpiration,
+                        referenceDate: e.countedFrom, version: e.entry.version)
+                    adjustDiskUsage(replacing: old, with: meta)
+                } else if try diskStorage.remove(forKey: e.key, forcedExtension: nil) {
+                    // Expired before it reached its file: the older file goes instead.
+                    adjustDiskUsage(replacing: old, with: nil)
+                }
+                wb.table.withLock { $0.remove(name, ifVersion: e.entry.version) }
+                wb.counters.withLock { $0.filesWritten += 1 }
+            } catch {
+                wb.counters.withLock { $0.fileWriteFailures += 1 }
+                counters.withLock { $0.maintenanceErrors += 1 }
+                break
+            }
+            handled += 1
+        }
+        if handled > 0 { enforceDiskSizeLimit() }
+        return handled
+    }
+
+    /// Writes a checkpoint when it lets a segment go (or when `force` and it moved),
+    /// then deletes the segments before it. The files it vouches for are flushed first
+    /// unless fsync is `never`, so a checkpoint never outruns the files it covers.
+    func checkpointIfUseful(_ wb: WriteBehind, force: Bool, at explicit: Journal.Position? = nil) {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        // Under the write book's lock: an inline store appends and enters the table under
+        // it, so the journal's end is never read between the two.
+        var candidate = writes.withLock { _ -> Journal.Position in
+            let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.entry.start }
+            var c = explicit ?? wb.writer.position
+            if let p = oldestTable, p < c { c = p }
+            return c
+        }
+        if let p = wb.oldestUnapplied, p < candidate { candidate = p }
+        if let last = wb.lastCheckpoint, candidate <= last { return }
+        let oldestSegment = wb.appends.withLock { $0.segmentBytes.keys.min() } ?? candidate.segment
+        let freesSegment = candidate.segment > oldestSegment
+        let now = Journal.Writer.monotonicNanos()
+        guard freesSegment || force else { return }
+        if wb.config.fsync != .never { syncFileSystem(of: diskStorage.directoryPath) }
+        var deleted = 0
+        do throws(CacheError) {
+            if let explicit, candidate == explicit {
+                // Everything is in (synced) files: the segments can go even before the
+                // checkpoint is written, which on a full disk may not fit until they have.
+                deleted += try wb.writer.deleteSegments(before: candidate)
+            }
+            try Journal.Checkpoint.write(candidate, directory: wb.directory)
+            wb.lastCheckpoint = candidate
+            wb.lastCheckpointNanos = now
+            deleted += try wb.writer.deleteSegments(before: candidate)
+        } catch {
+            counters.withLock { $0.maintenanceErrors += 1 }
+        }
+        if deleted > 0 {
+            let live = Set((try? Journal.SegmentName.list(in: wb.directory)) ?? [])
+            wb.appends.withLock { a in
+                for sequence in Array(a.segmentBytes.keys) where !live.contains(sequence) { a.segmentBytes[sequence] = nil }
+            }
+        }
+        wb.counters.withLock {
+            $0.checkpoints += wb.lastCheckpointNanos == now ? 1 : 0
+            $0.segmentsDeleted += deleted
+        }
+    }
+
+    private func syncFileSystem(of path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = hc_syncfs(fd)
+        close(fd)
+    }
+
+    /// Writes every unwritten entry to its file and checkpoints: for tests, a clean
+    /// shutdown, and whole-cache work that wants the files complete. ioQueue only.
+    func materializeAll() {
+        guard let wb = writeBehind else { return }
+        while materializeSlice(wb, files: 256) > 0 {}
+        // Everything is in files: a new segment lets the current one go too (this is how
+        // a trim after a full disk gives the journal its space back).
+        let empty = wb.table.withLock { $0.count == 0 } && wb.oldestUnapplied == nil
+        if empty, wb.writer.position.offset > UInt64(Journal.SegmentHeader.size),
+           let next = try? wb.writer.retire()
+        {
+            checkpointIfUseful(wb, force: true, at: next)
+        } else {
+            checkpointIfUseful(wb, force: true)
+        }
+    }
+
+    /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
+    public func materializeNow(completion: @escaping @Sendable () -> Void) {
+        ioQueue.async { [self] in
+            materializeAll()
+            completion()
+        }
+    }
+}

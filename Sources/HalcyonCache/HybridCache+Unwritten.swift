@@ -1,0 +1,199 @@
+// The entries that are in the journal but not yet in their per-key files: the
+// "unwritten table". A read that misses memory looks here before the files; the
+// materializer drains it oldest first into files; the disk-side primitives of the write
+// path (remove, touch, write-back, clear) go through here so that a file and its
+// unwritten newer value never disagree.
+
+import Foundation
+
+extension HybridCache {
+    /// One acknowledged value whose file is not written yet.
+    struct Unwritten: Sendable {
+        var key: String
+        var entry: CacheEntry
+        /// The entry's lifetime (`Date.distantFuture`: never) and its original TTL.
+        var expiresAt: Date
+        var timeToLive: TimeInterval?
+        /// The store or last touch: what the file's last-access time will say.
+        var countedFrom: Date
+        /// Where the oldest journal record this entry carries starts: the checkpoint may
+        /// not pass it until the entry is in its file.
+        var start: Journal.Position
+
+        var bytes: Int { entry.bytes.count + key.utf8.count + 64 }
+
+        /// The expiration the file is written with, counted from `countedFrom`: the
+        /// instant itself, so the file says exactly the lifetime the reply did (its TTL is
+        /// then the span from `countedFrom`, as the file format keeps it).
+        var fileExpiration: StorageExpiration {
+            expiresAt == .distantFuture ? .never : .date(expiresAt)
+        }
+
+        func isLive(at now: Date) -> Bool { expiresAt > now }
+
+        /// The meta a file holding this entry would have.
+        func meta(url: URL) -> DiskStorage.FileMeta {
+            DiskStorage.FileMeta(
+                url: url, size: UInt64(entry.bytes.count), flags: entry.flags, expiration: expiresAt,
+                lastAccess: countedFrom,
+                fileSize: UInt64(DiskStorage.FileHeader.size + key.utf8.count + entry.bytes.count),
+                version: entry.version)
+        }
+    }
+
+    /// The table, by file name, with a FIFO of (name, version) in journal order so the
+    /// materializer takes the oldest first (the one pinning the checkpoint). Superseded
+    /// FIFO items are skipped when met.
+    ///
+    /// Threading: a plain value, kept in `WriteBehind.table` (a `Locked`).
+    struct UnwrittenTable {
+        private(set) var entries: [String: Unwritten] = [:]
+        private var order: [(name: String, version: UInt64)] = []
+        private var head = 0
+        private(set) var bytes = 0
+
+        var count: Int { entries.count }
+
+        mutating func put(_ name: String, _ e: Unwritten) {
+            if let old = entries[name] { bytes -= old.bytes }
+            entries[name] = e
+            bytes += e.bytes
+            order.append((name, e.entry.version))
+        }
+
+        @discardableResult
+        mutating func remove(_ name: String) -> Unwritten? {
+            guard let old = entries.removeValue(forKey: name) else { return nil }
+            bytes -= old.bytes
+            return old
+        }
+
+        /// Removes `name` only if it still holds `version` (the one just written).
+        mutating func remove(_ name: String, ifVersion version: UInt64) {
+            if entries[name]?.entry.version == version { remove(name) }
+        }
+
+        mutating func removeAll() {
+            entries.removeAll()
+            order.removeAll()
+            head = 0
+            bytes = 0
+        }
+
+        mutating func update(_ name: String, _ body: (inout Unwritten) -> Void) -> Unwritten? {
+            guard var e = entries[name] else { return nil }
+            body(&e)
+            entries[name] = e
+            return e
+        }
+
+        /// The entry with the oldest journal record, skipping superseded FIFO items.
+        mutating func oldest() -> (name: String, entry: Unwritten)? {
+            while head < order.count {
+                let item = order[head]
+                if let e = entries[item.name], e.entry.version == item.version { return (item.name, e) }
+                head += 1
+                if head > 4096, head * 2 > order.count {
+                    order.removeFirst(head)
+                    head = 0
+                }
+            }
+            order.removeAll(keepingCapacity: true)
+            head = 0
+            return nil
+        }
+    }
+
+    /// What the unwritten table says about a key.
+    enum UnwrittenLookup {
+        /// Not in the table: the file decides.
+        case absent
+        /// In the table and live.
+        case live(Unwritten)
+        /// In the table and expired: a miss (the older file must not answer).
+        case expired
+    }
+
+    func unwrittenLookup(forKey key: String, forcedExtension: String?, at now: Date) -> UnwrittenLookup {
+        guard let writeBehind, forcedExtension == nil else { return .absent }
+        let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+        guard let e = writeBehind.table.withLock({ $0.entries[name] }) else { return .absent }
+        return e.isLive(at: now) ? .live(e) : .expired
+    }
+
+    // MARK: Disk-side primitives of the write path (ioQueue)
+
+    /// Removes the disk copy of `key`: its unwritten value and its file.
+    func removeDiskCopy(forKey key: String, forcedExtension: String?) throws(CacheError) -> Bool {
+        var removed = false
+        if let writeBehind, forcedExtension == nil {
+            let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+            removed = writeBehind.table.withLock { $0.remove(name) } != nil
+        }
+        let old = existingFile(forKey: key, forcedExtension: forcedExtension)
+        if try diskStorage.remove(forKey: key, forcedExtension: forcedExtension) {
+            adjustDiskUsage(replacing: old, with: nil)
+            removed = true
+        }
+        return removed
+    }
+
+    /// Writes a lifetime into the disk copy: the unwritten value when there is one (its
+    /// file will carry it), else the file's times.
+    func writeBackDiskCopy(_ record: MemoryStorage.WriteBack) throws(CacheError) -> Bool {
+        if let writeBehind, record.forcedExtension == nil {
+            let name = diskStorage.fileName(forKey: record.key, forcedExtension: nil)
+            let updated = writeBehind.table.withLock {
+                $0.update(name) { e in
+                    e.expiresAt = record.expiresAt
+                    e.timeToLive = record.timeToLive
+                    e.countedFrom = record.extendedAt
+                }
+            }
+            if updated != nil { return true }
+        }
+        return try diskStorage.writeBack(record)
+    }
+
+    /// A touch of a key memory does not hold: the unwritten value, else the file.
+    func touchDiskCopy(
+        forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date
+    ) throws(CacheError) -> DiskStorage.FileMeta? {
+        if let writeBehind, forcedExtension == nil {
+            let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+            let expired = expiration.isExpired || Lifetime.end(of: expiration, from: now) <= now
+            let result = writeBehind.table.withLock { table -> DiskStorage.FileMeta?? in
+                guard let e = table.entries[name] else { return .none }
+                guard e.isLive(at: now) else { return .some(nil) }
+                if expired {
+                    table.remove(name)
+                    var meta = e.meta(url: diskStorage.url(of: name))
+                    meta.expiration = .distantPast
+                    return .some(meta)
+                }
+                let updated = table.update(name) { e in
+                    e.expiresAt = Lifetime.end(of: expiration, from: now)
+                    e.timeToLive = expiration.timeToLive(from: now)
+                    e.countedFrom = now
+                }
+                return .some(updated?.meta(url: diskStorage.url(of: name)))
+            }
+            if case .some(let meta) = result {
+                if meta?.expiration == .distantPast {
+                    // The file may hold an older value: it goes too.
+                    _ = try removeDiskCopy(forKey: key, forcedExtension: nil)
+                }
+                return meta
+            }
+        }
+        return try diskStorage.touch(forKey: key, expiration: expiration, forcedExtension: forcedExtension)
+    }
+
+    /// Whether `key` may have a disk copy (file or unwritten value), without I/O.
+    func mayHoldDiskCopy(key: String, forcedExtension: String?) -> Bool {
+        if diskStorage.mayHold(key: key, forcedExtension: forcedExtension) { return true }
+        guard let writeBehind, forcedExtension == nil, diskStorage.isReady else { return false }
+        let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+        return writeBehind.table.withLock { $0.entries[name] != nil }
+    }
+}

@@ -1,0 +1,266 @@
+// The journal in the hybrid cache's write path: sets answered before their files exist
+// (read from the unwritten table), files written behind, a restart that replays what no
+// file holds, removed and cleared keys not coming back, a crash between a file's rename
+// and the checkpoint, large values written straight to their files, and back-pressure
+// with the materializer held (writes wait, then diskBacklog, nothing lost).
+// A "crash" here is a second cache opened on the same folders while the first is held
+// (its materializer stopped, nothing flushed): what the second sees is what a restart
+// after kill -9 would see. The kill -9 of a real daemon is in
+// Clients/python/tests/test_durability.py.
+
+import Foundation
+import Testing
+
+@testable import HalcyonCache
+
+/// A cache with a journal on a fresh folder, and the means to reopen it.
+final class JournalCacheFixture: Sendable {
+    let root: URL
+    let clock = ManualClock()
+    let held = Locked(false)
+    /// For the cache that "crashes": held for good, it never writes another file.
+    let frozen = Locked(true)
+
+    init() {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-wal-\(UUID().uuidString)")
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    func open(
+        maxUnwritten: UInt64 = 64 << 20, backlogWait: Double = 2, directValueSize: Int = 1 << 20,
+        memoryCostLimit: Int = 1 << 20, held: Locked<Bool>? = nil
+    ) -> HybridCache {
+        var memory = MemoryStorage.Config(totalCostLimit: memoryCostLimit)
+        memory.clock = clock
+        memory.cleanInterval = 0
+        var disk = DiskStorage.Config(name: "test", directory: root)
+        disk.clock = clock
+        var config = HybridCache.Config(memory: memory, disk: disk)
+        config.sweepInterval = 0
+        var journal = HybridCache.JournalConfig(fsync: .never)
+        journal.maxUnwrittenBytes = maxUnwritten
+        journal.backlogWait = backlogWait
+        journal.directValueSize = directValueSize
+        let held = held ?? self.held
+        journal.materializerHeld = { held.withLock { $0 } }
+        config.journal = journal
+        return HybridCache(config: config)
+    }
+
+    var folder: String { root.appendingPathComponent("test").path }
+    var journalFolder: String { folder + ".journal" }
+
+    func fileExists(_ cache: HybridCache, _ key: String) -> Bool {
+        FileManager.default.fileExists(atPath: cache.diskStorage.cacheFileURL(forKey: key).path)
+    }
+}
+
+@Suite("HybridCache journal")
+struct HybridCacheJournalTests {
+    static func store(_ cache: HybridCache, _ key: String, _ value: String) async throws -> HybridCache.StoreResult {
+        try await result { cache.store(CacheEntry(bytes: Array(value.utf8)), forKey: key, completion: $0) }.get()
+    }
+
+    static func read(_ cache: HybridCache, _ key: String) async throws -> String? {
+        let r = try await result { cache.retrieve(forKey: key, completion: $0) }.get()
+        return r.entry.map { String(decoding: $0.bytes, as: UTF8.self) }
+    }
+
+    static func materialize(_ cache: HybridCache) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in cache.materializeNow { c.resume() } }
+    }
+
+    @Test func aSetIsAnsweredFromTheUnwrittenTableThenWrittenBehind() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let cache = f.open()
+        #expect(try await Self.store(cache, "k", "v1").stored)
+        #expect(!f.fileExists(cache, "k"))
+        cache.memoryStorage.removeAll()
+        let hit = try await result { cache.retrieve(forKey: "k", completion: $0) }.get()
+        #expect(hit.cacheType == .disk)
+        #expect(hit.entry?.bytes == Array("v1".utf8))
+        #expect(cache.stats().journal?.unwrittenEntries == 1)
+        f.held.withLock { $0 = false }
+        await Self.materialize(cache)
+        #expect(f.fileExists(cache, "k"))
+        #expect(cache.stats().journal?.unwrittenEntries == 0)
+        #expect(cache.stats().journal?.filesWritten == 1)
+        let file = try cache.diskStorage.valueAndMeta(forKey: "k", extendingExpiration: .none)
+        #expect(file?.entry.bytes == Array("v1".utf8))
+        #expect(file?.meta.version ?? 0 > 0)
+    }
+
+    @Test func aRestartReplaysWhatNoFileHoldsAndNothingRemovedComesBack() async throws {
+        let f = JournalCacheFixture()
+        let frozen = Locked(false)
+        let first = f.open(held: frozen)
+        _ = try await Self.store(first, "kept", "old")
+        _ = try await Self.store(first, "removed", "x")
+        _ = try await Self.store(first, "cleared", "y")
+        await Self.materialize(first)  // files exist for all three
+        frozen.withLock { $0 = true }
+        f.held.withLock { $0 = true }
+        _ = try await result { first.clear(completion: $0) }.get()
+        _ = try await Self.store(first, "kept", "new")
+        _ = try await Self.store(first, "removed", "z")
+        _ = try await result { first.remove(forKey: "removed", completion: $0) }.get()
+        _ = try await Self.store(first, "later", "w")
+        #expect(!f.fileExists(first, "later"))
+
+        // The crash: `first` never writes another file; a new cache opens the folders.
+        let second = f.open()
+        #expect(second.stats().journal?.replayedRecords ?? 0 >= 4)
+        #expect(try await Self.read(second, "kept") == "new")
+        #expect(try await Self.read(second, "later") == "w")
+        #expect(try await Self.read(second, "removed") == nil)
+        #expect(try await Self.read(second, "cleared") == nil)
+        f.held.withLock { $0 = false }
+        await Self.materialize(second)
+        #expect(f.fileExists(second, "later"))
+        #expect(!f.fileExists(second, "cleared"))
+        // And once more, after the checkpoint: still the same answers.
+        let third = f.open()
+        #expect(try await Self.read(third, "kept") == "new")
+        #expect(try await Self.read(third, "removed") == nil)
+        #expect(try await Self.read(third, "cleared") == nil)
+    }
+
+    @Test func aCrashBetweenTheFileRenameAndTheCheckpointReplaysIdempotently() async throws {
+        let f = JournalCacheFixture()
+        let first = f.open(held: f.frozen)
+        _ = try await Self.store(first, "k", "v1")
+        _ = try await Self.store(first, "k", "v2")
+        _ = try await Self.store(first, "gone", "x")
+        _ = try await result { first.remove(forKey: "gone", completion: $0) }.get()
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            first.ioQueue.async {
+                first.materializeSlice(first.writeBehind!, files: 100)  // files only, no checkpoint
+                c.resume()
+            }
+        }
+        #expect(f.fileExists(first, "k"))
+        // The files are renamed into place; the checkpoint that would follow is lost.
+        try? FileManager.default.removeItem(atPath: f.journalFolder + "/" + Journal.Checkpoint.fileName)
+        let second = f.open()
+        #expect(second.stats().journal?.replayedRecords ?? 0 >= 4)
+        #expect(try await Self.read(second, "k") == "v2")
+        #expect(try await Self.read(second, "gone") == nil)
+        await Self.materialize(second)
+        let file = try second.diskStorage.valueAndMeta(forKey: "k", extendingExpiration: .none)
+        #expect(file?.entry.bytes == Array("v2".utf8))
+    }
+
+    @Test func aLargeValueGoesStraightToItsFileAndHidesAnOlderUnwrittenOne() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(directValueSize: 1024, held: f.frozen)
+        _ = try await Self.store(first, "big", "small first")
+        let large = String(repeating: "L", count: 4096)
+        _ = try await Self.store(first, "big", large)
+        #expect(f.fileExists(first, "big"))
+        #expect(first.stats().journal?.directWrites == 1)
+        let second = f.open(directValueSize: 1024)
+        #expect(try await Self.read(second, "big") == large)
+    }
+
+    @Test func atTheBoundWritesWaitThenGetDiskBacklogAndNothingIsLost() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let cache = f.open(maxUnwritten: 16 << 10, backlogWait: 0.2)
+        var acknowledged: [String: String] = [:]
+        var refusal: CacheError?
+        for i in 0..<400 {
+            let value = String(repeating: "v", count: 200) + "\(i)"
+            do {
+                _ = try await Self.store(cache, "k\(i)", value)
+                acknowledged["k\(i)"] = value
+            } catch {
+                refusal = error as? CacheError
+                break
+            }
+        }
+        #expect(refusal?.reason == "diskBacklog")
+        #expect(!acknowledged.isEmpty)
+        #expect(cache.stats().journal?.backlogRefusals == 1)
+        #expect(cache.stats().journal?.stalls ?? 0 >= 1)
+        // Released, the materializer makes room and writes resume.
+        f.held.withLock { $0 = false }
+        #expect(try await Self.store(cache, "after", "ok").stored)
+        cache.memoryStorage.removeAll()
+        for (key, value) in acknowledged { #expect(try await Self.read(cache, key) == value) }
+        f.held.withLock { $0 = true }
+        let reopened = f.open()
+        for (key, value) in acknowledged { #expect(try await Self.read(reopened, key) == value) }
+    }
+
+    @Test func touchAndExpiryOfAnUnwrittenEntryFollowTheJournal() async throws {
+        let f = JournalCacheFixture()
+        let cache = f.open(held: f.frozen)
+        var options = HybridCache.Options()
+        options.diskExpiration = .seconds(10)
+        _ = try await result { cache.store(CacheEntry(bytes: [1]), forKey: "t", options: options, completion: $0) }.get()
+        var touch = HybridCache.Options()
+        touch.diskExpiration = .seconds(100)
+        cache.memoryStorage.removeAll()
+        let touched = try await result { cache.touch(forKey: "t", options: touch, completion: $0) }.get()
+        #expect(touched.touched)
+        #expect(touched.expiresAt == f.clock.now().addingTimeInterval(100))
+        let reopened = f.open()
+        f.clock.advance(by: 50)
+        #expect(try await result { reopened.retrieve(forKey: "t", completion: $0) }.get().entry?.bytes == [1])
+    }
+}
+
+@Suite("HybridCache journal, disk full")
+struct HybridCacheJournalDiskFullTests {
+    @Test func aFullJournalFailsTheWriteWithENOSPCReadsGoOnAndATrimLetsWritesResume() async throws {
+        let f = JournalCacheFixture()
+        let mountPoint = f.root.appendingPathComponent("journal-tmpfs").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard JournalTests.run("/bin/mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint]) else {
+            print("HybridCacheJournalDiskFullTests: skipping: cannot mount a tmpfs here")
+            return
+        }
+        defer { _ = JournalTests.run("/bin/umount", ["-l", mountPoint]) }
+        var memory = MemoryStorage.Config(totalCostLimit: 1 << 20)
+        memory.clock = f.clock
+        var disk = DiskStorage.Config(name: "test", directory: f.root)
+        disk.clock = f.clock
+        var config = HybridCache.Config(memory: memory, disk: disk)
+        config.sweepInterval = 0
+        var journal = HybridCache.JournalConfig(fsync: .never)
+        journal.directory = URL(fileURLWithPath: mountPoint + "/j")
+        let held = f.held
+        held.withLock { $0 = true }
+        journal.materializerHeld = { held.withLock { $0 } }
+        config.journal = journal
+        let cache = HybridCache(config: config)
+
+        let value = String(repeating: "x", count: 20_000)
+        var stored: [String] = []
+        var failure: CacheError?
+        for i in 0..<40 {
+            do {
+                _ = try await HybridCacheJournalTests.store(cache, "k\(i)", value)
+                stored.append("k\(i)")
+            } catch {
+                failure = error as? CacheError
+                break
+            }
+        }
+        #expect(failure?.reason == "cannotWriteJournal")
+        #expect(failure?.errno == ENOSPC)
+        #expect(!stored.isEmpty)
+        #expect(cache.stats().journal?.failedAppends ?? 0 >= 1)
+        // Reads go on, from memory and from the unwritten table.
+        cache.memoryStorage.removeAll()
+        for key in stored { #expect(try await HybridCacheJournalTests.read(cache, key) == value) }
+        // A trim writes the files and lets the journal's segments go: writes resume.
+        held.withLock { $0 = false }
+        _ = try await result { cache.trim(completion: $0) }.get()
+        #expect(try await HybridCacheJournalTests.store(cache, "after", "ok").stored)
+        for key in stored { #expect(try await HybridCacheJournalTests.read(cache, key) == value) }
+    }
+}
