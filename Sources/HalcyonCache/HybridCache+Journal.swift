@@ -81,8 +81,8 @@ extension HybridCache {
         var unapplied: [Journal.Position] = []
         var unappliedHead = 0
         /// Bytes of each live segment, and when the last journaled write was made
-        /// (monotonic ns). A `Locked`: group commit (ioQueue) and inline stores (caller
-        /// threads, under the write book's lock) both note their appends.
+        /// (monotonic ns). A `Locked`: group commit notes appends on the ioQueue, and
+        /// `cache.stats` reads them from any thread.
         let appends = Locked(Appends())
         /// The materializer has a tick queued (set by whoever queues one).
         let materializerScheduled = Locked(false)
@@ -159,10 +159,10 @@ extension HybridCache {
         writes.withLock { book in
             switch scope {
             case .key(let key): book.perKey[key, default: 0] += 1
+            case .keys(let keys): for key in keys { book.perKey[key, default: 0] += 1 }
             case .wholeCache: book.wholeCache += 1
             }
             book.queued += 1
-            book.jobs += 1
             book.epoch &+= 1
             book.journalQueue.append(pending)
             ioQueue.async(execute: job)
@@ -317,44 +317,6 @@ extension HybridCache {
                 expiresAt: expiresAt, timeToLive: s.timeToLive, extendedAt: now,
                 diskExpiresAt: expiresAt, forcedExtension: nil))
         return .success(StoreResult(stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt)))
-    }
-
-    // MARK: Inline journaled sets
-
-    /// A set while the ioQueue has no request queued, journaled and applied on the caller's thread
-    /// under the write book's lock (one `write` of its record, then memory and the
-    /// unwritten table), so its reply needs no hop through the ioQueue. Nil when it must
-    /// queue: a write to the key (or a whole-cache write) is queued, a bound is reached
-    /// (the queued path waits), `--fsync always` (no device flush under the lock), a
-    /// forced extension, memory only, or a value written straight to its file.
-    ///
-    /// Order: with nothing queued it is as if it ran on the idle ioQueue at once (only
-    /// the materializer, the sweep or a write-back drain may be running there; they
-    /// take the same locks). The checkpoint reads the journal's end under this lock.
-    func storeInlineJournaled(_ operation: WriteOperation, key: String) -> Result<WriteOutcome, CacheError>? {
-        guard let wb = writeBehind, wb.config.fsync != .always, case .store(var s) = operation,
-              s.toDisk, s.forcedExtension == nil, s.entry.bytes.count < wb.config.directValueSize
-        else { return nil }
-        return writes.withLock { book -> Result<WriteOutcome, CacheError>? in
-            guard book.jobs == 0, wb.pressure() < 1 else { return nil }
-            book.epoch &+= 1
-            book.inlineEpoch &+= 1
-            if s.countedFrom == nil { s.countedFrom = config.disk.clock.now() }
-            if s.entry.version == 0 { s.entry.version = versions.next() }
-            guard let record = journalRecord(for: .store(s), wb) else { return nil }
-            let size = UInt64(Journal.RecordCodec.framedSize(record))
-            let end: Journal.Position
-            do throws(CacheError) {
-                end = try wb.writer.append([record])
-            } catch {
-                wb.counters.withLock { $0.failedAppends += 1 }
-                return .failure(error)
-            }
-            wb.noteAppend(ending: end)
-            let result = storeUnwritten(s, start: Journal.Position(segment: end.segment, offset: end.offset - size), wb)
-            kickMaterializer(wb)
-            return result.map { .stored($0) }
-        }
     }
 
     // MARK: Bounds

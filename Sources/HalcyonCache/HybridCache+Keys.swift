@@ -113,7 +113,7 @@ extension HybridCache {
         let now = config.disk.clock.now()
         return writeBehind.table.withLock { table in
             var found: [String: String] = [:]
-            for (name, e) in table.entries where e.isLive(at: now) && e.key.hasPrefix(prefix) { found[e.key] = name }
+            for (name, e) in table.entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
             return found
         }
     }

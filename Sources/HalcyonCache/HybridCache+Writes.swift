@@ -52,9 +52,6 @@ extension HybridCache {
                 return runInline(callbackQueue, options.priority, completion) { result.map(HybridCache.storeResult) }
             }
         }
-        if let result = storeInlineJournaled(operation, key: key) {
-            return runInline(callbackQueue, options.priority, completion) { result.map(HybridCache.storeResult) }
-        }
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion, HybridCache.storeResult)
     }
 

@@ -187,10 +187,6 @@ public final class HybridCache: @unchecked Sendable {
         var wholeCache = 0
         /// All writes queued or running.
         var queued = 0
-        /// Every request job queued or running on the ioQueue (reads, `debugSleep` and
-        /// writes): an inline journaled set runs only when this is 0, so it can never
-        /// overtake anything a client asked for earlier.
-        var jobs = 0
         /// Bumped by every write at enqueue and every inline write.
         var epoch: UInt64 = 0
         /// Bumped by inline writes only (the ones that do not run on the ioQueue).
@@ -320,7 +316,7 @@ public final class HybridCache: @unchecked Sendable {
         let task = makeTask(callbackQueue, priority, completion)
         let job: @Sendable () -> Void = { [self] in
             let result: Result<T, CacheError>? = task.begin() ? work() : nil
-            if let scope { finishWrite(scope) } else { writes.withLock { $0.jobs -= 1 } }
+            if let scope { finishWrite(scope) }
             if let result { deliver(result, task: task, callbackQueue, priority, completion) }
         }
         if let scope {
@@ -333,15 +329,11 @@ public final class HybridCache: @unchecked Sendable {
                 case .wholeCache: book.wholeCache += 1
                 }
                 book.queued += 1
-                book.jobs += 1
                 book.epoch &+= 1
                 ioQueue.async(execute: job)
             }
         } else {
-            writes.withLock { book in
-                book.jobs += 1
-                ioQueue.async(execute: job)
-            }
+            ioQueue.async(execute: job)
         }
         return task
     }
@@ -361,7 +353,6 @@ public final class HybridCache: @unchecked Sendable {
                 book.wholeCache -= 1
             }
             book.queued -= 1
-            book.jobs -= 1
         }
     }
 
