@@ -166,6 +166,14 @@ def client(server_path: str) -> Iterator[halcyon.Client]:
 
 
 @pytest.fixture
+def daemon_client(daemon: Daemon) -> Iterator[halcyon.Client]:
+    """A client of the real daemon only: for methods the fake server does not have
+    (leases, add, incr, ...), which are never tested against a stand-in."""
+    with halcyon.Client(daemon.socket, timeout=10) as c:
+        yield c
+
+
+@pytest.fixture
 def key() -> str:
     """A key no other test uses."""
     return f"t-{uuid.uuid4().hex}"
