@@ -190,24 +190,11 @@ def halcyon_bin() -> str:
     return binary
 
 
-@pytest.fixture(scope="session")
-def python_cli() -> Iterator[str]:
-    """An executable running ``python3 -m halcyon`` from this source tree."""
-    folder = short_tmpdir()
-    path = os.path.join(folder, "halcyon-py")
-    with open(path, "w") as f:
-        f.write(f"#!/bin/sh\nPYTHONPATH={HERE.parent / 'src'} exec {sys.executable} -m halcyon \"$@\"\n")
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(params=["swift", "python"])
-def cli_bin(request: pytest.FixtureRequest) -> str:
-    """The Swift ``halcyon`` binary and ``python3 -m halcyon``, in turn: same interface."""
-    if request.param == "swift":
-        return str(request.getfixturevalue("halcyon_bin"))
-    return str(request.getfixturevalue("python_cli"))
+@pytest.fixture
+def cli_bin(halcyon_bin: str) -> str:
+    """The command the CLI and shell tests run: the Swift ``halcyon`` binary (the Python
+    ``halcyon-py`` copy is gone in its favour)."""
+    return halcyon_bin
 
 
 def wait_for_socket(path: str, timeout: float = 5.0) -> None:
