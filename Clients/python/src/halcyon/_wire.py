@@ -357,7 +357,8 @@ class Command:
 #: (``json.dumps`` with these options builds a new encoder on every call).
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 #: A JSON string literal for a str, escaping only what JSON requires (as ensure_ascii=False).
-_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+# Looked up by name: typeshed does not list it in every version mypy ships with.
+_encode_string: Callable[[str], str] = getattr(json.encoder, "encode_basestring")
 _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 if _c_make_encoder is not None:
     # CPython's C encoder, built once: JSONEncoder.encode builds a new one on every call.
@@ -371,7 +372,8 @@ if _c_make_encoder is not None:
     def _encode(obj: Any) -> str:
         return "".join(_c_encoder(obj, 0))
 else:  # pragma: no cover - other Pythons
-    _encode = _ENCODE
+    def _encode(obj: Any) -> str:
+        return _ENCODE(obj)
 _loads = json.loads
 
 
