@@ -99,11 +99,11 @@ def test_timeout(server_path: str, key: str) -> None:
     run(main())
 
 
-def test_memoize(daemon: Daemon) -> None:
+def test_memoize(rev2_daemon: Daemon) -> None:
     calls: List[int] = []
 
     async def main() -> None:
-        async with AsyncClient(daemon.socket) as c:
+        async with AsyncClient(rev2_daemon.socket) as c:
             @c.memoize(expire=60, prefix=f"amemo-{uuid.uuid4().hex}")
             async def double(x: int) -> int:
                 calls.append(x)

@@ -60,28 +60,28 @@ def _wait_for_waiters(socket: str, count: int, limit: float = 10.0) -> int:
 
 # ----------------------------------------------------------------- add
 
-def test_add_has_exactly_one_winner_among_8_connections(daemon: Daemon, key: str) -> None:
+def test_add_has_exactly_one_winner_among_8_connections(rev2_daemon: Daemon, key: str) -> None:
     def work(i: int) -> bool:
-        with halcyon.Client(daemon.socket, timeout=10) as c:
+        with halcyon.Client(rev2_daemon.socket, timeout=10) as c:
             return c.add(key, i)
     won = _threads(8, work)
     assert won.count(True) == 1
-    with halcyon.Client(daemon.socket) as c:
+    with halcyon.Client(rev2_daemon.socket) as c:
         assert c.get(key) == won.index(True)
         assert c.add(key, "again") is False
 
 
 # ---------------------------------------------------------------- incr
 
-def test_incr_loses_nothing_across_4_threads_x_250(daemon: Daemon, key: str) -> None:
+def test_incr_loses_nothing_across_4_threads_x_250(rev2_daemon: Daemon, key: str) -> None:
     def work(_: int) -> int:
         last = 0
-        with halcyon.Client(daemon.socket, timeout=10) as c:
+        with halcyon.Client(rev2_daemon.socket, timeout=10) as c:
             for _ in range(250):
                 last = c.incr(key)
         return last
     _threads(4, work)
-    with halcyon.Client(daemon.socket) as c:
+    with halcyon.Client(rev2_daemon.socket) as c:
         assert c.get(key) == 1000
         assert c.decr(key, 10) == 990
         assert c.incr(key, -990) == 0
@@ -142,15 +142,15 @@ def test_get_many_over_max_batch_is_refused(daemon_client: halcyon.Client, key: 
 
 # ---------------------------------------------------------- keys, prefix
 
-def test_keys_pages_return_each_key_once(fresh_daemon: Daemon) -> None:
-    with halcyon.Client(fresh_daemon.socket) as c:
+def test_keys_pages_return_each_key_once(rev2_fresh_daemon: Daemon) -> None:
+    with halcyon.Client(rev2_fresh_daemon.socket) as c:
         c.set_many({f"user:{i:02d}": i for i in range(25)})
         c.set("other", 1)
         seen = list(c.keys("user:", page_size=4))
         assert sorted(seen) == [f"user:{i:02d}" for i in range(25)] and len(seen) == 25
         assert sorted(c.keys()) == sorted(seen + ["other"])
         # A restart leaves the disk tier alone to list them.
-        fresh_daemon.restart()
+        rev2_fresh_daemon.restart()
         assert sorted(c.keys("user:", page_size=7)) == sorted(seen)
         with pytest.raises(errors.InvalidParamsError):
             list(c.keys("user:", page_size=0))
@@ -179,15 +179,15 @@ def test_ttl(daemon_client: halcyon.Client, key: str) -> None:
 
 # --------------------------------------------------------------- leases
 
-def test_lease_handoff_to_a_waiter(daemon: Daemon, key: str) -> None:
-    with halcyon.Client(daemon.socket) as holder, halcyon.Client(daemon.socket) as other:
+def test_lease_handoff_to_a_waiter(rev2_daemon: Daemon, key: str) -> None:
+    with halcyon.Client(rev2_daemon.socket) as holder, halcyon.Client(rev2_daemon.socket) as other:
         got = holder.lease(key, "30s")
         assert got.token is not None and got.entry is None
         assert other.lease(key, 30).leased  # wait=0: told at once
         answer: List[halcyon.Lease] = []
         waiter = threading.Thread(target=lambda: answer.append(other.lease(key, 30, wait=20)))
         waiter.start()
-        assert _wait_for_waiters(daemon.socket, 1) >= 1
+        assert _wait_for_waiters(rev2_daemon.socket, 1) >= 1
         started = time.monotonic()
         assert holder.set(key, "computed", lease=got.token)
         waiter.join(timeout=20)
@@ -196,8 +196,8 @@ def test_lease_handoff_to_a_waiter(daemon: Daemon, key: str) -> None:
         assert time.monotonic() - started < 5
 
 
-def test_released_or_disconnected_lease_passes_on(daemon: Daemon, key: str) -> None:
-    with halcyon.Client(daemon.socket) as a, halcyon.Client(daemon.socket) as b:
+def test_released_or_disconnected_lease_passes_on(rev2_daemon: Daemon, key: str) -> None:
+    with halcyon.Client(rev2_daemon.socket) as a, halcyon.Client(rev2_daemon.socket) as b:
         token = a.lease(key, 30).token
         assert token is not None
         assert a.release_lease(key, token) is True
@@ -213,10 +213,10 @@ def test_released_or_disconnected_lease_passes_on(daemon: Daemon, key: str) -> N
 
 # -------------------------------------------------------------- memoize
 
-def test_memoize_threads_compute_once(daemon: Daemon) -> None:
+def test_memoize_threads_compute_once(rev2_daemon: Daemon) -> None:
     calls: List[int] = []
     gate = threading.Event()
-    with halcyon.Client(daemon.socket) as c:
+    with halcyon.Client(rev2_daemon.socket) as c:
         @c.memoize(expire=60, prefix=f"mt-{uuid.uuid4().hex}", lease_ttl=30)
         def slow(x: int) -> int:
             calls.append(x)
@@ -226,7 +226,7 @@ def test_memoize_threads_compute_once(daemon: Daemon) -> None:
         def work(_: int) -> int:
             return slow(4)
 
-        opener = threading.Thread(target=lambda: (_wait_for_waiters(daemon.socket, 7), gate.set()))
+        opener = threading.Thread(target=lambda: (_wait_for_waiters(rev2_daemon.socket, 7), gate.set()))
         opener.start()
         assert _threads(8, work) == [40] * 8
         opener.join(timeout=20)
@@ -269,11 +269,11 @@ def test_memoize_ignore_self(daemon_client: halcyon.Client) -> None:
     assert Repo("c").load(1) == 2 and calls == [1, 1]
 
 
-def test_async_memoize_tasks_compute_once(daemon: Daemon) -> None:
+def test_async_memoize_tasks_compute_once(rev2_daemon: Daemon) -> None:
     calls: List[int] = []
 
     async def main() -> None:
-        async with AsyncClient(daemon.socket) as c:
+        async with AsyncClient(rev2_daemon.socket) as c:
             gate = asyncio.Event()
 
             @c.memoize(expire=60, prefix=f"am-{uuid.uuid4().hex}", lease_ttl=30)
@@ -284,7 +284,7 @@ def test_async_memoize_tasks_compute_once(daemon: Daemon) -> None:
 
             async def opener() -> None:
                 loop = asyncio.get_running_loop()
-                await loop.run_in_executor(None, _wait_for_waiters, daemon.socket, 9)
+                await loop.run_in_executor(None, _wait_for_waiters, rev2_daemon.socket, 9)
                 gate.set()
 
             results = await asyncio.gather(opener(), *(slow(5) for _ in range(10)))
@@ -311,12 +311,12 @@ def _memo_child(socket: str, prefix: str, marker: str, start: Any) -> None:
     assert compute(9) == "value-9"
 
 
-def test_memoize_across_6_processes_computes_once(fresh_daemon: Daemon, tmp_path: Any) -> None:
+def test_memoize_across_6_processes_computes_once(rev2_fresh_daemon: Daemon, tmp_path: Any) -> None:
     marker = str(tmp_path / "computed")
     prefix = f"mp-{uuid.uuid4().hex}"
     ctx = multiprocessing.get_context("fork")
     start = ctx.Barrier(6)
-    procs = [ctx.Process(target=_memo_child, args=(fresh_daemon.socket, prefix, marker, start)) for _ in range(6)]
+    procs = [ctx.Process(target=_memo_child, args=(rev2_fresh_daemon.socket, prefix, marker, start)) for _ in range(6)]
     for p in procs:
         p.start()
     for p in procs:
