@@ -188,12 +188,11 @@ def test_lease_handoff_to_a_waiter(rev2_daemon: Daemon, key: str) -> None:
         waiter = threading.Thread(target=lambda: answer.append(other.lease(key, 30, wait=20)))
         waiter.start()
         assert _wait_for_waiters(rev2_daemon.socket, 1) >= 1
-        started = time.monotonic()
         assert holder.set(key, "computed", lease=got.token)
         waiter.join(timeout=20)
         assert not waiter.is_alive()
+        # Not woken, it would have waited its 20 s out and been told "leased".
         assert answer[0].entry is not None and answer[0].entry.value == "computed"
-        assert time.monotonic() - started < 5
 
 
 def test_released_or_disconnected_lease_passes_on(rev2_daemon: Daemon, key: str) -> None:

@@ -103,17 +103,23 @@ class Client:
         self._next_id = 1
         self._configure: Optional[Command] = None
         self._forks = _forks[0]
-        # memoize's own connection per thread (see _memo_client).
+        # memoize's own connection per thread (see _memo_client); all of them are kept in
+        # _memo_clients too (guarded by _lock) so close() reaches other threads' ones.
         self._memo = threading.local()
+        self._memo_clients: List["Client"] = []
 
     # ------------------------------------------------------------ plumbing
 
     def close(self) -> None:
-        """Close the connection (a later call reopens it)."""
+        """Close the connection, and memoize's (a later call reopens them)."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            memo, self._memo_clients = self._memo_clients, []
+            self._memo = threading.local()
+        for client in memo:
+            client.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -539,6 +545,8 @@ class Client:
         if client is None:
             client = Client(self.path, self.timeout, retry=self.retry)
             self._memo.client = client
+            with self._lock:
+                self._memo_clients.append(client)
         return cast(Client, client)
 
     def _memoized(self, key: str, compute: Callable[[], R], expire: Expire, memory_expire: Expire,
