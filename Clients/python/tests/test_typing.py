@@ -4,7 +4,6 @@ calls are errors. Skipped when mypy is not installed."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
