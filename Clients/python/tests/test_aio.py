@@ -12,6 +12,7 @@ import pytest
 import halcyon
 from halcyon import errors
 from halcyon.aio import AsyncClient
+from conftest import Daemon
 from fakeserver import FakeServer
 from test_client import VALUES, _hold_io
 
@@ -98,18 +99,18 @@ def test_timeout(server_path: str, key: str) -> None:
     run(main())
 
 
-def test_memoize(server_path: str) -> None:
+def test_memoize(rev2_daemon: Daemon) -> None:
     calls: List[int] = []
 
     async def main() -> None:
-        async with AsyncClient(server_path) as c:
+        async with AsyncClient(rev2_daemon.socket) as c:
             @c.memoize(expire=60, prefix=f"amemo-{uuid.uuid4().hex}")
             async def double(x: int) -> int:
                 calls.append(x)
                 return 2 * x
 
             assert await double(3) == 6 and await double(3) == 6 and calls == [3]
-            assert await double.invalidate(3)  # type: ignore[attr-defined]
+            assert await double.invalidate(3)
             assert await double(3) == 6 and calls == [3, 3]
     run(main())
 

@@ -235,7 +235,8 @@ def test_threads_share_one_client(client: halcyon.Client) -> None:
     assert failures == []
 
 
-def test_memoize_runs_once_and_invalidates(client: halcyon.Client) -> None:
+def test_memoize_runs_once_and_invalidates(daemon_client: halcyon.Client) -> None:
+    client = daemon_client
     calls: List[Any] = []
     tag = uuid.uuid4().hex
 
@@ -247,13 +248,14 @@ def test_memoize_runs_once_and_invalidates(client: halcyon.Client) -> None:
     assert square(4) == 16 and square(4) == 16
     assert calls == [4]
     assert square(4, plus=1) == 17 and calls == [4, 4]
-    assert square.invalidate(4) is True  # type: ignore[attr-defined]
+    assert square.invalidate(4) is True
     assert square(4) == 16 and calls == [4, 4, 4]
-    assert square.cache_key(4).startswith(f"memo-{tag}:")  # type: ignore[attr-defined]
-    assert client.exists(square.cache_key(4))  # type: ignore[attr-defined]
+    assert square.cache_key(4).startswith(f"memo-{tag}:")
+    assert client.exists(square.cache_key(4))
 
 
-def test_memoize_caches_none_not_exceptions(client: halcyon.Client) -> None:
+def test_memoize_caches_none_not_exceptions(daemon_client: halcyon.Client) -> None:
+    client = daemon_client
     calls: List[int] = []
 
     @client.memoize(prefix=f"memo-{uuid.uuid4().hex}")

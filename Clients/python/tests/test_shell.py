@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 import halcyon
-from conftest import REPO
+from conftest import HERE, REPO, Daemon, require_revision_2
 
 LIBRARY = REPO / "Clients" / "shell" / "halcyon.sh"
 EXAMPLES = REPO / "Clients" / "shell" / "examples"
@@ -24,9 +25,51 @@ def sh(script: str, daemon_socket: str, cli: str, stdin: bytes = b"", args: List
 
 
 @pytest.fixture
-def env(server_path: str, cli_bin: str) -> Dict[str, str]:
-    """Every test runs with each CLI (Swift, Python) against each server (fake, real)."""
-    return {"daemon_socket": server_path, "cli": cli_bin}
+def env(daemon: Daemon, cli_bin: str) -> Dict[str, str]:
+    """The real daemon and the real `halcyon` command (leases, add and incr exist only
+    there, so no stand-in server)."""
+    require_revision_2(daemon)
+    if subprocess.run([cli_bin, "lease", "--help"], capture_output=True, timeout=30).returncode != 0:
+        pytest.skip(f"{cli_bin} has no 'lease' command (issue 12's CLI): halcyon_cached needs it")
+    return {"daemon_socket": daemon.socket, "cli": cli_bin}
+
+
+def _start_all(commands: List[List[str]], run_env: Dict[str, str]) -> List[subprocess.CompletedProcess]:  # type: ignore[type-arg]
+    """Start every command before waiting for any; their outcomes in order."""
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env) for c in commands]
+    done = []
+    for c, p in zip(commands, procs):
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        done.append(subprocess.CompletedProcess(c, p.returncode, out, err))
+    return done
+
+
+def test_add_and_incr(env: Dict[str, str], key: str) -> None:
+    assert sh('halcyon_add "$1" first 1h', **env, args=[key]).returncode == 0
+    assert sh('halcyon_add "$1" second', **env, args=[key]).returncode == 1
+    assert sh('halcyon_get "$1"', **env, args=[key]).stdout == b"first"
+    r = sh('halcyon_incr "$1n" && halcyon_incr "$1n" 5 && halcyon_incr "$1n" -2', **env, args=[key])
+    assert r.returncode == 0 and r.stdout.split() == [b"1", b"6", b"4"], r.stderr
+
+
+def test_8_concurrent_cached_run_the_command_once(env: Dict[str, str], key: str, tmp_path: Path) -> None:
+    counter = tmp_path / "runs"
+    # The command holds the lease until the other seven wait on it, so they really
+    # overlap (instead of arriving after the value is stored).
+    waiter = (f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent / 'src')!r}]; "
+              f"from test_features import _wait_for_waiters; _wait_for_waiters({env['daemon_socket']!r}, 7)")
+    script = ('halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; "$1" -c "$2"; printf "\\x00shared\\n"\' '
+              '"$2" "$3" "$4"')
+    run_env = dict(os.environ, HALCYON_SOCKET=env["daemon_socket"], HALCYON_BIN=env["cli"])
+    command = ["bash", "-c", f"source {LIBRARY}\n{script}", "bash", key, str(counter), sys.executable, waiter]
+    results = _start_all([command] * 8, run_env)
+    assert [r.returncode for r in results] == [0] * 8, [r.stderr for r in results]
+    assert all(r.stdout == b"\x00shared\n" for r in results)
+    assert counter.read_text().count("run") == 1
 
 
 def test_set_get_rm_exists(env: Dict[str, str], key: str) -> None:
@@ -82,6 +125,15 @@ def test_cached_runs_command_when_daemon_is_down(cli_bin: str, key: str) -> None
     assert r.returncode == 0 and r.stdout == b"fresh\n"
 
 
+def test_cached_key_starting_with_a_dash(env: Dict[str, str], key: str, tmp_path: Path) -> None:
+    counter = tmp_path / "runs"
+    script = 'halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; echo out\' "$2"'
+    for _ in range(2):
+        r = sh(script, **env, args=["-" + key, str(counter)])
+        assert r.returncode == 0 and r.stdout == b"out\n", r.stderr
+    assert counter.read_text().count("run") == 1
+
+
 def test_example_cached_build(env: Dict[str, str], tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
@@ -101,6 +153,25 @@ def test_example_once_per(env: Dict[str, str], tmp_path: Path) -> None:
     for _ in range(2):
         assert subprocess.run(cmd, capture_output=True, env=run_env, timeout=60).returncode == 0
     assert marker.read_text() == "x\n"
+
+
+def test_example_once_per_four_started_together_run_once(env: Dict[str, str], tmp_path: Path) -> None:
+    name = os.urandom(8).hex()
+    marker = tmp_path / "ran"
+    run_env = dict(os.environ, HALCYON_SOCKET=env["daemon_socket"], HALCYON_BIN=env["cli"])
+    cmd = [str(EXAMPLES / "once-per.sh"), "1h", name, "--", "bash", "-c", f"echo x >> {marker}"]
+    results = _start_all([cmd] * 4, run_env)
+    assert [r.returncode for r in results] == [0] * 4, [r.stderr for r in results]
+    assert marker.read_text() == "x\n"
+
+
+def test_example_once_per_gives_the_claim_back_on_failure(env: Dict[str, str], tmp_path: Path) -> None:
+    name = os.urandom(8).hex()
+    run_env = dict(os.environ, HALCYON_SOCKET=env["daemon_socket"], HALCYON_BIN=env["cli"])
+    failing = [str(EXAMPLES / "once-per.sh"), "1h", name, "--", "false"]
+    assert subprocess.run(failing, capture_output=True, env=run_env, timeout=60).returncode == 1
+    with halcyon.Client(env["daemon_socket"]) as c:
+        assert not c.exists(f"once-per:{name}")
 
 
 def test_library_and_examples_pass_shellcheck() -> None:

@@ -14,8 +14,10 @@ Standard library only; Python 3.9+.
 """
 
 from . import errors
-from ._wire import Description, Entry, Expire, default_socket_path, resolve_socket_path, socket_candidates
+from ._wire import Description, Entry, Expire, Lease, default_socket_path, resolve_socket_path, socket_candidates
 from .client import Client, Pipeline
+from .duration import parse_duration
+from .memoize import AsyncMemoized, Memoized
 from .errors import (
     CancelledError,
     HalcyonConnectionError,
@@ -36,6 +38,10 @@ __all__ = [
     "Pipeline",
     "Entry",
     "Description",
+    "Lease",
+    "Memoized",
+    "AsyncMemoized",
+    "parse_duration",
     "Expire",
     "default_socket_path",
     "resolve_socket_path",

@@ -8,7 +8,7 @@ locks.
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, TypeVar
+from typing import Any, List, Mapping, Optional, Sequence, TypeVar
 
 from . import _wire, errors
 from ._wire import Command, Expire
@@ -58,9 +58,48 @@ class PipelineQueue:
         return self._add(_wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding))
 
     def set(self: P, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
-            to_disk: Optional[bool] = None) -> P:
+            to_disk: Optional[bool] = None, lease: Optional[str] = None) -> P:
         """Queue the client's ``set``."""
-        return self._add(_wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk))
+        return self._add(_wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk,
+                                       lease=lease))
+
+    def add(self: P, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None, lease: Optional[str] = None) -> P:
+        """Queue the client's ``add``."""
+        return self._add(_wire.cmd_add(key, value, expire, memory_expire=memory_expire, to_disk=to_disk,
+                                       lease=lease))
+
+    def cas(self: P, key: str, value: Any, version: int, expire: Expire = None, *,
+            memory_expire: Expire = None, to_disk: Optional[bool] = None) -> P:
+        """Queue the client's ``cas``."""
+        return self._add(_wire.cmd_cas(key, value, version, expire, memory_expire=memory_expire,
+                                       to_disk=to_disk))
+
+    def incr(self: P, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+             memory_expire: Expire = None, to_disk: Optional[bool] = None) -> P:
+        """Queue the client's ``incr``."""
+        return self._add(_wire.cmd_incr(key, by, initial=initial, expire=expire,
+                                        memory_expire=memory_expire, to_disk=to_disk))
+
+    def decr(self: P, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+             memory_expire: Expire = None, to_disk: Optional[bool] = None) -> P:
+        """Queue the client's ``decr``."""
+        return self._add(_wire.cmd_incr(key, -by, initial=initial, expire=expire,
+                                        memory_expire=memory_expire, to_disk=to_disk))
+
+    def get_many(self: P, keys: Sequence[str], default: Any = _wire._MISSING, *, extend: Any = None,
+                 memory_only: bool = False) -> P:
+        """Queue the client's ``get_many``."""
+        return self._add(_wire.cmd_get_many(keys, default, extend=extend, memory_only=memory_only))
+
+    def set_many(self: P, mapping: Mapping[str, Any], expire: Expire = None, *,
+                 memory_expire: Expire = None, to_disk: Optional[bool] = None) -> P:
+        """Queue the client's ``set_many``."""
+        return self._add(_wire.cmd_set_many(mapping, expire, memory_expire=memory_expire, to_disk=to_disk))
+
+    def remove_prefix(self: P, prefix: str) -> P:
+        """Queue the client's ``remove_prefix``."""
+        return self._add(_wire.cmd_remove_prefix(prefix))
 
     def delete(self: P, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> P:
         """Queue the client's ``delete``."""

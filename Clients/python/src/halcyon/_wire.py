@@ -15,9 +15,10 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
+from .duration import parse_duration
 
 __all__ = [
     "default_socket_path",
@@ -29,12 +30,14 @@ __all__ = [
     "to_extending",
     "Entry",
     "Description",
+    "Lease",
     "Command",
     "Expire",
 ]
 
 #: What ``expire`` may be: seconds (int/float), a timedelta, an aware or naive
-#: datetime (naive = local time), ``"never"``, ``"expired"``, or a protocol object
+#: datetime (naive = local time), ``"never"``, ``"expired"``, a duration string of
+#: Docs/DURATIONS.md (``"1h30m"``, ``"5min"``), or a protocol object
 #: such as ``{"days": 7}``. ``None`` means "the daemon's default".
 Expire = Union[None, int, float, _dt.timedelta, _dt.datetime, str, Mapping[str, Any]]
 
@@ -165,9 +168,16 @@ def to_expiration(expire: Expire) -> Any:
     if isinstance(expire, bool):
         raise TypeError("expire must be seconds, a timedelta, a datetime or a protocol form, not bool")
     if isinstance(expire, str):
-        if expire in ("never", "expired"):
+        if expire.strip(" \t").lower() == "never":
+            return "never"
+        if expire == "expired":
             return expire
-        raise ValueError(f"unknown expiration {expire!r}: use 'never', 'expired', seconds, timedelta or datetime")
+        # Any other string is a duration of the one grammar (Docs/DURATIONS.md); as
+        # for the halcyon command, a zero-length lifetime is refused, not "expired".
+        seconds = parse_duration(expire)
+        if seconds <= 0:
+            raise ValueError(f"expiration {expire!r} must be greater than zero")
+        return {"seconds": seconds}
     if isinstance(expire, _dt.timedelta):
         expire = expire.total_seconds()
     if isinstance(expire, (int, float)):
@@ -211,12 +221,16 @@ class Entry:
         cache_type: the tier that answered, ``"memory"`` or ``"disk"``.
         expires_at: the entry's lifetime after this read's extension, whichever tier
             answered: Unix time in seconds, or ``None`` for never.
+        version: changes on every write of the key and survives restarts; pass it to
+            :meth:`halcyon.Client.cas` to store only if nobody wrote in between
+            (``None`` only from a daemon older than protocol revision 2).
     """
 
     value: Any
     encoding: str
     cache_type: str
     expires_at: Optional[float]
+    version: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,7 @@ class Description:
             residency; it never shortens the lifetime), or ``None`` when the entry has
             no memory copy. For an entry stored with ``to_disk=False`` it equals
             ``expires_at``.
+        version: the entry's version (see :class:`Entry`).
     """
 
     cache_type: str
@@ -242,6 +257,32 @@ class Description:
     expires_at: Optional[float]
     last_access_at: Optional[float]
     memory_expires_at: Optional[float] = None
+    version: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What :meth:`halcyon.Client.lease` got: exactly one of these holds.
+
+    Attributes:
+        entry: the value was cached (a hit, possibly stored by another caller while
+            this one waited).
+        token: a miss, and this caller now holds the key's lease: compute the value
+            and store it with ``set(..., lease=token)`` (or ``add``), or give the lease
+            back with :meth:`halcyon.Client.release_lease`. The lease also ends at its
+            ``ttl`` and when this client's connection closes.
+        leased: a miss while another caller still held the lease after ``wait``.
+    """
+
+    entry: Optional[Entry] = None
+    token: Optional[str] = None
+    leased: bool = False
+
+
+def _int_or_none(value: Any) -> Optional[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def _number_or_none(value: Any) -> Optional[float]:
@@ -316,7 +357,8 @@ class Command:
 #: (``json.dumps`` with these options builds a new encoder on every call).
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 #: A JSON string literal for a str, escaping only what JSON requires (as ensure_ascii=False).
-_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+# Looked up by name: typeshed does not list it in every version mypy ships with.
+_encode_string: Callable[[str], str] = getattr(json.encoder, "encode_basestring")
 _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 if _c_make_encoder is not None:
     # CPython's C encoder, built once: JSONEncoder.encode builds a new one on every call.
@@ -330,7 +372,8 @@ if _c_make_encoder is not None:
     def _encode(obj: Any) -> str:
         return "".join(_c_encoder(obj, 0))
 else:  # pragma: no cover - other Pythons
-    _encode = _ENCODE
+    def _encode(obj: Any) -> str:
+        return _ENCODE(obj)
 _loads = json.loads
 
 
@@ -420,14 +463,173 @@ def _put(params: Dict[str, Any], name: str, value: Any) -> None:
 # -------------------------------------------------------------- commands
 # One builder per protocol method. Names follow the Python API, params the spec.
 
-def cmd_set(key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
-            to_disk: Optional[bool] = None) -> Command:
+def _write_params(key: str, value: Any, expire: Expire, memory_expire: Expire,
+                  to_disk: Optional[bool], lease: Optional[str]) -> Dict[str, Any]:
     wire, encoding = encode_value(value)
     params: Dict[str, Any] = {"key": _key(key), "value": wire, "encoding": encoding}
     _put(params, "expiration", to_expiration(expire))
     _put(params, "memoryExpiration", to_expiration(memory_expire))
     _put(params, "toDisk", to_disk)
-    return Command("cache.set", params, lambda r: bool(_as_dict(r)["stored"]), True)
+    _put(params, "lease", lease)
+    return params
+
+
+def _stored(result: Any) -> bool:
+    return bool(_as_dict(result)["stored"])
+
+
+def cmd_set(key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None, lease: Optional[str] = None) -> Command:
+    params = _write_params(key, value, expire, memory_expire, to_disk, lease)
+    return Command("cache.set", params, _stored, True)
+
+
+def cmd_add(key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None, lease: Optional[str] = None) -> Command:
+    # Not resent after a broken connection: a resent add that had stored would say
+    # "not stored" about its own write.
+    params = _write_params(key, value, expire, memory_expire, to_disk, lease)
+    return Command("cache.add", params, _stored, False)
+
+
+def cmd_cas(key: str, value: Any, version: int, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None) -> Command:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TypeError(f"version must be an int (Entry.version), not {type(version).__name__}")
+    params = _write_params(key, value, expire, memory_expire, to_disk, None)
+    params["version"] = version
+    return Command("cache.cas", params, _stored, False)
+
+
+def cmd_incr(key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+             memory_expire: Expire = None, to_disk: Optional[bool] = None) -> Command:
+    for name, number in (("by", by), ("initial", initial)):
+        if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
+            raise TypeError(f"{name} must be an int, not {type(number).__name__}")
+        if number is not None and number not in _INT64:
+            raise ValueError(f"{name}={number} does not fit in 64 bits")
+    params: Dict[str, Any] = {"key": _key(key), "by": by}
+    _put(params, "initial", initial)
+    _put(params, "expiration", to_expiration(expire))
+    _put(params, "memoryExpiration", to_expiration(memory_expire))
+    _put(params, "toDisk", to_disk)
+    return Command("cache.incr", params, lambda r: int(_as_dict(r)["value"]), False)
+
+
+def cmd_get_many(keys: Sequence[str], default: Any = _MISSING, *, extend: Any = None,
+                 memory_only: Optional[bool] = None) -> Command:
+    """Decodes to ``{key: value}`` in request order: hits only, unless ``default`` is
+    given, which then stands for every miss."""
+    names = [_key(k) for k in keys]
+    params: Dict[str, Any] = {"keys": names}
+    _put(params, "extendingExpiration", to_extending(extend))
+    _put(params, "fromMemoryOnly", memory_only or None)
+
+    def decode(result: Any) -> Dict[str, Any]:
+        entries = _as_dict(result)["entries"]
+        if not isinstance(entries, list) or len(entries) != len(names):
+            raise errors.ProtocolError(f"cache.getMany answered {len(entries)} entries for {len(names)} keys")
+        out: Dict[str, Any] = {}
+        for name, item in zip(names, entries):
+            entry = _entry(item)
+            if entry is not None:
+                out[name] = entry.value
+            elif default is not _MISSING:
+                out[name] = default
+        return out
+
+    return Command("cache.getMany", params, decode, True)
+
+
+def cmd_set_many(mapping: Mapping[str, Any], expire: Expire = None, *, memory_expire: Expire = None,
+                 to_disk: Optional[bool] = None) -> Command:
+    """Decodes to ``{key: version or None}`` in the mapping's order (None: not stored)."""
+    expiration = to_expiration(expire)
+    memory_expiration = to_expiration(memory_expire)
+    names: List[str] = []
+    items: List[Dict[str, Any]] = []
+    for key, value in mapping.items():
+        wire, encoding = encode_value(value)
+        item: Dict[str, Any] = {"key": _key(key), "value": wire, "encoding": encoding}
+        _put(item, "expiration", expiration)
+        _put(item, "memoryExpiration", memory_expiration)
+        names.append(key)
+        items.append(item)
+    params: Dict[str, Any] = {"entries": items}
+    _put(params, "toDisk", to_disk)
+
+    def decode(result: Any) -> Dict[str, Optional[int]]:
+        versions = _as_dict(result)["versions"]
+        if not isinstance(versions, list) or len(versions) != len(names):
+            raise errors.ProtocolError("cache.setMany answered a versions list of the wrong length")
+        return {name: _int_or_none(v) for name, v in zip(names, versions)}
+
+    return Command("cache.setMany", params, decode, True)
+
+
+def cmd_keys_page(prefix: str = "", cursor: Optional[str] = None, limit: Optional[int] = None) -> Command:
+    """Decodes to ``(keys, next_cursor)``; ``next_cursor`` is None after the last page."""
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix is a str, not {type(prefix).__name__}")
+    params: Dict[str, Any] = {}
+    _put(params, "prefix", prefix or None)
+    _put(params, "cursor", cursor)
+    _put(params, "limit", limit)
+
+    def decode(result: Any) -> Tuple[List[str], Optional[str]]:
+        r = _as_dict(result)
+        keys = r["keys"]
+        if not isinstance(keys, list):
+            raise errors.ProtocolError(f"cache.keys answered keys that are not a list: {keys!r}")
+        nxt = r.get("cursor")
+        return [str(k) for k in keys], nxt if isinstance(nxt, str) else None
+
+    return Command("cache.keys", params or None, decode, True)
+
+
+def cmd_remove_prefix(prefix: str) -> Command:
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix is a str, not {type(prefix).__name__}")
+    return Command("cache.removePrefix", {"prefix": prefix}, _removed, True)
+
+
+def cmd_lease(key: str, ttl: Expire, *, wait: Optional[float] = None, encoding: Optional[str] = None) -> Command:
+    expiration = to_expiration(ttl)
+    if expiration is None or expiration == "expired":
+        raise ValueError("a lease needs a ttl greater than zero")
+    params: Dict[str, Any] = {"key": _key(key), "ttl": expiration}
+    if wait is not None:
+        if wait < 0 or wait != wait:
+            raise ValueError("wait must be 0 or more seconds")
+        params["wait"] = wait
+    _put(params, "encoding", encoding)
+
+    def decode(result: Any) -> Lease:
+        r = _as_dict(result)
+        if r.get("found"):
+            return Lease(entry=_entry(r))
+        token = r.get("lease")
+        if isinstance(token, str):
+            return Lease(token=token)
+        return Lease(leased=bool(r.get("leased")))
+
+    # Never resent: a resent lease request could be told "leased" by its own lease.
+    return Command("cache.lease", params, decode, False)
+
+
+def cmd_release_lease(key: str, token: str) -> Command:
+    return Command("cache.releaseLease", {"key": _key(key), "lease": token},
+                   lambda r: bool(_as_dict(r)["released"]), True)
+
+
+def ttl_from_description(description: Optional[Description], now: float) -> Optional[float]:
+    """Seconds ``description``'s entry has left: ``None`` on a miss, ``math.inf`` when
+    it never expires, never below 0."""
+    if description is None:
+        return None
+    if description.expires_at is None:
+        return float("inf")
+    return max(0.0, description.expires_at - now)
 
 
 def _get_params(key: str, extend: Any, memory_only: Optional[bool], encoding: Optional[str] = None) -> Dict[str, Any]:
@@ -448,6 +650,7 @@ def _entry(result: Any) -> Optional[Entry]:
         encoding=str(encoding),
         cache_type=str(r.get("cacheType")),
         expires_at=_number_or_none(r.get("expiresAt")),
+        version=_int_or_none(r.get("version")),
     )
 
 
@@ -497,6 +700,7 @@ def _description(result: Any) -> Optional[Description]:
         expires_at=_number_or_none(r.get("expiresAt")),
         last_access_at=_number_or_none(r.get("lastAccessAt")),
         memory_expires_at=_number_or_none(r.get("memoryExpiresAt")),
+        version=_int_or_none(r.get("version")),
     )
 
 

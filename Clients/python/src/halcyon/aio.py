@@ -10,20 +10,22 @@ waiting for its id, so concurrent calls overlap on the wire.
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import os
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, cast
+import time
+from typing import (
+    Any, AsyncIterator, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union, cast,
+)
 
 from . import _wire, errors
 from ._pipeline import PipelineQueue, raise_first_error
-from ._wire import Command, Description, Entry, Expire
-from .client import DEFAULT_TIMEOUT
-from .memoize import function_prefix, make_key
+from ._wire import Command, Description, Entry, Expire, Lease
+from .client import DEFAULT_LEASE_TTL, DEFAULT_TIMEOUT
+from .memoize import AsyncMemoized, KeyMaker, P
 
 __all__ = ["AsyncClient", "AsyncPipeline"]
 
-AF = TypeVar("AF", bound=Callable[..., Awaitable[Any]])
+R = TypeVar("R")
 
 
 class _Broken(Exception):
@@ -286,10 +288,85 @@ class AsyncClient:
             _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
 
     async def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
-                  to_disk: Optional[bool] = None, timeout: Optional[float] = None) -> bool:
+                  to_disk: Optional[bool] = None, lease: Optional[str] = None,
+                  timeout: Optional[float] = None) -> bool:
         """See :meth:`halcyon.Client.set`."""
         return cast(bool, await self._run(
-            _wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+            _wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk, lease=lease),
+            timeout))
+
+    async def add(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+                  to_disk: Optional[bool] = None, lease: Optional[str] = None,
+                  timeout: Optional[float] = None) -> bool:
+        """See :meth:`halcyon.Client.add`."""
+        return cast(bool, await self._run(
+            _wire.cmd_add(key, value, expire, memory_expire=memory_expire, to_disk=to_disk, lease=lease),
+            timeout))
+
+    async def cas(self, key: str, value: Any, version: int, expire: Expire = None, *,
+                  memory_expire: Expire = None, to_disk: Optional[bool] = None,
+                  timeout: Optional[float] = None) -> bool:
+        """See :meth:`halcyon.Client.cas`."""
+        return cast(bool, await self._run(
+            _wire.cmd_cas(key, value, version, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    async def incr(self, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+                   memory_expire: Expire = None, to_disk: Optional[bool] = None,
+                   timeout: Optional[float] = None) -> int:
+        """See :meth:`halcyon.Client.incr`."""
+        return cast(int, await self._run(_wire.cmd_incr(key, by, initial=initial, expire=expire,
+                                                        memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    async def decr(self, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+                   memory_expire: Expire = None, to_disk: Optional[bool] = None,
+                   timeout: Optional[float] = None) -> int:
+        """See :meth:`halcyon.Client.decr`."""
+        return await self.incr(key, -by, initial=initial, expire=expire, memory_expire=memory_expire,
+                               to_disk=to_disk, timeout=timeout)
+
+    async def get_many(self, keys: Iterable[str], default: Any = _wire._MISSING, *, extend: Any = None,
+                       memory_only: bool = False, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """See :meth:`halcyon.Client.get_many`."""
+        return cast(Dict[str, Any], await self._run(
+            _wire.cmd_get_many(list(keys), default, extend=extend, memory_only=memory_only), timeout))
+
+    async def set_many(self, mapping: Mapping[str, Any], expire: Expire = None, *,
+                       memory_expire: Expire = None, to_disk: Optional[bool] = None,
+                       timeout: Optional[float] = None) -> Dict[str, Optional[int]]:
+        """See :meth:`halcyon.Client.set_many`."""
+        return cast(Dict[str, Optional[int]], await self._run(
+            _wire.cmd_set_many(mapping, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    async def keys(self, prefix: str = "", *, page_size: Optional[int] = None,
+                   timeout: Optional[float] = None) -> AsyncIterator[str]:
+        """See :meth:`halcyon.Client.keys`; ``async for key in client.keys("user:")``."""
+        cursor: Optional[str] = None
+        while True:
+            page, cursor = await self._run(_wire.cmd_keys_page(prefix, cursor, page_size), timeout)
+            for key in page:
+                yield key
+            if cursor is None:
+                return
+
+    async def remove_prefix(self, prefix: str, *, timeout: Optional[float] = None) -> int:
+        """See :meth:`halcyon.Client.remove_prefix`."""
+        return cast(int, await self._run(_wire.cmd_remove_prefix(prefix), timeout))
+
+    async def ttl(self, key: str, *, timeout: Optional[float] = None) -> Optional[float]:
+        """See :meth:`halcyon.Client.ttl`."""
+        return _wire.ttl_from_description(await self.describe(key, timeout=timeout), time.time())
+
+    async def lease(self, key: str, ttl: Expire, *, wait: float = 0,
+                    timeout: Optional[float] = None) -> Lease:
+        """See :meth:`halcyon.Client.lease`. Other tasks' calls go on while it waits."""
+        limit = self.timeout if timeout is None else float(timeout)
+        if limit is not None and wait:
+            limit += wait
+        return cast(Lease, await self._run(_wire.cmd_lease(key, ttl, wait=wait), limit))
+
+    async def release_lease(self, key: str, token: str, *, timeout: Optional[float] = None) -> bool:
+        """See :meth:`halcyon.Client.release_lease`."""
+        return cast(bool, await self._run(_wire.cmd_release_lease(key, token), timeout))
 
     async def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
                      timeout: Optional[float] = None) -> bool:
@@ -366,32 +443,37 @@ class AsyncClient:
         return AsyncPipeline(self, batch=True, raise_on_error=raise_on_error, timeout=timeout)
 
     def memoize(self, expire: Expire = None, *, prefix: Optional[str] = None, typed: bool = False,
-                memory_expire: Expire = None) -> Callable[[AF], AF]:
+                memory_expire: Expire = None, ignore: Iterable[Union[int, str]] = (),
+                lease_ttl: float = DEFAULT_LEASE_TTL,
+                ) -> Callable[[Callable[P, Awaitable[R]]], AsyncMemoized[P, R]]:
         """See :meth:`halcyon.Client.memoize`; decorates ``async def`` functions, and
-        ``invalidate`` is a coroutine."""
+        ``invalidate`` is a coroutine. Concurrent tasks, threads and processes compute
+        once: the others wait for the lease holder's result (other tasks' calls on this
+        client go on meanwhile)."""
 
-        def decorate(func: AF) -> AF:
-            head = function_prefix(func, prefix)
+        def decorate(func: Callable[P, Awaitable[R]]) -> AsyncMemoized[P, R]:
+            keys = KeyMaker(func, prefix, typed, ignore)
 
-            @functools.wraps(func)
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                key = make_key(head, args, kwargs, typed)
-                entry = await self.get_entry(key)
-                if entry is not None:
-                    return entry.value
-                value = await func(*args, **kwargs)
-                await self.set(key, value, expire, memory_expire=memory_expire)
-                return value
+            async def run(key: str, compute: Callable[[], Awaitable[R]]) -> R:
+                for _ in range(3):
+                    got = await self.lease(key, lease_ttl, wait=lease_ttl)
+                    if got.entry is not None:
+                        return cast(R, got.entry.value)
+                    if got.token is None:
+                        continue
+                    try:
+                        value = await compute()
+                        await self.set(key, value, expire, memory_expire=memory_expire, lease=got.token)
+                    except BaseException:
+                        try:
+                            await self.release_lease(key, got.token)
+                        except errors.HalcyonError:
+                            pass  # the lease ends with its ttl or connection anyway
+                        raise
+                    return value
+                return await compute()
 
-            def cache_key(*args: Any, **kwargs: Any) -> str:
-                return make_key(head, args, kwargs, typed)
-
-            async def invalidate(*args: Any, **kwargs: Any) -> bool:
-                return await self.delete(make_key(head, args, kwargs, typed))
-
-            wrapper.cache_key = cache_key  # type: ignore[attr-defined]
-            wrapper.invalidate = invalidate  # type: ignore[attr-defined]
-            return cast(AF, wrapper)
+            return AsyncMemoized(func, keys, run, self.delete)
 
         return decorate
 

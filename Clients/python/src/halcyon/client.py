@@ -8,22 +8,26 @@ parallel requests use one client per thread, a pipeline, or :mod:`halcyon.aio`.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
+import time
 from typing import (
-    Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, cast,
+    Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, cast,
 )
 
 from . import _wire, errors
 from ._pipeline import PipelineQueue, raise_first_error
 from ._transport import Broken, Connection, Timeout
-from ._wire import Command, Description, Entry, Expire
-from .memoize import function_prefix, make_key
+from ._wire import Command, Description, Entry, Expire, Lease
+from .memoize import KeyMaker, Memoized, P
 
 __all__ = ["Client", "Pipeline"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+
+#: How long a memoized call's lease holds by default (seconds): a caller that takes it
+#: and then hangs blocks the others at most this long.
+DEFAULT_LEASE_TTL = 60.0
 
 #: Default seconds a call may wait without progress before it times out.
 DEFAULT_TIMEOUT = 5.0
@@ -99,15 +103,23 @@ class Client:
         self._next_id = 1
         self._configure: Optional[Command] = None
         self._forks = _forks[0]
+        # memoize's own connection per thread (see _memo_client); all of them are kept in
+        # _memo_clients too (guarded by _lock) so close() reaches other threads' ones.
+        self._memo = threading.local()
+        self._memo_clients: List["Client"] = []
 
     # ------------------------------------------------------------ plumbing
 
     def close(self) -> None:
-        """Close the connection (a later call reopens it)."""
+        """Close the connection, and memoize's (a later call reopens them)."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            memo, self._memo_clients = self._memo_clients, []
+            self._memo = threading.local()
+        for client in memo:
+            client.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -237,7 +249,7 @@ class Client:
             _wire.cmd_get_entry(key, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
 
     def set(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
-            to_disk: Optional[bool] = None, timeout: Any = None) -> bool:
+            to_disk: Optional[bool] = None, lease: Optional[str] = None, timeout: Any = None) -> bool:
         """Store ``value`` under ``key``; returns whether it was stored (an expiration
         already in the past stores nothing and returns ``False``).
 
@@ -250,11 +262,106 @@ class Client:
                 lifetime (``expire``), except with ``to_disk=False``, where it is the
                 lifetime.
             to_disk: ``False`` keeps the value in memory only.
+            lease: the token from :meth:`lease`: this write is the value the lease was
+                taken for (waiting callers get it). Any write ends the key's lease.
         Raises:
             TypeError: the value is not bytes, str or JSON-able.
         """
         return cast(bool, self._run(
-            _wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+            _wire.cmd_set(key, value, expire, memory_expire=memory_expire, to_disk=to_disk, lease=lease),
+            timeout))
+
+    def add(self, key: str, value: Any, expire: Expire = None, *, memory_expire: Expire = None,
+            to_disk: Optional[bool] = None, lease: Optional[str] = None, timeout: Any = None) -> bool:
+        """Store ``value`` only if ``key`` holds no live entry (set-if-absent); returns
+        whether it was stored. Atomic with every other write: among concurrent adds of
+        one key exactly one stores. Arguments as for :meth:`set`."""
+        return cast(bool, self._run(
+            _wire.cmd_add(key, value, expire, memory_expire=memory_expire, to_disk=to_disk, lease=lease),
+            timeout))
+
+    def cas(self, key: str, value: Any, version: int, expire: Expire = None, *,
+            memory_expire: Expire = None, to_disk: Optional[bool] = None, timeout: Any = None) -> bool:
+        """Compare-and-set: store ``value`` only if the key's version is still
+        ``version`` (from :meth:`get_entry` or :meth:`describe`); returns ``False`` when
+        someone wrote the key in between or it is gone. Arguments as for :meth:`set`."""
+        return cast(bool, self._run(
+            _wire.cmd_cas(key, value, version, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    def incr(self, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+             memory_expire: Expire = None, to_disk: Optional[bool] = None, timeout: Any = None) -> int:
+        """Add ``by`` (may be negative) to the integer under ``key`` atomically and
+        return the result. A missing or expired key starts at ``initial`` (default 0).
+        An existing entry keeps its expiration unless ``expire`` is given.
+
+        Raises:
+            halcyon.errors.NotAnIntegerError: the stored value is not a JSON integer.
+            halcyon.errors.IntegerOverflowError: the result would not fit in 64 bits.
+        """
+        return cast(int, self._run(_wire.cmd_incr(key, by, initial=initial, expire=expire,
+                                                  memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    def decr(self, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
+             memory_expire: Expire = None, to_disk: Optional[bool] = None, timeout: Any = None) -> int:
+        """:meth:`incr` by ``-by``."""
+        return self.incr(key, -by, initial=initial, expire=expire, memory_expire=memory_expire,
+                         to_disk=to_disk, timeout=timeout)
+
+    def get_many(self, keys: Iterable[str], default: Any = _wire._MISSING, *, extend: Any = None,
+                 memory_only: bool = False, timeout: Any = None) -> Dict[str, Any]:
+        """Read many keys in one request: ``{key: value}`` in the order asked, hits only
+        (like pymemcache's ``get_many``), or every key with ``default`` for the misses.
+        At most the daemon's ``--max-batch`` keys (default 1000) per call."""
+        return cast(Dict[str, Any], self._run(
+            _wire.cmd_get_many(list(keys), default, extend=extend, memory_only=memory_only), timeout))
+
+    def set_many(self, mapping: Mapping[str, Any], expire: Expire = None, *, memory_expire: Expire = None,
+                 to_disk: Optional[bool] = None, timeout: Any = None) -> Dict[str, Optional[int]]:
+        """Store every ``key: value`` of ``mapping`` in one request, applied in order as
+        one step; returns ``{key: version}`` (``None`` where nothing was stored)."""
+        return cast(Dict[str, Optional[int]], self._run(
+            _wire.cmd_set_many(mapping, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    def keys(self, prefix: str = "", *, page_size: Optional[int] = None, timeout: Any = None) -> Iterator[str]:
+        """Iterate over the live keys starting with ``prefix``, from both tiers, one
+        page (``page_size``, daemon default 1000) per request. Keys present for the whole
+        scan are seen exactly once; keys written meanwhile may or may not be."""
+        cursor: Optional[str] = None
+        while True:
+            page, cursor = self._run(_wire.cmd_keys_page(prefix, cursor, page_size), timeout)
+            yield from page
+            if cursor is None:
+                return
+
+    def remove_prefix(self, prefix: str, *, timeout: Any = None) -> int:
+        """Remove every key starting with ``prefix`` (non-empty) from both tiers, as one
+        write; returns how many."""
+        return cast(int, self._run(_wire.cmd_remove_prefix(prefix), timeout))
+
+    def ttl(self, key: str, *, timeout: Any = None) -> Optional[float]:
+        """Seconds until ``key`` expires: ``None`` on a miss, ``math.inf`` when it never
+        expires. Never loads or extends the entry."""
+        return _wire.ttl_from_description(self.describe(key, timeout=timeout), time.time())
+
+    def lease(self, key: str, ttl: Expire, *, wait: float = 0, timeout: Any = None) -> Lease:
+        """Read ``key``, or take its lease on a miss (stampede protection across
+        processes). See :class:`~halcyon.Lease`: a hit, a token (compute the value and
+        ``set(key, value, lease=token)``, or :meth:`release_lease`), or ``leased`` when
+        another caller still held it after ``wait`` seconds.
+
+        The lease ends at ``ttl``, at any write of the key, at :meth:`release_lease`, or
+        when this client's connection closes. While it waits the call holds this
+        client's lock (other threads' calls on this client wait too): memoize uses a
+        connection of its own per thread for that reason."""
+        limit = self._timeout(timeout)
+        if limit is not None and wait:
+            limit += wait
+        return cast(Lease, self._run(_wire.cmd_lease(key, ttl, wait=wait), limit))
+
+    def release_lease(self, key: str, token: str, *, timeout: Any = None) -> bool:
+        """Give a lease back without writing; one waiting caller gets it. Returns
+        whether it was still held."""
+        return cast(bool, self._run(_wire.cmd_release_lease(key, token), timeout))
 
     def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
                timeout: Any = None) -> bool:
@@ -386,13 +493,15 @@ class Client:
     # -------------------------------------------------------- memoize
 
     def memoize(self, expire: Expire = None, *, prefix: Optional[str] = None, typed: bool = False,
-                memory_expire: Expire = None) -> Callable[[F], F]:
-        """Decorator: cache a function's result in Halcyon, keyed by its arguments.
+                memory_expire: Expire = None, ignore: Iterable[Union[int, str]] = (),
+                lease_ttl: float = DEFAULT_LEASE_TTL) -> Callable[[Callable[P, R]], Memoized[P, R]]:
+        """Decorator: cache a function's result in Halcyon, keyed by its arguments, and
+        compute it once however many threads and processes ask at the same time.
 
         ::
 
             @client.memoize(expire=600)
-            def lookup(user_id): ...
+            def lookup(user_id: int) -> dict: ...
 
             lookup(7)                    # runs and caches
             lookup(7)                    # from the cache
@@ -400,36 +509,67 @@ class Client:
             lookup.cache_key(7)          # the key it uses
             lookup.__wrapped__(7)        # bypass the cache
 
+        A miss takes the key's lease (``cache.lease``): the caller that gets it runs the
+        function and stores the result with the lease; every other caller, in this
+        process or another, waits (up to ``lease_ttl`` seconds) and gets that result. If
+        the function raises, the lease is given back, nothing is cached and the next
+        waiter computes. If a holder vanishes (its process dies) its lease ends with its
+        connection. A caller still refused after three waits computes without caching.
+        Waiting calls use a connection of this client's own per thread, so they never
+        hold up other threads' calls.
+
         The result must be storable (bytes, str or JSON-able; a returned ``None`` is
-        cached too). A call that raises is not cached. The key is
-        ``memoize:<module>.<qualname>:<sha256 of the arguments>`` unless ``prefix``
-        is given; with ``typed``, ``f(1)`` and ``f(1.0)`` are cached apart.
+        cached too). The key is ``memoize:<module>.<qualname>:<sha256 of the
+        arguments>`` unless ``prefix`` is given; with ``typed``, ``f(1)`` and ``f(1.0)``
+        are cached apart; ``ignore`` leaves arguments out of the key, by position or name
+        (``ignore={"self"}`` on a method shares results between instances).
+        ``invalidate`` and ``cache_key`` take the function's own parameters, also for
+        type checkers (see :class:`~halcyon.memoize.Memoized`).
         """
 
-        def decorate(func: F) -> F:
-            head = function_prefix(func, prefix)
+        def decorate(func: Callable[P, R]) -> Memoized[P, R]:
+            keys = KeyMaker(func, prefix, typed, ignore)
 
-            @functools.wraps(func)
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                key = make_key(head, args, kwargs, typed)
-                entry = self.get_entry(key)
-                if entry is not None:
-                    return entry.value
-                value = func(*args, **kwargs)
-                self.set(key, value, expire, memory_expire=memory_expire)
-                return value
+            def run(key: str, compute: Callable[[], R]) -> R:
+                return self._memoized(key, compute, expire, memory_expire, lease_ttl)
 
-            def cache_key(*args: Any, **kwargs: Any) -> str:
-                return make_key(head, args, kwargs, typed)
-
-            def invalidate(*args: Any, **kwargs: Any) -> bool:
-                return self.delete(make_key(head, args, kwargs, typed))
-
-            wrapper.cache_key = cache_key  # type: ignore[attr-defined]
-            wrapper.invalidate = invalidate  # type: ignore[attr-defined]
-            return cast(F, wrapper)
+            return Memoized(func, keys, run, self.delete)
 
         return decorate
+
+    def _memo_client(self) -> "Client":
+        """This thread's own connection for memoize's leases. A lease call that waits
+        holds its client's lock, and the holder's write must not queue behind it when
+        both threads share this client; the lease also lives as long as this connection."""
+        client = getattr(self._memo, "client", None)
+        if client is None:
+            client = Client(self.path, self.timeout, retry=self.retry)
+            self._memo.client = client
+            with self._lock:
+                self._memo_clients.append(client)
+        return cast(Client, client)
+
+    def _memoized(self, key: str, compute: Callable[[], R], expire: Expire, memory_expire: Expire,
+                  lease_ttl: float) -> R:
+        side = self._memo_client()
+        for _ in range(3):
+            got = side.lease(key, lease_ttl, wait=lease_ttl)
+            if got.entry is not None:
+                return cast(R, got.entry.value)
+            if got.token is None:
+                continue  # another caller held it all along: ask again (it may have ended)
+            try:
+                value = compute()
+                side.set(key, value, expire, memory_expire=memory_expire, lease=got.token)
+            except BaseException:
+                # Not cached: hand the lease on at once so a waiter computes.
+                try:
+                    side.release_lease(key, got.token)
+                except errors.HalcyonError:
+                    pass  # the lease ends with its ttl or connection anyway
+                raise
+            return value
+        return compute()
 
 
 class Pipeline(PipelineQueue):

@@ -74,6 +74,13 @@ __all__ = [
     "EmptyKeyError",
     "MissingParamError",
     "WrongTypeError",
+    "NotAnIntegerError",
+    "IntegerOverflowError",
+    "InvalidCursorError",
+    "TooManyKeysError",
+    "EmptyPrefixError",
+    "TooManyLeaseWaitersForKeyError",
+    "TooManyLeaseWaitersError",
     "TooManyConnectionsError",
     "TooManyInFlightError",
     "ShuttingDownError",
@@ -220,6 +227,34 @@ class EmptyKeyError(InvalidParamsError):
     """``emptyKey``: the key is the empty string."""
 
 
+class NotAnIntegerError(InvalidParamsError):
+    """``incr``/``decr`` met a value that is not a JSON integer (``notAnInteger``)."""
+
+
+class IntegerOverflowError(InvalidParamsError):
+    """``incr``/``decr`` would leave the 64-bit signed range (``integerOverflow``)."""
+
+
+class InvalidCursorError(InvalidParamsError):
+    """A ``keys`` cursor that did not come from this daemon's last replies (``invalidCursor``)."""
+
+
+class TooManyKeysError(InvalidParamsError):
+    """A ``get_many``/``set_many`` over the daemon's ``--max-batch`` (``tooManyKeys``)."""
+
+
+class EmptyPrefixError(InvalidParamsError):
+    """``remove_prefix("")``: removing everything is ``clear`` (``emptyPrefix``)."""
+
+
+class TooManyLeaseWaitersForKeyError(OverloadedError):
+    """Too many callers already wait for this key's lease (``tooManyLeaseWaitersForKey``)."""
+
+
+class TooManyLeaseWaitersError(OverloadedError):
+    """Too many callers already wait for leases (``tooManyLeaseWaiters``)."""
+
+
 class TooManyConnectionsError(OverloadedError):
     """``tooManyConnections``: the daemon is at ``--max-connections``."""
 
@@ -292,6 +327,13 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("emptyKey", -32602): EmptyKeyError,
     ("missingParam", -32602): MissingParamError,
     ("wrongType", -32602): WrongTypeError,
+    ("notAnInteger", -32602): NotAnIntegerError,
+    ("integerOverflow", -32602): IntegerOverflowError,
+    ("invalidCursor", -32602): InvalidCursorError,
+    ("tooManyKeys", -32602): TooManyKeysError,
+    ("emptyPrefix", -32602): EmptyPrefixError,
+    ("tooManyLeaseWaitersForKey", -32005): TooManyLeaseWaitersForKeyError,
+    ("tooManyLeaseWaiters", -32005): TooManyLeaseWaitersError,
     ("tooManyConnections", -32005): TooManyConnectionsError,
     ("tooManyInFlight", -32005): TooManyInFlightError,
     ("shuttingDown", -32005): ShuttingDownError,
