@@ -5,7 +5,7 @@
 # usage: issue10-fastpath-cells.sh NEW_HALCYOND OLD_HALCYOND REPEAT SECONDS
 set -uo pipefail
 new="$1"; old="$2"; repeat="$3"; secs="$4"
-loadgen="$(/work/wt/fastpath/Benchmarks/loadgen/build.sh)"
+loadgen="$("$(cd "$(dirname "$0")/.." && pwd)/loadgen/build.sh")"
 tmp="$(mktemp -d /tmp/fpb.XXXXXX)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
