@@ -39,6 +39,16 @@ extension HybridCache {
         forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
+        retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: false, completion: completion)
+    }
+
+    /// `retrieve`, where `memoryAsked` says the caller's `memoryLookup` already missed in
+    /// memory (and counted it), so the inline path goes straight on to the disk. A read
+    /// that must queue behind a write asks memory again there, after the write.
+    func retrieve(
+        forKey key: String, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
+        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
+    ) -> CacheTask {
         let path = readPath(forKey: key, options: options)
         if case .queued = path {
             return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
@@ -46,7 +56,7 @@ extension HybridCache {
                 return retrieveNow(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
             }
         }
-        if let (entry, meta) = memoryStorage.valueAndMeta(
+        if !memoryAsked, let (entry, meta) = memoryStorage.valueAndMeta(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
         {
             return runInline(callbackQueue, options.priority, completion) {
@@ -124,7 +134,7 @@ extension HybridCache {
         }
     }
 
-    private static func description(of meta: MemoryStorage.Meta) -> EntryDescription {
+    static func description(of meta: MemoryStorage.Meta) -> EntryDescription {
         EntryDescription(
             cacheType: .memory, size: meta.size, flags: meta.flags,
             expiresAt: optionalDate(meta.expiration), memoryExpiresAt: optionalDate(meta.memoryExpiration),

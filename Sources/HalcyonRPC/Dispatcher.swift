@@ -7,15 +7,27 @@ import Foundation
 import HalcyonCache
 import HalcyonJSON
 
-/// One serialised reply element: a JSON-RPC response object without its newline.
+/// One reply element: a JSON-RPC response, either already serialised (errors, replies
+/// computed at once) or a result still to be encoded (`deferred`), which the transport
+/// encodes on the thread that writes it, straight into its outbound buffer: work queued on
+/// the ioQueue hands its result value over, and no reply bytes are made there.
 public struct RPCReply: Sendable {
+    /// A success's result, written into a reply by the thread that writes the reply.
+    public typealias ResultWriter = @Sendable (inout JSONWriter) throws(RPCError) -> Void
+
+    private enum Body: Sendable {
+        /// The response object's bytes, without newline.
+        case encoded([UInt8])
+        case deferred(ResultWriter)
+    }
+
     /// The id of the request it answers (nil only for whole-line errors, written as `null`).
     public var id: RPCID?
-    /// The response object's bytes.
-    public var bytes: [UInt8]
+    private var body: Body
     /// The error this reply carries; nil for a result. The transport withdraws a success
     /// whose request was cancelled meanwhile (writing `-32800` instead) and counts storage
-    /// errors for its warnings.
+    /// errors for its warnings. A deferred result that turns out not to be encodable
+    /// (`-32004`) is only known once written (`writeLine`).
     public var error: RPCError?
 
     /// True for a result, false for an error.
@@ -23,8 +35,44 @@ public struct RPCReply: Sendable {
 
     public init(id: RPCID?, bytes: [UInt8], error: RPCError?) {
         self.id = id
-        self.bytes = bytes
+        self.body = .encoded(bytes)
         self.error = error
+    }
+
+    /// A success whose result `write` produces when the reply is written.
+    public static func deferred(id: RPCID?, _ write: @escaping ResultWriter) -> RPCReply {
+        var reply = RPCReply(id: id, bytes: [], error: nil)
+        reply.body = .deferred(write)
+        return reply
+    }
+
+    /// The response object's bytes, without newline (a deferred result is encoded now,
+    /// on the calling thread).
+    public var bytes: [UInt8] {
+        switch body {
+        case .encoded(let bytes):
+            return bytes
+        case .deferred:
+            var writer = JSONWriter()
+            _ = writeLine(into: &writer)
+            var bytes = writer.bytes
+            if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+            return bytes
+        }
+    }
+
+    /// Appends the reply as one line (with its `\n`) to `writer`, which must be between
+    /// lines. Returns the error that replaced a deferred result, if its value could not be
+    /// encoded.
+    public func writeLine(into writer: inout JSONWriter) -> RPCError? {
+        switch body {
+        case .encoded(let bytes):
+            writer.raw(bytes)
+            writer.newline()
+            return nil
+        case .deferred(let write):
+            return RPCResponseWriter.success(id: id ?? .null, into: &writer, result: write)
+        }
     }
 
     /// An error reply.
@@ -42,8 +90,8 @@ public struct RPCReply: Sendable {
         self.init(id: id, bytes: bytes, error: error)
     }
 
-    /// A success reply whose result `write` produces; if `write` throws, the reply is that
-    /// error instead (for instance `-32004` when a value cannot be shown in an encoding).
+    /// A success reply whose result `write` produces now; if `write` throws, the reply is
+    /// that error instead (for instance `-32004` when a value cannot be shown in an encoding).
     public static func success(
         id: RPCID?, _ write: (inout JSONWriter) throws(RPCError) -> Void
     ) -> RPCReply {
@@ -95,6 +143,9 @@ struct MethodCall {
     let session: ConnectionSession
     let options: HybridCache.Options
     let responder: Responder
+    /// The transport's `answerFromMemory` already asked memory for this read and missed
+    /// (the miss is counted): the handler goes on without asking again.
+    var memoryMissed = false
 
     var id: RPCID? { responder.id }
     var callbackQueue: CallbackQueue { responder.callbackQueue }
@@ -109,12 +160,15 @@ struct Responder: Sendable {
     let priority: Operation.QueuePriority
     let respond: @Sendable (RPCReply) -> Void
 
-    /// Delivers a finished storage result: success through `write`, failure mapped once
+    /// Delivers a finished storage result: success as a value that `write` encodes on the
+    /// thread that writes the reply (not here: this may be the ioQueue), failure mapped once
     /// through `RPCError.init(_: CacheError)`.
-    func finish<T>(_ result: Result<T, CacheError>, _ write: (T, inout JSONWriter) throws(RPCError) -> Void) {
+    func finish<T: Sendable>(
+        _ result: Result<T, CacheError>, _ write: @escaping @Sendable (T, inout JSONWriter) throws(RPCError) -> Void
+    ) {
         switch result {
         case .success(let value):
-            respond(.success(id: id) { (w: inout JSONWriter) throws(RPCError) in try write(value, &w) })
+            respond(.deferred(id: id) { (w: inout JSONWriter) throws(RPCError) in try write(value, &w) })
         case .failure(let error):
             respond(.error(id: id, RPCError(error)))
         }
@@ -142,6 +196,8 @@ public final class Dispatcher: Sendable {
     public let leases: Leases
     /// The method table by name (see `methodTable`).
     let table: [String: MethodSpec]
+    /// The memory answers by name (see `memoryAnswers`), each with its table line.
+    let answers: [String: (spec: MethodSpec, answer: MemoryAnswer)]
 
     public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
         self.cache = cache
@@ -153,6 +209,14 @@ public final class Dispatcher: Sendable {
             table[spec.name] = spec
         }
         self.table = table
+        var answers: [String: (spec: MethodSpec, answer: MemoryAnswer)] = [:]
+        for (name, answer) in Dispatcher.memoryAnswers {
+            guard let spec = table[name], spec.flags.contains(.fast), !spec.flags.contains(.debug) else {
+                preconditionFailure("memory answers: \(name) is not a fast method of the table")
+            }
+            answers[name] = (spec, answer)
+        }
+        self.answers = answers
     }
 
     /// The transport calls this once when a connection has closed: its leases end (each
@@ -166,44 +230,65 @@ public final class Dispatcher: Sendable {
         Int(facts.limits.first(where: { $0.0 == "maxBatch" })?.1 ?? 1000)
     }
 
+    /// The name of every method in the table, in table order (for per-method series that
+    /// are made once, up front).
+    public static var methodNames: [String] { methodTable.map(\.name) }
+
     /// Handles one request. Returns the storage task for queued work, so the transport can
     /// cancel it; nil when the request was answered (or refused) at once.
     ///
     /// A notification (no `id`) runs like a request; the transport drops its reply.
+    /// `memoryMissed`: `answerFromMemory` answered `.notAnswered(memoryMissed: true)` for
+    /// this very request just before.
     @discardableResult
     public func handle(
-        _ request: RPCRequest, session: ConnectionSession,
+        _ request: RPCRequest, session: ConnectionSession, memoryMissed: Bool = false,
         respond: @escaping @Sendable (RPCReply) -> Void
     ) -> CacheTask? {
         let callbackQueue = session.callbackQueue
         var priority = Operation.QueuePriority.normal
         do throws(RPCError) {
-            // The table's checks, in this order: the method exists and is enabled here,
-            // its params name nothing it does not take, its options are valid.
             guard let spec = table[request.method] else { throw .methodNotFound(method: request.method) }
-            if spec.flags.contains(.debug), !facts.debugMethodsEnabled {
-                throw .debugMethodsDisabled(method: request.method)
-            }
             guard case .call(let handler) = spec.handler else {
+                try check(spec, request)
                 // The transport carries these out itself (`transportAction(for:)`).
                 throw .methodNotFound(method: request.method)
             }
-            let params = try Params(node: request.paramsNode, allowed: spec.params)
-            var options = HybridCache.Options()
-            options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
-            if spec.takesOptions {
-                let requestOptions = try params.options()
-                if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
-                if let p = requestOptions.priority { options.priority = p; priority = p }
-            }
-            let call = MethodCall(
+            let (params, options) = try prepare(spec, request, session: session)
+            priority = options.priority
+            var call = MethodCall(
                 params: params, session: session, options: options,
                 responder: Responder(id: request.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
             )
+            call.memoryMissed = memoryMissed
             return try handler(self, call)
         } catch {
             callbackQueue.execute(priority: priority) { respond(.error(id: request.id, error)) }
             return nil
+        }
+    }
+
+    /// The table's checks before any handler, in this order: the method is enabled here,
+    /// its params name nothing it does not take, its options are valid. Returns the params
+    /// and the request's options laid over the connection's.
+    func prepare(
+        _ spec: MethodSpec, _ request: RPCRequest, session: ConnectionSession
+    ) throws(RPCError) -> (Params, HybridCache.Options) {
+        try check(spec, request)
+        let params = try Params(node: request.paramsNode, allowed: spec.params)
+        var options = HybridCache.Options()
+        options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
+        if spec.takesOptions {
+            let requestOptions = try params.options()
+            if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
+            if let p = requestOptions.priority { options.priority = p }
+        }
+        return (params, options)
+    }
+
+    private func check(_ spec: MethodSpec, _ request: RPCRequest) throws(RPCError) {
+        if spec.flags.contains(.debug), !facts.debugMethodsEnabled {
+            throw .debugMethodsDisabled(method: request.method)
         }
     }
 }

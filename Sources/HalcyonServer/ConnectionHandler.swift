@@ -22,6 +22,22 @@ enum ShutdownEvent: Sendable {
 /// picks and hop to the event loop, where this handler alone writes them, so the
 /// in-flight table needs no lock.
 ///
+/// The synchronous path: a request with an id to a method with a memory answer (a `fast`
+/// read memory holds, no queued write on its key; `server.ping`) is answered before its
+/// line's processing returns. Under `untouch` its reply is encoded straight into
+/// `outbound`, the connection's reply buffer, and never enters the in-flight table: no
+/// later line (a cancel included) can be read before it is written. Under the other
+/// policies the encoded reply takes the delivery hop of the policy like any other, with an
+/// in-flight entry (a cancel may be read before it lands), but no storage task; except an
+/// `operationQueue`, whose deliveries are ordered by each request's priority, which only
+/// the ordinary path carries.
+///
+/// Every reply line is appended to `outbound`, which is handed to the channel as one
+/// buffer at the end of each read burst (`channelReadComplete`), with the flush of the
+/// tick in which a reply lands between reads, or when it passes `outboundChunk` bytes (so writability, and with it
+/// back-pressure, follows the replies of a long burst). One order for all replies: the
+/// order they were appended in.
+///
 /// Cancellation is decided here, on the event loop: a `$/cancelRequest` marks the entry
 /// and cancels its `CacheTask` synchronously; any success reply that reaches the loop for
 /// a marked entry afterwards is replaced by `-32800` (`started: true`). Since both the
@@ -90,6 +106,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// in flight, before it closes: enough for what the kernel already holds to be read.
     static let drainQuietPeriod = TimeAmount.milliseconds(100)
 
+    /// Reply bytes gathered in `outbound` above which they go to the channel at once,
+    /// even inside a read burst.
+    static let outboundChunk = 64 << 10
+
     private let dispatcher: Dispatcher
     private let counters: ServerCounters
     private let maxInFlight: Int
@@ -104,6 +124,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private let session: ConnectionSession
     private let observer: Observer?
 
+    /// Reply lines not yet handed to the channel, in order (see the type's doc comment).
+    private var outbound = JSONWriter(capacity: 4096)
+    /// This connection's loop's counters; set in `handlerAdded`.
+    private var loopCounters = LoopCounters()
     private var inFlight: [UInt64: InFlight] = [:]
     private var seqsByID: [RPCID: [UInt64]] = [:]
     private var nextSeq: UInt64 = 0
@@ -139,6 +163,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        loopCounters = counters.loopCounters(for: context.eventLoop)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -152,7 +177,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         inFlight.removeAll()
         seqsByID.removeAll()
         held.removeAll()
-        counters.requestsFinished(entries.count)
+        loopCounters.requestsFinished(entries.count)
         for entry in entries.values { entry.task?.cancel() }
         dispatcher.connectionClosed(session)
         context.fireChannelInactive()
@@ -174,6 +199,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         insideRead = false
+        emitOutbound(context: context)
         context.flush()
         context.fireChannelReadComplete()
         if draining { closeIfDrained(context: context) }
@@ -218,7 +244,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             let entries = inFlight.sorted { $0.key < $1.key }.map(\.value)
             inFlight.removeAll()
             seqsByID.removeAll()
-            counters.requestsFinished(entries.count)
+            loopCounters.requestsFinished(entries.count)
             for entry in entries {
                 entry.task?.cancel()
                 if entry.id != nil || entry.batch != nil {
@@ -314,26 +340,64 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func dispatch(_ request: RPCRequest, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+        let observed = observer?.started(request, peer: session.peerDescription)
+        var memoryMissed = false
+        if batch == nil, let id = request.id {
+            if case .untouch = session.callbackQueue {
+                switch dispatcher.answerFromMemory(request, id: id, session: session, into: &outbound) {
+                case .answered(let error):
+                    observed?.finished(error: error)
+                    appended(context: context)
+                    return
+                case .notAnswered(let missed):
+                    memoryMissed = missed
+                }
+            } else if !session.callbackQueue.ordersByPriority {
+                var writer = JSONWriter(capacity: 256)
+                switch dispatcher.answerFromMemory(request, id: id, session: session, into: &writer) {
+                case .answered(let error):
+                    // Only the policy's delivery hop remains.
+                    var bytes = writer.bytes
+                    if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+                    let reply = RPCReply(id: id, bytes: bytes, error: error)
+                    let respond = track(request, batch: nil, slot: 0, observed: observed, context: context)
+                    session.callbackQueue.execute { respond(reply) }
+                    return
+                case .notAnswered(let missed):
+                    memoryMissed = missed
+                }
+            }
+        }
+        let respond = track(request, batch: batch, slot: slot, observed: observed, context: context)
+        let seq = nextSeq &- 1
+        let task = dispatcher.handle(request, session: session, memoryMissed: memoryMissed, respond: respond)
+        // The reply may already have been written (a memory hit under `untouch`).
+        if let task, inFlight[seq] != nil {
+            inFlight[seq]?.task = task
+        }
+    }
+
+    /// Enters a request in the in-flight table (its sequence number is `nextSeq - 1` when
+    /// this returns) and returns the closure its reply comes back through.
+    private func track(
+        _ request: RPCRequest, batch: BatchReply?, slot: Int, observed: Observer.Request?,
+        context: ChannelHandlerContext
+    ) -> @Sendable (RPCReply) -> Void {
         let seq = nextSeq
         nextSeq &+= 1
         inFlight[seq] = InFlight(id: request.id, batch: batch, batchSlot: slot)
         if let id = request.id { seqsByID[id, default: []].append(seq) }
-        counters.requestStarted()
+        loopCounters.requestStarted()
 
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        let observed = observer?.started(request, peer: session.peerDescription)
-        let task = dispatcher.handle(request, session: session) { reply in
+        return { reply in
             observed?.finished(reply)
             if eventLoop.inEventLoop {
                 bound.value.complete(seq: seq, reply: reply)
             } else {
                 eventLoop.execute { bound.value.complete(seq: seq, reply: reply) }
             }
-        }
-        // The reply may already have been written (a memory hit under `untouch`).
-        if let task, inFlight[seq] != nil {
-            inFlight[seq]?.task = task
         }
     }
 
@@ -375,7 +439,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 seqsByID[id] = seqs.isEmpty ? nil : seqs
             }
         }
-        counters.requestsFinished()
+        loopCounters.requestsFinished()
 
         if let error = reply.error, (-32003 ... -32001).contains(error.code) {
             counters.storageErrorReplied("\(error.reason): \(error.message)")
@@ -395,7 +459,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
         guard let batch else {
-            write(reply.bytes, context: context)
+            // A deferred result is encoded here, on the loop, straight into `outbound`.
+            guard !closing else { return }
+            _ = reply.writeLine(into: &outbound)
+            appended(context: context)
             return
         }
         batch.slots[slot] = reply.bytes
@@ -411,10 +478,30 @@ final class ConnectionHandler: ChannelDuplexHandler {
         write(line, context: context)
     }
 
+    /// Appends one reply line to `outbound` (see `appended`).
     private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
         guard !closing else { return }
+        outbound.raw(bytes)
+        outbound.newline()
+        appended(context: context)
+    }
+
+    /// After a reply line went into `outbound`: inside a read burst it waits for the
+    /// burst's end (unless `outboundChunk` bytes wait); between reads it goes out with
+    /// this tick's flush.
+    private func appended(context: ChannelHandlerContext) {
+        if outbound.bytes.count >= Self.outboundChunk { emitOutbound(context: context) }
+        if !insideRead { scheduleFlush(context: context) }
+    }
+
+    /// Hands the gathered reply lines to the channel as one buffer (not flushed).
+    private func emitOutbound(context: ChannelHandlerContext) {
+        guard !outbound.bytes.isEmpty else { return }
+        defer { outbound.reset() }
+        guard !closing else { return }
+        let count = outbound.bytes.count
         let unsentBefore = unsentBytes(context: context)
-        if unsentBefore > 0, unsentBefore + bytes.count + 1 > maxOutputBuffer {
+        if unsentBefore > 0, unsentBefore + count > maxOutputBuffer {
             // The client stopped reading while replies it asked for piled up.
             closing = true
             counters.outputBufferOverflowed()
@@ -425,9 +512,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
-        var buffer = context.channel.allocator.buffer(capacity: bytes.count + 1)
-        buffer.writeBytes(bytes)
-        buffer.writeInteger(UInt8(ascii: "\n"))
+        var buffer = context.channel.allocator.buffer(capacity: count)
+        buffer.writeBytes(outbound.bytes)
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
@@ -452,13 +538,15 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     private func closeAfterFlush(context: ChannelHandlerContext) {
         guard !closing else { return }
+        emitOutbound(context: context)
         closing = true
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(capacity: 0)))
             .whenComplete { _ in channel.close(promise: nil) }
     }
 
-    /// Replies that arrive between reads are coalesced: one flush per event-loop tick.
+    /// Replies that arrive between reads are coalesced: one buffer and one flush per
+    /// event-loop tick.
     private func scheduleFlush(context: ChannelHandlerContext) {
         guard !flushScheduled else { return }
         flushScheduled = true
@@ -466,7 +554,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
         context.eventLoop.execute {
             let handler = bound.value
             handler.flushScheduled = false
-            handler.context?.flush()
+            guard let context = handler.context else { return }
+            handler.emitOutbound(context: context)
+            context.flush()
         }
     }
 
@@ -482,3 +572,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 }
 
+
+extension CallbackQueue {
+    /// Whether deliveries are ordered by each request's priority (an `operationQueue`).
+    fileprivate var ordersByPriority: Bool {
+        if case .operationQueue = self { return true }
+        return false
+    }
+}

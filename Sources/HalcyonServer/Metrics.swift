@@ -3,8 +3,8 @@
 
 import CoreMetrics
 import HalcyonCache
+import HalcyonRPC
 import HalcyonVersion
-import HalcyonCache
 import Prometheus
 
 /// Every series `halcyond` exports, in one registry of its own (never swift-metrics'
@@ -35,8 +35,9 @@ public final class Metrics: Sendable {
     private let factory: PrometheusMetricsFactory
     private let cache: HybridCache
     private let counters: ServerCounters
-    /// The request timers, one per method name seen; guarded by its own lock.
-    private let timers = Locked([String: CoreMetrics.Timer]())
+    /// The request timers, one per method of the table and one for `unknown`, made up
+    /// front: immutable, so recording a request looks its timer up without a lock.
+    private let timers: [String: CoreMetrics.Timer]
     /// The cumulative values at the previous render, by series; guarded by its own lock,
     /// which `render` holds throughout.
     private let lastSeen = Locked([String: Int64]())
@@ -49,6 +50,13 @@ public final class Metrics: Sendable {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.latencyBuckets
         self.factory = factory
+        var timers: [String: CoreMetrics.Timer] = [:]
+        for name in Dispatcher.methodNames + ["unknown"] {
+            timers[name] = CoreMetrics.Timer(
+                label: "halcyon_request_duration_seconds", dimensions: [("method", name)], factory: factory
+            )
+        }
+        self.timers = timers
         Gauge(label: "halcyon_build_info", dimensions: [("version", HalcyonVersion.current)], factory: factory)
             .record(1)
     }
@@ -56,16 +64,8 @@ public final class Metrics: Sendable {
     /// Records one request's latency under its method's name. Names outside the method
     /// table are recorded as `unknown`, so a client cannot grow the registry at will.
     func observe(method: String, known: Bool, nanoseconds: Int64) {
-        let name = known ? method : "unknown"
-        let timer = timers.withLock { timers in
-            if let timer = timers[name] { return timer }
-            let timer = CoreMetrics.Timer(
-                label: "halcyon_request_duration_seconds", dimensions: [("method", name)], factory: factory
-            )
-            timers[name] = timer
-            return timer
-        }
-        timer.recordNanoseconds(nanoseconds)
+        let timer = known ? timers[method] ?? timers["unknown"] : timers["unknown"]
+        timer?.recordNanoseconds(nanoseconds)
     }
 
     /// The Prometheus text format (0.0.4) of every series, refreshed from the cache's and

@@ -47,15 +47,20 @@ struct Observer: Sendable {
         /// picked). A success the transport later withdraws because the request was
         /// cancelled meanwhile still counts as the `ok` the handler produced.
         func finished(_ reply: RPCReply) {
+            finished(error: reply.error)
+        }
+
+        /// The reply was written at once (the synchronous path), carrying `error` if any.
+        func finished(error: RPCError?) {
             let elapsed = ContinuousClock.now - start
             let nanoseconds = elapsed.components.seconds * 1_000_000_000
                 + elapsed.components.attoseconds / 1_000_000_000
             // -32601: not in the method table, so not a method worth a series of its own.
-            observer.metrics.observe(method: method, known: reply.error?.code != -32601, nanoseconds: nanoseconds)
+            observer.metrics.observe(method: method, known: error?.code != -32601, nanoseconds: nanoseconds)
             observer.logger.trace("request", metadata: [
                 "method": "\(method)",
                 "id": "\(id.map { $0.description } ?? "none")",
-                "outcome": "\(reply.error.map { "error \($0.code) \($0.reason)" } ?? "ok")",
+                "outcome": "\(error.map { "error \($0.code) \($0.reason)" } ?? "ok")",
                 "micros": "\(nanoseconds / 1000)",
                 "peer": "\(peer)",
             ])

@@ -1,15 +1,33 @@
 // Live counters the transport keeps for cache.stats and for its own limits.
 
 import HalcyonCache
+import NIOCore
+import Synchronization
+
+/// The counters of one event loop, which only connections on that loop move: the
+/// per-request path touches no process-wide lock and no cache line that another loop
+/// writes. Readers (`ServerCounters.snapshot`) sum the loops.
+///
+/// Threading: thread-safe; `Atomic` fields, written with relaxed ordering by the loop's
+/// own thread and read (relaxed) by any thread: a read is a recent count, not a barrier.
+final class LoopCounters: Sendable {
+    /// Requests started and not yet answered on this loop's connections.
+    let inFlight = Atomic<Int>(0)
+
+    func requestStarted() { inFlight.wrappingAdd(1, ordering: .relaxed) }
+    func requestsFinished(_ n: Int = 1) { inFlight.wrappingSubtract(n, ordering: .relaxed) }
+}
 
 /// Open connections, requests in flight across all connections, and refused peers.
 ///
 /// Threading: thread-safe; every field lives in one `Locked` (`state`), taken
-/// for a few instructions per change, never while calling out.
+/// for a few instructions per change (once per connection, never per request), never
+/// while calling out. Requests in flight are counted per event loop (`LoopCounters`).
 final class ServerCounters: Sendable {
     private struct State {
         var connections = 0
-        var inFlight = 0
+        /// One per event loop that has had a connection, by the loop's identity.
+        var loops: [ObjectIdentifier: LoopCounters] = [:]
         var refusedPeers = 0
         var storageErrors = 0
         var lastStorageError = ""
@@ -28,8 +46,18 @@ final class ServerCounters: Sendable {
     }
 
     func closeConnection() { state.withLock { $0.connections -= 1 } }
-    func requestStarted(_ n: Int = 1) { state.withLock { $0.inFlight += n } }
-    func requestsFinished(_ n: Int = 1) { state.withLock { $0.inFlight -= n } }
+
+    /// The counters of `loop`, made on first use; a connection asks once, when added.
+    func loopCounters(for loop: any EventLoop) -> LoopCounters {
+        state.withLock { s in
+            let key = ObjectIdentifier(loop)
+            if let counters = s.loops[key] { return counters }
+            let counters = LoopCounters()
+            s.loops[key] = counters
+            return counters
+        }
+    }
+
     func peerRefused() { state.withLock { $0.refusedPeers += 1 } }
     /// A client was disconnected because its unsent replies passed `--max-output-buffer`.
     func outputBufferOverflowed() { state.withLock { $0.outputBufferOverflows += 1 } }
@@ -50,6 +78,8 @@ final class ServerCounters: Sendable {
     }
 
     var snapshot: (connections: Int, inFlight: Int, refusedPeers: Int) {
-        state.withLock { ($0.connections, $0.inFlight, $0.refusedPeers) }
+        state.withLock { s in
+            (s.connections, s.loops.values.reduce(0) { $0 + $1.inFlight.load(ordering: .relaxed) }, s.refusedPeers)
+        }
     }
 }

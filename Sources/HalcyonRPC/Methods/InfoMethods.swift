@@ -44,10 +44,13 @@ extension Dispatcher {
 
         /// `server.ping`
         static func serverPing(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
-                w.beginObject(); w.field("pong", true); w.endObject()
-            })
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in writePong(into: &w) })
             return nil
+        }
+
+        /// The result of `server.ping`.
+        static func writePong(into w: inout JSONWriter) {
+            w.beginObject(); w.field("pong", true); w.endObject()
         }
 
         /// `server.info`

@@ -9,36 +9,62 @@ import HalcyonJSON
 extension Dispatcher {
     /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
     enum ReadMethods {
+        /// What `cache.get` asks, read from its params over the call's options; shared by
+        /// the handler and the memory answer so they cannot drift apart.
+        struct GetQuery {
+            let key: String
+            let encoding: ValueEncoding?
+            let options: HybridCache.Options
+
+            init(_ params: Params, _ base: HybridCache.Options) throws(RPCError) {
+                key = try params.key()
+                encoding = try params.encoding("encoding")
+                var options = base
+                if let extending = try params.extending("extendingExpiration") { options.extendingExpiration = extending }
+                options.forcedExtension = try params.string("forcedExtension")
+                options.fromMemoryOnly = try params.bool("fromMemoryOnly", default: false)
+                options.referenceDate = try params.date("referenceDate")
+                self.options = options
+            }
+        }
+
         /// `cache.get`
         static func get(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            let key = try call.params.key()
-            let encoding = try call.params.encoding("encoding")
-            var options = call.options
-            if let extending = try call.params.extending("extendingExpiration") { options.extendingExpiration = extending }
-            options.forcedExtension = try call.params.string("forcedExtension")
-            options.fromMemoryOnly = try call.params.bool("fromMemoryOnly", default: false)
-            options.referenceDate = try call.params.date("referenceDate")
+            let query = try GetQuery(call.params, call.options)
             let responder = call.responder
-            return dispatcher.cache.retrieve(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+            let completion: @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void = { result in
                 responder.finish(result) { (found, w) throws(RPCError) in
-                    w.beginObject()
-                    guard let entry = found.entry, found.cacheType != .none else {
-                        w.field("found", false)
-                        w.endObject()
-                        return
-                    }
-                    w.field("found", true)
-                    w.key("value")
-                    let shown = try ValueEncoding.write(
-                        bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &w
-                    )
-                    w.field("encoding", shown.rawValue)
-                    w.field("cacheType", found.cacheType.rawValue)
-                    w.field("expiresAt", expiresAt: found.expiresAt)
-                    w.field("version", entry.version)
-                    w.endObject()
+                    try writeGet(found, encoding: query.encoding, into: &w)
                 }
             }
+            if call.memoryMissed {
+                return dispatcher.cache.retrieveAfterMemoryMiss(
+                    forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
+            }
+            return dispatcher.cache.retrieve(
+                forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
+        }
+
+        /// The result of `cache.get`.
+        static func writeGet(
+            _ found: HybridCache.RetrieveResult, encoding: ValueEncoding?, into w: inout JSONWriter
+        ) throws(RPCError) {
+            w.beginObject()
+            guard let entry = found.entry, found.cacheType != .none else {
+                w.field("found", false)
+                w.endObject()
+                return
+            }
+            w.field("found", true)
+            w.key("value")
+            let shown = try ValueEncoding.write(
+                bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &w
+            )
+            w.field("encoding", shown.rawValue)
+            w.field("cacheType", found.cacheType.rawValue)
+            w.field("expiresAt", expiresAt: found.expiresAt)
+            w.field("version", entry.version)
+            w.endObject()
         }
 
         /// `cache.isCached`
@@ -46,13 +72,16 @@ extension Dispatcher {
             let (key, options) = try call.keyAndLookupOptions()
             let responder = call.responder
             return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                responder.finish(result) { (type, w) throws(RPCError) in
-                    w.beginObject()
-                    w.field("cached", type != .none)
-                    w.field("cacheType", type.rawValue)
-                    w.endObject()
-                }
+                responder.finish(result) { (type, w) throws(RPCError) in writeIsCached(type, into: &w) }
             }
+        }
+
+        /// The result of `cache.isCached`.
+        static func writeIsCached(_ type: CacheType, into w: inout JSONWriter) {
+            w.beginObject()
+            w.field("cached", type != .none)
+            w.field("cacheType", type.rawValue)
+            w.endObject()
         }
 
         /// `cache.describe`
@@ -60,21 +89,24 @@ extension Dispatcher {
             let (key, options) = try call.keyAndLookupOptions()
             let responder = call.responder
             return dispatcher.cache.describe(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                responder.finish(result) { (d, w) throws(RPCError) in
-                    w.beginObject()
-                    w.field("found", d.cacheType != .none)
-                    w.field("cacheType", d.cacheType.rawValue)
-                    if d.cacheType != .none {
-                        w.field("size", d.size)
-                        w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
-                        w.field("expiresAt", expiresAt: d.expiresAt)
-                        if d.cacheType == .memory { w.field("memoryExpiresAt", expiresAt: d.memoryExpiresAt) }
-                        w.field("lastAccessAt", roundedDown: d.lastAccessAt)
-                        w.field("version", d.version)
-                    }
-                    w.endObject()
-                }
+                responder.finish(result) { (d, w) throws(RPCError) in writeDescription(d, into: &w) }
             }
+        }
+
+        /// The result of `cache.describe`.
+        static func writeDescription(_ d: HybridCache.EntryDescription, into w: inout JSONWriter) {
+            w.beginObject()
+            w.field("found", d.cacheType != .none)
+            w.field("cacheType", d.cacheType.rawValue)
+            if d.cacheType != .none {
+                w.field("size", d.size)
+                w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
+                w.field("expiresAt", expiresAt: d.expiresAt)
+                if d.cacheType == .memory { w.field("memoryExpiresAt", expiresAt: d.memoryExpiresAt) }
+                w.field("lastAccessAt", roundedDown: d.lastAccessAt)
+                w.field("version", d.version)
+            }
+            w.endObject()
         }
     }
 }

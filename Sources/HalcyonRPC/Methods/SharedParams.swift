@@ -16,8 +16,15 @@ extension MethodCall {
     ///
     /// Threading: like the call itself, on the connection's event loop thread.
     func keyAndLookupOptions() throws(RPCError) -> (key: String, options: HybridCache.Options) {
+        try Self.keyAndLookupOptions(params, options)
+    }
+
+    /// `keyAndLookupOptions()` for params and options read outside a call (the memory answers).
+    static func keyAndLookupOptions(
+        _ params: Params, _ options: HybridCache.Options
+    ) throws(RPCError) -> (key: String, options: HybridCache.Options) {
         let key = try params.key()
-        var options = self.options
+        var options = options
         options.forcedExtension = try params.string("forcedExtension")
         options.referenceDate = try params.date("referenceDate")
         return (key, options)

@@ -1,0 +1,58 @@
+// The synchronous read entry point: what memory alone can answer, on the caller's
+// thread, with no task, no completion and no callback queue. The transport's fast path
+// uses it for reads of the `fast` kind; anything memory cannot answer goes on to the
+// ordinary reads (HybridCache+Reads.swift), which keep every path and order.
+
+import Foundation
+
+extension HybridCache {
+    /// What a memory lookup found.
+    public enum MemoryLookup<Answer: Sendable>: Sendable {
+        /// Memory answered: a hit, or a miss that stands because the read is
+        /// `fromMemoryOnly`.
+        case answered(Answer)
+        /// Memory was asked and missed (the miss is counted): go on to the disk with
+        /// `retrieveAfterMemoryMiss`.
+        case missed
+        /// A queued write concerns the key (read-your-writes): memory was not asked; take the
+        /// ordinary read, which queues behind it.
+        case behindWrite
+    }
+
+    /// Reads `key` from memory only, as `retrieve` would first: same lifetime judgement,
+    /// extension and counters. Never blocks on the ioQueue.
+    ///
+    /// Threading: any thread; touches only the write book's lock and one memory shard's.
+    public func memoryLookup(forKey key: String, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
+        if writes.withLock({ $0.mustQueue(key) }) { return .behindWrite }
+        if let (entry, meta) = memoryStorage.valueAndMeta(
+            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
+        {
+            return .answered(RetrieveResult(
+                cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
+        }
+        if options.fromMemoryOnly { return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)) }
+        return .missed
+    }
+
+    /// After `memoryLookup` answered `.missed`: `retrieve` without asking memory again
+    /// (a read queued behind a write that arrived meanwhile still asks it, after the write).
+    @discardableResult
+    public func retrieveAfterMemoryMiss(
+        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
+    ) -> CacheTask {
+        retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: true, completion: completion)
+    }
+
+    /// The description `describe` would give of a key memory holds, or nil when memory
+    /// does not hold it live or a queued write concerns it: then take `describe` or
+    /// `cachedType`. Never extends, never counts (as `describe`).
+    ///
+    /// Threading: any thread; touches only the write book's lock and one memory shard's.
+    public func memoryDescription(forKey key: String, options: Options = .init()) -> EntryDescription? {
+        if writes.withLock({ $0.mustQueue(key) }) { return nil }
+        guard let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) else { return nil }
+        return HybridCache.description(of: meta)
+    }
+}
