@@ -305,7 +305,7 @@ extension HybridCache {
             wb.table.withLock {
                 $0.put(name, Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
             }
-            return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil))
+            return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
         }
         wb.table.withLock {
             $0.put(name, Unwritten(
@@ -316,7 +316,8 @@ extension HybridCache {
             mirroring: .init(
                 expiresAt: expiresAt, timeToLive: s.timeToLive, extendedAt: now,
                 diskExpiresAt: expiresAt, forcedExtension: nil))
-        return .success(StoreResult(stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt)))
+        return .success(StoreResult(
+            stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt), version: s.entry.version))
     }
 
     // MARK: Bounds

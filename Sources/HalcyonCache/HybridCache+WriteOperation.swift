@@ -207,7 +207,7 @@ extension HybridCache {
                 // Already expired: nothing stored; an older value must not outlive this write.
                 memoryStorage.remove(forKey: s.key)
                 _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
-                return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil))
+                return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
             }
             adjustDiskUsage(replacing: old, with: meta)
             memoryStorage.store(

@@ -95,6 +95,6 @@ extension HybridCache {
 
     @Sendable static func storeResult(_ outcome: WriteOutcome) -> StoreResult {
         if case .stored(let r) = outcome { return r }
-        return StoreResult(stored: false, size: 0, expiresAt: nil)
+        return StoreResult(stored: false, size: 0, expiresAt: nil, version: nil)
     }
 }

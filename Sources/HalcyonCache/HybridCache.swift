@@ -93,7 +93,7 @@ public final class HybridCache: @unchecked Sendable {
         /// The entry's lifetime; nil = never.
         public var expiresAt: Date?
         /// The version the write gave the entry; nil when nothing was stored.
-        public var version: UInt64? = nil
+        public var version: UInt64?
     }
 
     /// The outcome of a retrieve.

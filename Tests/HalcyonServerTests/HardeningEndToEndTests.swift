@@ -239,11 +239,14 @@ struct HardeningEndToEndTests {
         let daemon = try DaemonProcess(arguments: ["--memory-limit", "1"])
         defer { daemon.cleanUp() }
         // A file where the disk tier's folder was: every disk write fails.
-        let folder = try #require(try FileManager.default.contentsOfDirectory(
-            at: daemon.cacheDirectory, includingPropertiesForKeys: nil).first)
+        // The disk tier's folder, not the journal's beside it.
+        let folder = URL(fileURLWithPath: try #require(try daemon.client().result("server.info")["cacheFolder"]?.string))
         try FileManager.default.removeItem(at: folder)
         try Data().write(to: folder)
-        let reply = try daemon.client().call("cache.set", #"{"key":"k","value":"v"}"#)
+        // A value large enough to be written to its file before the reply (smaller ones go to
+        // the journal, in a folder of its own, and reach their files later).
+        let big = String(repeating: "x", count: 1 << 20)
+        let reply = try daemon.client().call("cache.set", #"{"key":"k","value":"\#(big)"}"#)
         #expect(reply["error"] != nil)
         #expect(daemon.stop() == 0)
         #expect(daemon.stderrText().contains("storage errors answered to clients"))
