@@ -157,13 +157,7 @@ extension HybridCache {
             if let result { deliver(result, task: task, callbackQueue, priority, completion) }
         }
         writes.withLock { book in
-            switch scope {
-            case .key(let key): book.perKey[key, default: 0] += 1
-            case .keys(let keys): for key in keys { book.perKey[key, default: 0] += 1 }
-            case .wholeCache: book.wholeCache += 1
-            }
-            book.queued += 1
-            book.epoch &+= 1
+            book.register(scope)
             book.journalQueue.append(pending)
             ioQueue.async(execute: job)
         }

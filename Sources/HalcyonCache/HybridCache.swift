@@ -198,6 +198,32 @@ public final class HybridCache: @unchecked Sendable {
         func mustQueue(_ key: String) -> Bool {
             wholeCache > 0 || perKey[key] != nil
         }
+
+        /// Counts a write from its enqueue: later reads of its keys (of anything, for a
+        /// whole-cache write) queue behind it until `unregister`.
+        mutating func register(_ scope: WriteScope) {
+            switch scope {
+            case .key(let key): perKey[key, default: 0] += 1
+            case .keys(let keys): for key in keys { perKey[key, default: 0] += 1 }
+            case .wholeCache: wholeCache += 1
+            }
+            queued += 1
+            epoch &+= 1
+        }
+
+        /// Uncounts a write once its effects are in place (or it was skipped).
+        mutating func unregister(_ scope: WriteScope) {
+            func release(_ key: String) {
+                let left = (perKey[key] ?? 1) - 1
+                perKey[key] = left > 0 ? left : nil
+            }
+            switch scope {
+            case .key(let key): release(key)
+            case .keys(let keys): keys.forEach(release)
+            case .wholeCache: wholeCache -= 1
+            }
+            queued -= 1
+        }
     }
 
     /// What a write blocks until it has run.
@@ -323,13 +349,7 @@ public final class HybridCache: @unchecked Sendable {
             // Enqueue under the book's lock: the queue order of writes is then the order in
             // which they were counted, and a reader that saw the count queues after the write.
             writes.withLock { book in
-                switch scope {
-                case .key(let key): book.perKey[key, default: 0] += 1
-                case .keys(let keys): for key in keys { book.perKey[key, default: 0] += 1 }
-                case .wholeCache: book.wholeCache += 1
-                }
-                book.queued += 1
-                book.epoch &+= 1
+                book.register(scope)
                 ioQueue.async(execute: job)
             }
         } else {
@@ -339,21 +359,7 @@ public final class HybridCache: @unchecked Sendable {
     }
 
     func finishWrite(_ scope: WriteScope) {
-        writes.withLock { book in
-            switch scope {
-            case .key(let key):
-                let left = (book.perKey[key] ?? 1) - 1
-                book.perKey[key] = left > 0 ? left : nil
-            case .keys(let keys):
-                for key in keys {
-                    let left = (book.perKey[key] ?? 1) - 1
-                    book.perKey[key] = left > 0 ? left : nil
-                }
-            case .wholeCache:
-                book.wholeCache -= 1
-            }
-            book.queued -= 1
-        }
+        writes.withLock { $0.unregister(scope) }
     }
 
     /// Converts a tier's "never" instant to the API's nil.

@@ -35,9 +35,13 @@ struct StoreOptions: ParsableArguments {
     {
         let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
         let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
+        // A missing VALUE with a terminal on stdin is almost always a forgotten argument;
+        // '-' still reads the terminal for those who mean it.
         if value == nil, Output.stdinIsTerminal {
             throw .usage("missing VALUE: give it as an argument, '-' to type it, or pipe it on stdin")
         }
+        // Connect before reading stdin: a daemon that is down fails the command at once,
+        // not after a slow producer on stdin is done.
         let connection = try connect()
         let bytes: [UInt8]
         if let value, value != "-" { bytes = Array(value.utf8) } else { bytes = try Output.readStandardInput() }

@@ -25,54 +25,15 @@ struct SetCommand: HalcyonSubcommand {
     @Argument(help: "The value; '-' or absent reads stdin.")
     var value: String?
 
-    @Option(help: ArgumentHelp("Expire after this long (disk tier).", valueName: "duration"))
-    var ttl: String?
-
-    @Option(help: ArgumentHelp("Expire at this instant: Unix seconds or ISO 8601.", valueName: "time"))
-    var expiresAt: String?
-
-    @Flag(help: "Never expire (disk tier).")
-    var never = false
-
-    @Option(name: .customLong("memory-ttl"), help: ArgumentHelp("Expiration in the memory tier (or 'never').", valueName: "duration"))
-    var memoryTTL: String?
-
-    @Flag(help: "Keep the value in memory only.")
-    var noDisk = false
-
-    @Flag(help: "The value is JSON: validate it and store it with the json encoding.")
-    var json = false
-
-    @Option(help: ArgumentHelp("The lease token from 'halcyon lease' this write fulfils.", valueName: "token"))
-    var lease: String?
+    @OptionGroup var store: StoreOptions
 
     func execute(_ context: CommandContext) throws(CLIError) {
-        let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
-        let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
-        // A missing VALUE with a terminal on stdin is almost always a forgotten argument;
-        // `-` still reads the terminal for those who mean it.
-        if value == nil, Output.stdinIsTerminal {
-            throw .usage("missing VALUE: give it as an argument, '-' to type it, or pipe it on stdin")
-        }
-        // Connect before reading stdin, so `slow-producer | halcyon set k` fails at once
-        // when the daemon is down instead of after the producer is done.
-        let connection = try context.connect()
-        let bytes: [UInt8]
-        if let value, value != "-" {
-            bytes = Array(value.utf8)
-        } else {
-            bytes = try Output.readStandardInput()
-        }
-        let encodedValue = try EncodedValue(bytes, asJSON: json)
+        // StoreOptions.params connects before reading stdin, so `slow-producer | halcyon
+        // set k` fails at once when the daemon is down instead of after the producer is done.
+        let (connection, write) = try store.params(value: value, connectFirst: context.connect)
         let result = try connection.call("cache.set") { writer in
             writer.key("key"); writer.string(key)
-            writer.key("value")
-            encodedValue.write(to: &writer)
-            writer.key("encoding"); writer.string(encodedValue.encoding.rawValue)
-            if let expiration { writer.key("expiration"); expiration.write(to: &writer) }
-            if let memoryExpiration { writer.key("memoryExpiration"); memoryExpiration.write(to: &writer) }
-            if noDisk { writer.key("toDisk"); writer.bool(false) }
-            if let lease { writer.key("lease"); writer.string(lease) }
+            write(&writer)
         }
         if context.verbose { Output.line(result.compactText) }
     }
