@@ -17,12 +17,9 @@ extension DiskStorage {
     ///   lock, the file is still absent: a store that renamed in between either
     ///   inserted already (then the file exists and the name stays) or inserts after.
     ///
-    /// Threading: thread-safe; `lock` (the "maybeCached lock") guards `state` and is
-    /// held only for set operations and, in `eraseIfAbsent`, one `lstat`. That lock is
-    /// what makes the `@unchecked Sendable` true. It is an `NSLock` (a pthread mutex)
-    /// rather than `Synchronization.Mutex` because, in our TSan run on Linux, every access
-    /// under a `Mutex` was reported as a race (TSan does not see its futex lock).
-    final class KnownFileNames: @unchecked Sendable {
+    /// Threading: thread-safe; `state` is a `Locked` (the "maybeCached lock") held only
+    /// for set operations and, in `eraseIfAbsent`, one `lstat`.
+    final class KnownFileNames: Sendable {
         private enum State {
             /// The initial scan has not finished: `journal` maps each name touched since
             /// to whether it was last inserted (true) or erased (false).
@@ -31,19 +28,16 @@ extension DiskStorage {
             case ready(Set<String>)
         }
 
-        /// The maybeCached lock: guards `state`. Any thread; held only for set operations
+        /// The maybeCached lock and what it guards. Any thread; held only for set operations
         /// (and one `lstat` in `eraseIfAbsent`), never across a callback.
-        private let lock = NSLock()
-        private var state = State.scanning(journal: [:])
+        private let state = Locked(State.scanning(journal: [:]))
         /// Left once when the initial scan ends (or is abandoned); `waitForScan` waits on it.
         private let scanDone = DispatchGroup()
 
         init() { scanDone.enter() }
 
         private func locked<T>(_ body: (inout State) -> T) -> T {
-            lock.lock()
-            defer { lock.unlock() }
-            return body(&state)
+            state.withLock(body)
         }
 
         /// False only when the name is certainly not in the folder.

@@ -29,8 +29,8 @@ extension DiskStorage {
     /// Threading: every method may be called from any thread at once. The hybrid cache
     /// calls it on its serial ioQueue, and readers call it directly for
     /// `loadDiskFileSynchronously`; nothing here calls back. Shared state is guarded as
-    /// follows, which is what makes the `@unchecked Sendable` true: `configLock` guards
-    /// `_config`; `knownNames` guards itself with its own lock (the maybeCached lock);
+    /// follows, which is what makes the `@unchecked Sendable` true: `configBox` guards
+    /// the configuration; `knownNames` guards itself with its own lock (the maybeCached lock);
     /// every other stored property is an immutable `let` or atomic.
     /// Files are only ever replaced by `rename`, so a reader holding an open file sees
     /// one whole value.
@@ -39,13 +39,10 @@ extension DiskStorage {
     /// used then, `isReady` is false for the backend's lifetime and every call throws
     /// `.diskStorageIsNotReady` (`isCached` answers false). A folder deleted later is
     /// recreated by the next store.
-    // @unchecked Sendable: configLock and the maybeCached lock guard all mutable state.
+    // @unchecked Sendable: configBox and the maybeCached lock guard all mutable state.
     public final class Backend: @unchecked Sendable {
-        /// The "configLock": guards `_config`, which `config` reads and replaces. An
-        /// `NSLock` (pthread mutex) so ThreadSanitizer sees it, as it does not see
-        /// `Synchronization.Mutex` on Linux.
-        private let configLock = NSLock()
-        private var _config: Config
+        /// The configuration `config` reads and replaces, behind its own lock.
+        private let configBox: Locked<Config>
         /// The cache folder, `<root>/<name>`, fixed at init.
         public let directoryURL: URL
         let directoryPath: String
@@ -74,11 +71,11 @@ extension DiskStorage {
         /// delay another backend's.
         private let scanQueue: DispatchQueue
 
-        /// The configuration. Reads and writes are thread-safe (`configLock`); a new
+        /// The configuration. Reads and writes are thread-safe (`configBox`); a new
         /// `name` or `directory` is ignored, as the folder is fixed at init.
         public var config: Config {
-            get { configLock.lock(); defer { configLock.unlock() }; return _config }
-            set { configLock.lock(); _config = newValue; configLock.unlock() }
+            get { configBox.withLock { $0 } }
+            set { configBox.withLock { $0 = newValue } }
         }
 
         /// False when the folder could not be created or used at init.
@@ -93,7 +90,7 @@ extension DiskStorage {
         /// blocks on the scan: a folder it cannot use makes the backend not ready.
         /// - Parameter config: the configuration; see `DiskStorage.Config` for defaults.
         public init(config: Config) {
-            _config = config
+            configBox = Locked(config)
             directoryURL = config.resolvedRoot.appendingPathComponent(config.name, isDirectory: true)
             directoryPath = directoryURL.path
             instanceToken = String(UInt64.random(in: .min ... .max), radix: 16)

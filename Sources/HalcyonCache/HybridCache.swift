@@ -156,8 +156,9 @@ public final class HybridCache: @unchecked Sendable {
     /// The disk tier. Thread-safe; using it directly bypasses the ioQueue's ordering.
     public let diskStorage: DiskStorage.Backend
     /// The one serial queue that runs every write, every queued disk read, the sweep and
-    /// `debugSleep`, in the order they were asked for. Nothing runs `sync` on it.
-    public let ioQueue: DispatchQueue
+    /// `debugSleep`, in the order they were asked for. Nothing runs `sync` on it. Not
+    /// public: other modules reach it only through the methods named for what they need.
+    let ioQueue: DispatchQueue
 
     /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
     /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around

@@ -110,29 +110,25 @@ public struct SystemClock: CacheClock {
 
 /// A clock that moves only when told to; for tests.
 ///
-/// Threading: thread-safe; `lock` guards `current`.
-public final class ManualClock: CacheClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
+/// Threading: thread-safe; `current` is a `Locked`.
+public final class ManualClock: CacheClock, Sendable {
+    private let current: Locked<Date>
 
     public init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
-        current = start
+        current = Locked(start)
     }
 
     public func now() -> Date {
-        lock.lock(); defer { lock.unlock() }
-        return current
+        current.withLock { $0 }
     }
 
     /// Moves the clock forward (or back, with a negative interval).
     public func advance(by interval: TimeInterval) {
-        lock.lock(); defer { lock.unlock() }
-        current = current.addingTimeInterval(interval)
+        current.withLock { $0 = $0.addingTimeInterval(interval) }
     }
 
     /// Sets the clock to `date`.
     public func set(_ date: Date) {
-        lock.lock(); defer { lock.unlock() }
-        current = date
+        current.withLock { $0 = date }
     }
 }
