@@ -77,13 +77,7 @@ extension Dispatcher.ReadMethods {
         _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
         _ writer: inout JSONWriter
     ) throws(RPCError) -> Dispatcher.MemoryAnswerOutcome {
-        let (key, options) = try MethodCall.keyAndLookupOptions(params, options)
-        guard let found = dispatcher.cache.memoryDescription(forKey: key, options: options) else {
-            return .notAnswered(memoryMissed: false)
-        }
-        return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
-            writeIsCached(found.cacheType, into: &w)
-        })
+        try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeIsCached(found.cacheType, into: &w) }
     }
 
     /// `cache.describe` from memory: a key memory holds.
@@ -91,12 +85,21 @@ extension Dispatcher.ReadMethods {
         _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
         _ writer: inout JSONWriter
     ) throws(RPCError) -> Dispatcher.MemoryAnswerOutcome {
+        try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeDescription(found, into: &w) }
+    }
+
+    /// The lookups that never load a value (isCached, describe): answered when memory
+    /// holds the key, with `write` shaping the result.
+    private static func lookupFromMemory(
+        _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+        _ writer: inout JSONWriter, _ write: (HybridCache.EntryDescription, inout JSONWriter) -> Void
+    ) throws(RPCError) -> Dispatcher.MemoryAnswerOutcome {
         let (key, options) = try MethodCall.keyAndLookupOptions(params, options)
         guard let found = dispatcher.cache.memoryDescription(forKey: key, options: options) else {
             return .notAnswered(memoryMissed: false)
         }
         return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
-            writeDescription(found, into: &w)
+            write(found, &w)
         })
     }
 }

@@ -121,12 +121,10 @@ class Connection:
             if not buf and data[-1:] == b"\n" and data.find(b"\n") == len(data) - 1:
                 chunk = data  # the usual case: exactly our one line, nothing left over
             else:
-                buf += data
-                if b"\n" not in data:
+                taken = _take_lines(buf, data)
+                if taken is None:
                     continue
-                end = buf.rfind(b"\n")
-                chunk = bytes(buf[:end])
-                del buf[:end + 1]
+                chunk = taken
             for reply in _wire.parse_lines(chunk):
                 got = reply.get("id")
                 if got == rid and type(got) is int:
@@ -170,13 +168,9 @@ class Connection:
             return [first_id + i for i, r in enumerate(replies) if r is None]
 
         def take(data: bytes) -> None:
-            buf = self._buffer
-            buf += data
-            if b"\n" not in data:
+            chunk = _take_lines(self._buffer, data)
+            if chunk is None:
                 return
-            end = buf.rfind(b"\n")
-            chunk = bytes(buf[:end])
-            del buf[:end + 1]
             for reply in _wire.parse_lines(chunk):
                 got = reply.get("id")
                 if type(got) is int:
@@ -272,3 +266,15 @@ class Connection:
 
 
 _UNSET: Any = object()
+
+
+def _take_lines(buf: bytearray, data: bytes) -> Optional[bytes]:
+    """Appends ``data`` to ``buf`` and takes out every complete line: their bytes (without
+    the last newline), or None while no line is complete. A partial line stays in ``buf``."""
+    buf += data
+    if b"\n" not in data:
+        return None
+    end = buf.rfind(b"\n")
+    chunk = bytes(buf[:end])
+    del buf[:end + 1]
+    return chunk
