@@ -113,9 +113,11 @@ let package = Package(
             path: "Tests/HalcyonFuzzing",
             swiftSettings: swiftSettings
         ),
+        // libFuzzer's `LLVMFuzzerRunDriver`, declared for halcyon-fuzz's fuzzing build.
+        .target(name: "CFuzzerDriver", path: "Tests/CFuzzerDriver"),
         .executableTarget(
             name: "halcyon-fuzz",
-            dependencies: ["HalcyonFuzzing"],
+            dependencies: ["HalcyonFuzzing", "CFuzzerDriver"],
             path: "Tests/HalcyonFuzzer",
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,2 @@
+// Declarations only (include/CFuzzerDriver.h); a C target needs one source file.
+#include "CFuzzerDriver.h"
