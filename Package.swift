@@ -5,6 +5,7 @@
 //
 //   HalcyonVersion             the release number (the VERSION file's), for --version and server.info
 //   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED)
+//   CJemalloc                  jemalloc, the daemon's malloc (linked into halcyond only)
 //   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
 //   HalcyonCache               the storage engine: disk tier, memory tier, hybrid cache, CallbackQueue
 //                              (no JSON, no sockets)
@@ -40,6 +41,13 @@ let package = Package(
             path: "Sources/CJansson",
             pkgConfig: "jansson",
             providers: [.apt(["libjansson-dev"])]
+        ),
+        // The daemon's malloc (halcyond only): see Sources/halcyond/Allocator.swift.
+        .systemLibrary(
+            name: "CJemalloc",
+            path: "Sources/CJemalloc",
+            pkgConfig: "jemalloc",
+            providers: [.apt(["libjemalloc-dev"])]
         ),
         .target(name: "CHalcyonSystem", path: "Sources/CHalcyonSystem"),
         // The release number both executables print for --version (checked against the
@@ -82,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "halcyond",
             dependencies: [
-                "HalcyonServer", "HalcyonVersion",
+                "HalcyonServer", "HalcyonVersion", "CJemalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -141,6 +141,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var drainReads = 0
     private var closing = false
     private var context: ChannelHandlerContext?
+    /// Replies produced off the event loop, waiting for it (see `ReplyMailbox`).
+    private let mailbox = ReplyMailbox()
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
@@ -391,13 +393,24 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let mailbox = self.mailbox
         return { reply in
             observed?.finished(reply)
             if eventLoop.inEventLoop {
-                bound.value.complete(seq: seq, reply: reply)
-            } else {
-                eventLoop.execute { bound.value.complete(seq: seq, reply: reply) }
+                let handler = bound.value
+                // Replies posted from other threads earlier go first.
+                if mailbox.hasPending { handler.drainMailbox() }
+                handler.complete(seq: seq, reply: reply)
+            } else if mailbox.post(seq: seq, reply: reply) {
+                eventLoop.execute { bound.value.drainMailbox() }
             }
+        }
+    }
+
+    /// Completes every reply posted to the mailbox, in posting order.
+    private func drainMailbox() {
+        for (seq, reply) in mailbox.takeAll() {
+            complete(seq: seq, reply: reply)
         }
     }
 
@@ -578,5 +591,47 @@ extension CallbackQueue {
     fileprivate var ordersByPriority: Bool {
         if case .operationQueue = self { return true }
         return false
+    }
+}
+
+/// Replies that other threads (the ioQueue, a callback queue) produced for one connection,
+/// waiting for its event loop.
+///
+/// A burst of replies costs one hop: only the post that finds the mailbox idle schedules a
+/// drain on the loop, and that drain completes everything posted until it runs. (One hop
+/// per reply made every reply a loop task of its own, with its own flush and `write(2)`,
+/// and a wake-up of the loop for each.) Order: the order of posting.
+///
+/// Threading: `post` from any thread; `takeAll` on the connection's event loop. `Locked`
+/// guards the queue and the scheduled flag; held only to append or swap.
+final class ReplyMailbox: Sendable {
+    private struct State {
+        var replies: [(UInt64, RPCReply)] = []
+        var drainScheduled = false
+    }
+
+    private let state = Locked(State())
+
+    /// Queues a reply; true when the caller must schedule a drain (none is pending).
+    func post(seq: UInt64, reply: RPCReply) -> Bool {
+        state.withLock { s in
+            s.replies.append((seq, reply))
+            if s.drainScheduled { return false }
+            s.drainScheduled = true
+            return true
+        }
+    }
+
+    /// Whether replies wait (a quick look; the loop drains them before answering in order).
+    var hasPending: Bool { state.withLock { !$0.replies.isEmpty } }
+
+    /// Everything posted so far; the next post schedules a new drain.
+    func takeAll() -> [(UInt64, RPCReply)] {
+        state.withLock { s in
+            s.drainScheduled = false
+            let taken = s.replies
+            s.replies.removeAll(keepingCapacity: true)
+            return taken
+        }
     }
 }

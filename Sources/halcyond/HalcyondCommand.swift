@@ -164,6 +164,7 @@ struct HalcyondCommand: ParsableCommand {
         // swift-log to stderr at the chosen level and format, before anything logs.
         // Bootstrapping is allowed once per process, which this is.
         LoggingSystem.bootstrap(format.makeHandler(level: configuration.logLevel))
+        Logger(label: "halcyond").info("memory allocator", metadata: ["allocator": "\(Allocator.description)"])
         // Never returns: the main thread parks in dispatchMain(); a drain exits 0, a
         // start-up failure exits 1 with one line on stderr.
         Daemon.run(configuration: configuration, logger: Logger(label: "halcyond"), metricsListen: listen)

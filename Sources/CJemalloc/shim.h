@@ -1,0 +1,2 @@
+// jemalloc, the daemon's malloc (see Sources/halcyond/Allocator.swift for why).
+#include <jemalloc/jemalloc.h>

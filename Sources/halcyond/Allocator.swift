@@ -1,0 +1,22 @@
+// The daemon's malloc. halcyond links jemalloc, so every allocation of the process (Swift
+// runtime, SwiftNIO, libjansson) goes to it instead of glibc's malloc.
+//
+// Why: replies, closures and journal records are allocated on one thread (the ioQueue, a
+// callback queue) and freed on another (an event loop). glibc returns such a chunk to the
+// arena of the thread that allocated it, under that arena's lock, so under a write load
+// the threads queue on those locks (`__lll_lock_wake_private` and `_int_malloc` were 8 %
+// of the daemon's CPU in a profile of pipelined sets). Measured side by side on the same
+// build, 8 connections x 16 pipelined sets: 42 -> 29 µs of server CPU per set, 22k -> 33k
+// sets/s; memory-hit gets unchanged. (Redis ships jemalloc for the same reason.)
+
+import CJemalloc
+
+enum Allocator {
+    /// "jemalloc <version>", as the library reports itself; proves it is the one linked.
+    static var description: String {
+        var version: UnsafePointer<CChar>?
+        var size = MemoryLayout<UnsafePointer<CChar>?>.size
+        guard mallctl("version", &version, &size, nil, 0) == 0, let version else { return "jemalloc (version unknown)" }
+        return "jemalloc " + String(cString: version)
+    }
+}
