@@ -21,7 +21,7 @@ struct HardeningEndToEndTests {
     // Point 1: a client that pipelines gets of a large value and never reads must not make
     // the daemon buffer every reply.
     @Test func unreadRepliesStayBounded() throws {
-        let daemon = try DaemonProcess(arguments: ["--memory-limit", "64MiB"])
+        let daemon = try DaemonProcess(arguments: ["--memory-limit", "64MiB", "--max-output-buffer", "8MiB"])
         defer { daemon.cleanUp() }
         let value = String(repeating: "a", count: 1 << 20)
         let client = try daemon.client()
@@ -31,14 +31,17 @@ struct HardeningEndToEndTests {
         var batch = ""
         for id in 1...count { batch += #"{"jsonrpc":"2.0","id":\#(id),"method":"cache.get","params":{"key":"big"}}"# + "\n" }
         try client.sendRaw(Array(batch.utf8))
-        // Unfixed, 400 replies of 1 MiB pile up in the daemon within a second or two.
+        // Unfixed, the replies pile up in the daemon (checked by disabling the bound: 190 MiB
+        // within 3 s on a debug build); bounded, it holds about one reply past the channel's
+        // water mark. Watch for 4 s, or until the growth has already failed the test.
+        #expect(baseline > 0, "VmRSS not readable")
         var peak = 0
-        let until = Date().addingTimeInterval(3)
-        while Date() < until {
+        let until = Date().addingTimeInterval(4)
+        while Date() < until, peak - baseline < 48 << 20 {
             peak = max(peak, residentBytes(daemon.process.processIdentifier))
             usleep(50_000)
         }
-        #expect(peak - baseline < 128 << 20, "resident memory grew by \(peak - baseline) bytes")
+        #expect(peak - baseline < 48 << 20, "resident memory grew by \(peak - baseline) bytes")
         // Held requests are answered once the client reads (the first few are enough: reading
         // all 400 MiB through the test client would take most of the time limit).
         for _ in 0..<10 {
