@@ -157,7 +157,7 @@ extension HybridCache {
             if let result { deliver(result, task: task, callbackQueue, priority, completion) }
         }
         writes.withLock { book in
-            book.register(scope)
+            register(scope, in: &book)
             book.journalQueue.append(pending)
             ioQueue.async(execute: job)
         }

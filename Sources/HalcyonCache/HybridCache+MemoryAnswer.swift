@@ -22,9 +22,10 @@ extension HybridCache {
     /// Reads `key` from memory only, as `retrieve` would first: same lifetime judgement,
     /// extension and counters. Never blocks on the ioQueue.
     ///
-    /// Threading: any thread; touches only the write book's lock and one memory shard's.
+    /// Threading: any thread; touches one memory shard's lock, and the write book's only
+    /// while some write is queued.
     public func memoryLookup(forKey key: String, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
-        if writes.withLock({ $0.mustQueue(key) }) { return .behindWrite }
+        if mustQueueRead(key) { return .behindWrite }
         if let (entry, meta) = memoryStorage.valueAndMeta(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
         {
@@ -49,9 +50,10 @@ extension HybridCache {
     /// does not hold it live or a queued write concerns it: then take `describe` or
     /// `cachedType`. Never extends, never counts (as `describe`).
     ///
-    /// Threading: any thread; touches only the write book's lock and one memory shard's.
+    /// Threading: any thread; touches one memory shard's lock, and the write book's only
+    /// while some write is queued.
     public func memoryDescription(forKey key: String, options: Options = .init()) -> EntryDescription? {
-        if writes.withLock({ $0.mustQueue(key) }) { return nil }
+        if mustQueueRead(key) { return nil }
         guard let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) else { return nil }
         return HybridCache.description(of: meta)
     }

@@ -178,6 +178,7 @@ extension HybridCache {
 
     private func applyWriteBacks(_ records: [MemoryStorage.WriteBack]) -> Int {
         guard !records.isEmpty else { return 0 }
+        journalWriteBacks(records)
         var written = 0
         var failed = 0
         for record in records {
@@ -192,6 +193,33 @@ extension HybridCache {
             $0.maintenanceErrors += failed
         }
         return written
+    }
+
+    /// Appends a touch record per write-back (one write for the batch) before the
+    /// lifetimes are applied. Without it a restart that replays an older set record of the
+    /// key (its value not yet in its file, or its file written but the checkpoint not yet
+    /// past the record) would put back the lifetime the set gave, undoing every extension
+    /// since; replayed after the set, the touch restores the extended one. A failed append
+    /// is counted; the write-back itself still goes to the file or the unwritten entry.
+    private func journalWriteBacks(_ records: [MemoryStorage.WriteBack]) {
+        guard let wb = writeBehind else { return }
+        // A key with a write in the book may already have that write's record in the journal
+        // (a group commits every write waiting, also those queued after this job): a touch
+        // after it would give the new value the old one's lifetime. That write supersedes
+        // the extension anyway, so its key gets no touch.
+        let touches: [Journal.Record] = writes.withLock { book in
+            records.compactMap { r in
+                r.forcedExtension == nil && !book.mustQueue(r.key)
+                    ? .touch(key: r.key, expiresAtNanos: HybridCache.nanos(r.expiresAt)) : nil
+            }
+        }
+        guard !touches.isEmpty else { return }
+        do throws(CacheError) {
+            let end = try wb.writer.append(touches)
+            wb.noteAppend(ending: end)
+        } catch {
+            wb.counters.withLock { $0.failedAppends += 1 }
+        }
     }
 
     // MARK: Applying each kind (only from `perform`)

@@ -6,6 +6,7 @@
 // HybridCache+Maintenance.swift.
 
 import Foundation
+import Synchronization
 
 /// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes).
 ///
@@ -164,6 +165,12 @@ public final class HybridCache: @unchecked Sendable {
     /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
     /// the memory store of an inline write or a disk hit's put-back.
     let writes = Locked(WriteBook())
+    /// `WriteBook.queued`, mirrored outside the lock (changed only under it, by
+    /// `register(_:in:)` and `finishWrite`). A memory read that sees 0 knows no write
+    /// concerns its key without taking the book's lock, which every reader of every key
+    /// would otherwise share: a write's reply follows its decrement, and a client's own
+    /// write is counted on its thread before its next read looks.
+    let writesCounted = Atomic<Int>(0)
     /// Request counters that the backends do not keep themselves; held to add.
     let counters = Locked(CacheStats())
     /// The disk tier's bytes and files as the ioQueue last accounted them (see
@@ -350,7 +357,7 @@ public final class HybridCache: @unchecked Sendable {
             // Enqueue under the book's lock: the queue order of writes is then the order in
             // which they were counted, and a reader that saw the count queues after the write.
             writes.withLock { book in
-                book.register(scope)
+                register(scope, in: &book)
                 ioQueue.async(execute: job)
             }
         } else {
@@ -359,8 +366,24 @@ public final class HybridCache: @unchecked Sendable {
         return task
     }
 
+    /// Counts a write in the book from its enqueue; inside `writes.withLock`.
+    func register(_ scope: WriteScope, in book: inout WriteBook) {
+        book.register(scope)
+        writesCounted.add(1, ordering: .sequentiallyConsistent)
+    }
+
     func finishWrite(_ scope: WriteScope) {
-        writes.withLock { $0.unregister(scope) }
+        writes.withLock {
+            $0.unregister(scope)
+            writesCounted.subtract(1, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    /// Whether a queued write concerns `key` (read-your-writes); the book's lock only when
+    /// some write is queued at all.
+    func mustQueueRead(_ key: String) -> Bool {
+        guard writesCounted.load(ordering: .sequentiallyConsistent) > 0 else { return false }
+        return writes.withLock { $0.mustQueue(key) }
     }
 
     /// Converts a tier's "never" instant to the API's nil.

@@ -152,6 +152,31 @@ struct HybridCacheJournalTests {
         #expect(file?.entry.bytes == Array("v2".utf8))
     }
 
+    /// A lifetime extended in memory and written back reaches the journal as a touch
+    /// record: a restart that replays the key's set record (its file never written) keeps
+    /// the extended lifetime instead of the one the set gave.
+    @Test func aWrittenBackExtensionSurvivesAReplayOfTheSet() async throws {
+        let f = JournalCacheFixture()
+        let first = f.open(held: f.frozen)
+        var options = HybridCache.Options()
+        options.diskExpiration = .seconds(10)
+        _ = try await result { first.store(CacheEntry(bytes: [7]), forKey: "s", options: options, completion: $0) }.get()
+        f.clock.advance(by: 8)
+        let hit = try await result { first.retrieve(forKey: "s", completion: $0) }.get()
+        #expect(hit.cacheType == .memory)
+        #expect(hit.expiresAt == f.clock.now().addingTimeInterval(10))
+        first.shutdown()  // the write-backs of a clean stop; no file is written (frozen)
+        #expect(!f.fileExists(first, "s"))
+
+        let second = f.open()
+        f.clock.advance(by: 4)  // past the set's lifetime (10 s), within the extended one (18 s)
+        var look = HybridCache.Options()
+        look.extendingExpiration = ExpirationExtending.none
+        let after = try await result { second.retrieve(forKey: "s", options: look, completion: $0) }.get()
+        #expect(after.entry?.bytes == [7])
+        #expect(after.expiresAt == hit.expiresAt)
+    }
+
     @Test func aLargeValueGoesStraightToItsFileAndHidesAnOlderUnwrittenOne() async throws {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
