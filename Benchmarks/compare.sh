@@ -13,7 +13,7 @@
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
 #   --out FILE       report path (default Benchmarks/results/compare.md)
-#   --only LIST      comma-separated sections: main,policies,disk,memset,atomic,wal (default all)
+#   --only LIST      comma-separated sections: main,reads,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
@@ -28,7 +28,7 @@ cell_seconds=1
 warmup=0.5
 repeat=3
 out="$here/results/compare.md"
-only="main,policies,disk,memset,atomic,wal"
+only="main,reads,policies,disk,memset,atomic,wal"
 halcyond=""
 build=1
 keys="${KEYS:-10000}"
@@ -243,6 +243,27 @@ if want main; then
     echo >>"$report"
 fi
 
+# ------------------------------------------------------------------ 1b. issue 10's read cells
+if want reads; then
+    log "section: memory-hit reads (issue 10's cells)"
+    {
+        echo "## Memory-hit gets against Redis without persistence (issue 10's cells)"
+        echo
+        echo "Targets: ≥ 0.9× Redis at 1×1, ≥ 0.8× at 8×1, ≥ 0.5× at 8×16 and 64×16, ≥ 0.6× at 8×16 with 4 KiB values; server CPU ≤ 5 µs per get."
+        echo
+        echo "| value B | conns | pipeline | redis | halcyond | halcyond/redis | redis p50/p99 µs | halcyond p50/p99 µs | server CPU µs/req halcyond / redis | notes |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$report"
+    for spec in "100 1 1" "100 8 1" "100 8 16" "100 64 16" "4096 8 16"; do
+        read -r v c p <<<"$spec"
+        cell redis,halcyon "${common[@]}" --op get --value-size "$v" --conns "$c" --pipeline "$p" \
+            --key-prefix "r$v:" --prefill-params '"toDisk":false'
+        r="${med[redis]}"; h="${med[halcyon]}"
+        echo "| $v | $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $(notes "$h") |" >>"$report"
+    done
+    echo >>"$report"
+fi
+
 # ------------------------------------------------------------------ 2. sets to memory only
 if want memset; then
     log "section: sets to memory only"
@@ -378,8 +399,8 @@ if want wal; then
         echo
         echo "Both acknowledge a write once it would survive kill -9 (halcyond: in its write-ahead journal, fsync every second by default). Mixed: 9 gets to 1 set over keys set beforehand."
         echo
-        echo "| load | conns | pipeline | redis AOF | halcyond | halcyond/redis-AOF | redis p50/p99 µs | halcyond p50/p99 µs | notes |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        echo "| load | conns | pipeline | redis AOF | halcyond | halcyond/redis-AOF | redis p50/p99 µs | halcyond p50/p99 µs | server CPU µs/req halcyond / redis | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     } >>"$report"
     for spec in "set 1 1" "set 8 16" "mixed 1 1" "mixed 8 16" "mixed 64 16"; do
         read -r op c p <<<"$spec"
@@ -388,7 +409,7 @@ if want wal; then
         cell redisaof,halcyon "${common[@]}" "${extra[@]}"
         r="${med[redisaof]}"; h="${med[halcyon]}"
         label="$op"; [ "$op" = mixed ] && label="9 get : 1 set"
-        echo "| $label | $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(notes "$h") |" >>"$report"
+        echo "| $label | $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $(notes "$h") |" >>"$report"
     done
     sustained="${SUSTAINED_SECONDS:-60}"
     log "sustained sets: $sustained s over 100000 keys"
@@ -399,7 +420,7 @@ import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
 print(s.makefile().readline().strip())' "$tmp/h.sock" 2>/dev/null || echo "(stats unavailable)")"
     {
-        echo "| sustained set, ${sustained} s, 100,000 keys | 8 | 16 | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(notes "$h") |"
+        echo "| sustained set, ${sustained} s, 100,000 keys | 8 | 16 | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $(notes "$h") |"
         echo
         echo "halcyond \`cache.stats\` right after the sustained load (journal bytes, unwritten entries, files written, group sizes, stalls):"
         echo
