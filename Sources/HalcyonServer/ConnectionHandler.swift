@@ -340,7 +340,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func dispatch(_ request: RPCRequest, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
-        let observed = observer?.started(request, peer: session.peerDescription)
+        let observed = observer?.started(request, peer: session.peerDescription, loop: loopCounters)
         var memoryMissed = false
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
@@ -392,11 +392,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         return { reply in
-            observed?.finished(reply)
             if eventLoop.inEventLoop {
-                bound.value.complete(seq: seq, reply: reply)
+                bound.value.complete(seq: seq, reply: reply, observed: observed)
             } else {
-                eventLoop.execute { bound.value.complete(seq: seq, reply: reply) }
+                eventLoop.execute { bound.value.complete(seq: seq, reply: reply, observed: observed) }
             }
         }
     }
@@ -430,9 +429,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Replies
 
-    /// Runs on the event loop for every reply, whichever thread produced it.
-    private func complete(seq: UInt64, reply: RPCReply) {
-        guard let context, let entry = inFlight.removeValue(forKey: seq) else { return }
+    /// Runs on the event loop for every reply, whichever thread produced it. The reply is
+    /// observed here, once written, so a deferred result that could not be encoded is
+    /// recorded with its error (and the loop's own histograms take it).
+    private func complete(seq: UInt64, reply: RPCReply, observed: Observer.Request?) {
+        guard let context, let entry = inFlight.removeValue(forKey: seq) else {
+            observed?.finished(error: reply.error)
+            return
+        }
         if let id = entry.id {
             if var seqs = seqsByID[id] {
                 seqs.removeAll { $0 == seq }
@@ -444,30 +448,39 @@ final class ConnectionHandler: ChannelDuplexHandler {
         if let error = reply.error, (-32003 ... -32001).contains(error.code) {
             counters.storageErrorReplied("\(error.reason): \(error.message)")
         }
+        let produced = reply
         var reply = reply
         if entry.cancelled, reply.isSuccess {
             reply = .error(id: entry.id, .cancelled(started: true))
         }
+        var encodingFailure: RPCError?
         if entry.id != nil || entry.batch != nil {
-            deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
+            encodingFailure = deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
         }
+        observed?.finished(error: produced.error ?? encodingFailure)
         if !insideRead { scheduleFlush(context: context) }
         startHeldIfPossible(context: context)
         resumeReadingIfPossible(context: context)
         if draining { closeIfDrained(context: context) }
     }
 
-    private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+    /// Returns the error that replaced a deferred result which could not be encoded.
+    @discardableResult
+    private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) -> RPCError? {
         guard let batch else {
             // A deferred result is encoded here, on the loop, straight into `outbound`.
-            guard !closing else { return }
-            _ = reply.writeLine(into: &outbound)
+            guard !closing else { return nil }
+            let failure = reply.writeLine(into: &outbound)
             appended(context: context)
-            return
+            return failure
         }
-        batch.slots[slot] = reply.bytes
+        var writer = JSONWriter()
+        let failure = reply.writeLine(into: &writer)
+        var element = writer.bytes
+        if element.last == UInt8(ascii: "\n") { element.removeLast() }
+        batch.slots[slot] = element
         batch.remaining -= 1
-        guard batch.remaining == 0 else { return }
+        guard batch.remaining == 0 else { return failure }
         var line: [UInt8] = [UInt8(ascii: "[")]
         line.reserveCapacity(batch.slots.reduce(2) { $0 + ($1?.count ?? 0) + 1 })
         for (index, bytes) in batch.slots.enumerated() {
@@ -476,6 +489,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
         line.append(UInt8(ascii: "]"))
         write(line, context: context)
+        return failure
     }
 
     /// Appends one reply line to `outbound` (see `appended`).
