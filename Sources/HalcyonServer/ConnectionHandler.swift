@@ -448,7 +448,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         if let error = reply.error, (-32003 ... -32001).contains(error.code) {
             counters.storageErrorReplied("\(error.reason): \(error.message)")
         }
-        let produced = reply
+        let handlerError = reply.error
         var reply = reply
         if entry.cancelled, reply.isSuccess {
             reply = .error(id: entry.id, .cancelled(started: true))
@@ -457,7 +457,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         if entry.id != nil || entry.batch != nil {
             encodingFailure = deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
         }
-        observed?.finished(error: produced.error ?? encodingFailure)
+        observed?.finished(error: handlerError ?? encodingFailure)
         if !insideRead { scheduleFlush(context: context) }
         startHeldIfPossible(context: context)
         resumeReadingIfPossible(context: context)
