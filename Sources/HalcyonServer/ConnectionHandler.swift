@@ -342,7 +342,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func dispatch(_ request: RPCRequest, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
-        let observed = observer?.started(request, peer: session.peerDescription)
+        let observed = observer?.started(request, peer: session.peerDescription, loop: loopCounters)
         var memoryMissed = false
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
@@ -395,13 +395,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         let mailbox = self.mailbox
         return { reply in
-            observed?.finished(reply)
             if eventLoop.inEventLoop {
                 let handler = bound.value
                 // Replies posted from other threads earlier go first.
                 if mailbox.hasPending { handler.drainMailbox() }
-                handler.complete(seq: seq, reply: reply)
-            } else if mailbox.post(seq: seq, reply: reply) {
+                handler.complete(seq: seq, reply: reply, observed: observed)
+            } else if mailbox.post(.init(seq: seq, reply: reply, observed: observed)) {
                 eventLoop.execute { bound.value.drainMailbox() }
             }
         }
@@ -409,8 +408,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     /// Completes every reply posted to the mailbox, in posting order.
     private func drainMailbox() {
-        for (seq, reply) in mailbox.takeAll() {
-            complete(seq: seq, reply: reply)
+        for posted in mailbox.takeAll() {
+            complete(seq: posted.seq, reply: posted.reply, observed: posted.observed)
         }
     }
 
@@ -443,9 +442,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Replies
 
-    /// Runs on the event loop for every reply, whichever thread produced it.
-    private func complete(seq: UInt64, reply: RPCReply) {
-        guard let context, let entry = inFlight.removeValue(forKey: seq) else { return }
+    /// Runs on the event loop for every reply, whichever thread produced it. The reply is
+    /// observed here, once written, so a deferred result that could not be encoded is
+    /// recorded with its error (and the loop's own histograms take it).
+    private func complete(seq: UInt64, reply: RPCReply, observed: Observer.Request?) {
+        guard let context, let entry = inFlight.removeValue(forKey: seq) else {
+            observed?.finished(error: reply.error)
+            return
+        }
         if let id = entry.id {
             if var seqs = seqsByID[id] {
                 seqs.removeAll { $0 == seq }
@@ -457,30 +461,39 @@ final class ConnectionHandler: ChannelDuplexHandler {
         if let error = reply.error, (-32003 ... -32001).contains(error.code) {
             counters.storageErrorReplied("\(error.reason): \(error.message)")
         }
+        let handlerError = reply.error
         var reply = reply
         if entry.cancelled, reply.isSuccess {
             reply = .error(id: entry.id, .cancelled(started: true))
         }
+        var encodingFailure: RPCError?
         if entry.id != nil || entry.batch != nil {
-            deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
+            encodingFailure = deliver(reply, batch: entry.batch, slot: entry.batchSlot, context: context)
         }
+        observed?.finished(error: handlerError ?? encodingFailure)
         if !insideRead { scheduleFlush(context: context) }
         startHeldIfPossible(context: context)
         resumeReadingIfPossible(context: context)
         if draining { closeIfDrained(context: context) }
     }
 
-    private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+    /// Returns the error that replaced a deferred result which could not be encoded.
+    @discardableResult
+    private func deliver(_ reply: RPCReply, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) -> RPCError? {
         guard let batch else {
             // A deferred result is encoded here, on the loop, straight into `outbound`.
-            guard !closing else { return }
-            _ = reply.writeLine(into: &outbound)
+            guard !closing else { return nil }
+            let failure = reply.writeLine(into: &outbound)
             appended(context: context)
-            return
+            return failure
         }
-        batch.slots[slot] = reply.bytes
+        var writer = JSONWriter()
+        let failure = reply.writeLine(into: &writer)
+        var element = writer.bytes
+        if element.last == UInt8(ascii: "\n") { element.removeLast() }
+        batch.slots[slot] = element
         batch.remaining -= 1
-        guard batch.remaining == 0 else { return }
+        guard batch.remaining == 0 else { return failure }
         var line: [UInt8] = [UInt8(ascii: "[")]
         line.reserveCapacity(batch.slots.reduce(2) { $0 + ($1?.count ?? 0) + 1 })
         for (index, bytes) in batch.slots.enumerated() {
@@ -489,6 +502,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
         line.append(UInt8(ascii: "]"))
         write(line, context: context)
+        return failure
     }
 
     /// Appends one reply line to `outbound` (see `appended`).
@@ -605,17 +619,24 @@ extension CallbackQueue {
 /// Threading: `post` from any thread; `takeAll` on the connection's event loop. `Locked`
 /// guards the queue and the scheduled flag; held only to append or swap.
 final class ReplyMailbox: Sendable {
+    /// One reply, with what the in-flight table and the metrics need to finish it.
+    struct Posted: Sendable {
+        var seq: UInt64
+        var reply: RPCReply
+        var observed: Observer.Request?
+    }
+
     private struct State {
-        var replies: [(UInt64, RPCReply)] = []
+        var replies: [Posted] = []
         var drainScheduled = false
     }
 
     private let state = Locked(State())
 
     /// Queues a reply; true when the caller must schedule a drain (none is pending).
-    func post(seq: UInt64, reply: RPCReply) -> Bool {
+    func post(_ posted: Posted) -> Bool {
         state.withLock { s in
-            s.replies.append((seq, reply))
+            s.replies.append(posted)
             if s.drainScheduled { return false }
             s.drainScheduled = true
             return true
@@ -626,11 +647,11 @@ final class ReplyMailbox: Sendable {
     var hasPending: Bool { state.withLock { !$0.replies.isEmpty } }
 
     /// Everything posted so far; the next post schedules a new drain.
-    func takeAll() -> [(UInt64, RPCReply)] {
+    func takeAll() -> [Posted] {
         state.withLock { s in
             s.drainScheduled = false
             let taken = s.replies
-            s.replies.removeAll(keepingCapacity: true)
+            s.replies = []
             return taken
         }
     }

@@ -1,9 +1,9 @@
 // The daemon's metrics: swift-metrics handles backed by a private swift-prometheus
-// registry, rendered as Prometheus text for `server.metrics` and `--metrics-listen`.
+// registry, and the request latencies the event loops keep (MetricsRequestLatencies.swift),
+// rendered as Prometheus text for `server.metrics` and `--metrics-listen`.
 
 import CoreMetrics
 import HalcyonCache
-import HalcyonRPC
 import HalcyonVersion
 import Prometheus
 
@@ -13,14 +13,16 @@ import Prometheus
 ///
 /// Two kinds of series:
 /// - request latencies (`halcyon_request_duration_seconds{method}`), recorded as each
-///   reply is produced, through a swift-metrics `Timer` per method;
+///   reply is written into histograms of the connection's event loop
+///   (`RequestLatencies`, through `Observer`), summed over the loops and written as text
+///   here: the per-request path takes no lock and shares no counter with other loops;
 /// - the cache's and the transport's counters and levels, which their owners already
 ///   keep (`HybridCache.stats()`, `ServerCounters`): they are copied into swift-metrics
 ///   counters and gauges when the text is rendered, so the hot path pays nothing extra
 ///   for them. A counter moves by the difference since the previous render.
 ///
-/// Threading: thread-safe. `observe` may run on any thread; `render` serialises renders
-/// through `lastSeen`'s lock, so two scrapes never add the same difference twice.
+/// Threading: thread-safe. `render` serialises renders through `lastSeen`'s lock, so two
+/// scrapes never add the same difference twice.
 public final class Metrics: Sendable {
     /// Latency buckets, in the range a local cache answers in: a memory hit takes tens of
     /// microseconds, a 64 MiB disk write up to about a second.
@@ -35,9 +37,6 @@ public final class Metrics: Sendable {
     private let factory: PrometheusMetricsFactory
     private let cache: HybridCache
     private let counters: ServerCounters
-    /// The request timers, one per method of the table and one for `unknown`, made up
-    /// front: immutable, so recording a request looks its timer up without a lock.
-    private let timers: [String: CoreMetrics.Timer]
     /// The cumulative values at the previous render, by series; guarded by its own lock,
     /// which `render` holds throughout.
     private let lastSeen = Locked([String: Int64]())
@@ -47,34 +46,20 @@ public final class Metrics: Sendable {
         self.registry = registry
         self.cache = cache
         self.counters = counters
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = Self.latencyBuckets
-        self.factory = factory
-        var timers: [String: CoreMetrics.Timer] = [:]
-        for name in Dispatcher.methodNames + ["unknown"] {
-            timers[name] = CoreMetrics.Timer(
-                label: "halcyon_request_duration_seconds", dimensions: [("method", name)], factory: factory
-            )
-        }
-        self.timers = timers
+        factory = PrometheusMetricsFactory(registry: registry)
         Gauge(label: "halcyon_build_info", dimensions: [("version", HalcyonVersion.current)], factory: factory)
             .record(1)
     }
 
-    /// Records one request's latency under its method's name. Names outside the method
-    /// table are recorded as `unknown`, so a client cannot grow the registry at will.
-    func observe(method: String, known: Bool, nanoseconds: Int64) {
-        let timer = known ? timers[method] ?? timers["unknown"] : timers["unknown"]
-        timer?.recordNanoseconds(nanoseconds)
-    }
-
     /// The Prometheus text format (0.0.4) of every series, refreshed from the cache's and
-    /// the transport's counters first.
+    /// the transport's counters first; the request latencies are every loop's, summed.
     public func render() -> String {
-        lastSeen.withLock { last in
+        let registered = lastSeen.withLock { last in
             refresh(&last)
             return registry.emitToString()
         }
+        let latencies = RequestLatencies.Totals.sum(counters.loops.map(\.latencies))
+        return registered + RequestLatencies.exposition(latencies)
     }
 
     /// Copies the owners' counters into the registry; `last` holds what was copied before.

@@ -1,5 +1,6 @@
 // What the daemon tells about each connection and each request: log lines at debug and
-// trace, and request latencies into `Metrics`. The transport calls it once per event.
+// trace, and request latencies into the histograms of the request's event loop, which
+// `Metrics` sums. The transport calls it once per event.
 
 import HalcyonRPC
 import Logging
@@ -9,12 +10,25 @@ import Logging
 /// - debug: a connection opened or closed, with the peer's pid, uid and gid;
 /// - trace: each request's method, id, outcome (`ok`, or the error's code and reason) and
 ///   time to its reply in microseconds;
-/// - every request's latency goes to `Metrics` whatever the log level.
+/// - every request's latency goes into its connection's loop's histograms
+///   (`LoopCounters.latencies`), which `Metrics` sums when rendered, whatever the log level.
 ///
-/// Threading: a value, `Sendable`; its methods may run on any thread.
-struct Observer: Sendable {
+/// Per request: a method lookup without hashing, one clock read at the start and one at
+/// the end, and one relaxed atomic add into histograms only the request's loop writes.
+///
+/// Threading: thread-safe (immutable). `started` and `finished` run on the connection's
+/// event loop (the transport records a reply when it writes it, so a deferred result's
+/// encoding failure is known); the connection methods on any thread.
+final class Observer: Sendable {
+    /// The registry whose `render` reads what this observer records (through the loops'
+    /// counters, which `Metrics` sums).
     let metrics: Metrics
     let logger: Logger
+
+    init(metrics: Metrics, logger: Logger) {
+        self.metrics = metrics
+        self.logger = logger
+    }
 
     /// A client was admitted.
     func connectionOpened(_ peer: PeerCredentials) {
@@ -26,9 +40,13 @@ struct Observer: Sendable {
         logger.debug("connection closed", metadata: Self.metadata(peer))
     }
 
-    /// A request was handed to the dispatcher; call `finished` on the result with its reply.
-    func started(_ request: RPCRequest, peer: String) -> Request {
-        Request(observer: self, method: request.method, id: request.id, peer: peer, start: .now)
+    /// A request was handed to the dispatcher on a connection of the loop whose counters
+    /// are `loop`; call `finished` on the result with its reply's outcome.
+    func started(_ request: RPCRequest, peer: String, loop: LoopCounters) -> Request {
+        Request(
+            observer: self, histograms: loop.latencies, index: RequestLatencies.index(of: request.method),
+            method: request.method, id: request.id, peer: peer, start: RequestLatencies.now()
+        )
     }
 
     private static func metadata(_ peer: PeerCredentials) -> Logger.Metadata {
@@ -38,25 +56,25 @@ struct Observer: Sendable {
     /// One request between the dispatcher and its reply.
     struct Request: Sendable {
         let observer: Observer
+        /// Where its latency goes: its connection's loop's histograms.
+        let histograms: RequestLatencies.Histograms
+        /// Its method's index in `RequestLatencies.methodNames`.
+        let index: Int
         let method: String
         let id: RPCID?
         let peer: String
-        let start: ContinuousClock.Instant
+        /// `RequestLatencies.now()` when it was dispatched.
+        let start: UInt64
 
-        /// The reply was produced (on whatever thread the connection's callback queue
-        /// picked). A success the transport later withdraws because the request was
-        /// cancelled meanwhile still counts as the `ok` the handler produced.
-        func finished(_ reply: RPCReply) {
-            finished(error: reply.error)
-        }
-
-        /// The reply was written at once (the synchronous path), carrying `error` if any.
+        /// The reply was written, carrying `error` if any: the handler's error, or the
+        /// error that replaced a deferred result which could not be encoded. A success the
+        /// transport withdraws because the request was cancelled meanwhile still counts as
+        /// the `ok` the handler produced.
         func finished(error: RPCError?) {
-            let elapsed = ContinuousClock.now - start
-            let nanoseconds = elapsed.components.seconds * 1_000_000_000
-                + elapsed.components.attoseconds / 1_000_000_000
+            let nanoseconds = Int(truncatingIfNeeded: RequestLatencies.now() &- start)
             // -32601: not in the method table, so not a method worth a series of its own.
-            observer.metrics.observe(method: method, known: error?.code != -32601, nanoseconds: nanoseconds)
+            let index = error?.code == -32601 ? RequestLatencies.unknownIndex : index
+            histograms.record(index: index, nanoseconds: nanoseconds)
             observer.logger.trace("request", metadata: [
                 "method": "\(method)",
                 "id": "\(id.map { $0.description } ?? "none")",

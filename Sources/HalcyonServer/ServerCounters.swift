@@ -13,6 +13,18 @@ import Synchronization
 final class LoopCounters: Sendable {
     /// Requests started and not yet answered on this loop's connections.
     let inFlight = Atomic<Int>(0)
+    /// The request latencies of this loop's connections (`Observer` records them,
+    /// `Metrics.render` sums the loops).
+    let latencies: RequestLatencies.Histograms
+
+    /// Counters no scrape reads (a connection handler's placeholder until it is added to
+    /// a channel) share one set of histograms, so a placeholder allocates no series.
+    static let unread = RequestLatencies.Histograms()
+
+    /// - Parameter latencies: the loop's own histograms; default: the shared unread ones.
+    init(latencies: RequestLatencies.Histograms = LoopCounters.unread) {
+        self.latencies = latencies
+    }
 
     func requestStarted() { inFlight.wrappingAdd(1, ordering: .relaxed) }
     func requestsFinished(_ n: Int = 1) { inFlight.wrappingSubtract(n, ordering: .relaxed) }
@@ -52,7 +64,7 @@ final class ServerCounters: Sendable {
         state.withLock { s in
             let key = ObjectIdentifier(loop)
             if let counters = s.loops[key] { return counters }
-            let counters = LoopCounters()
+            let counters = LoopCounters(latencies: RequestLatencies.Histograms())
             s.loops[key] = counters
             return counters
         }
@@ -76,6 +88,10 @@ final class ServerCounters: Sendable {
     var storageErrors: (count: Int, last: String) {
         state.withLock { ($0.storageErrors, $0.lastStorageError) }
     }
+
+    /// Every loop's counters made so far (a connection's loop keeps its counters for the
+    /// daemon's life, so sums over them never go back).
+    var loops: [LoopCounters] { state.withLock { Array($0.loops.values) } }
 
     var snapshot: (connections: Int, inFlight: Int, refusedPeers: Int) {
         state.withLock { s in
