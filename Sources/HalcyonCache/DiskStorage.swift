@@ -3,7 +3,7 @@
 // without a database.
 // Writes are atomic (temp file + rename), except the write-behind's rewrites in place
 // (DiskStorage+InPlace.swift), which a checksum and the journal make safe instead. See
-// Docs/ARCHITECTURE.md ("The disk tier", "The materializer").
+// Docs/ARCHITECTURE.md ("The disk tier", "Files rewritten in place").
 
 import CHalcyonSystem
 import Dispatch
