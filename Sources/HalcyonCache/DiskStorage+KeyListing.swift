@@ -52,9 +52,12 @@ extension DiskStorage.Backend {
     ///   - cursor: nil for the first page, else the previous page's `nextCursor`.
     ///   - limit: the most files to examine (at least 1; default 1,000).
     ///   - referenceDate: default `config.clock.now()`.
+    ///   - skipping: file names not to open (default none): the caller answers for them
+    ///     (they still count towards `limit` and the cursor).
     /// - Throws: `.diskStorageIsNotReady`, `.cannotLoadDataFromDisk`.
     public func listKeys(
-        prefix: String = "", after cursor: String? = nil, limit: Int = 1000, referenceDate: Date? = nil
+        prefix: String = "", after cursor: String? = nil, limit: Int = 1000, referenceDate: Date? = nil,
+        skipping: Set<String> = []
     ) throws(CacheError) -> DiskStorage.KeyPage {
         try checkReady()
         let now = FileTimes.nanos(referenceDate ?? config.clock.now())
@@ -76,7 +79,7 @@ extension DiskStorage.Backend {
         let prefixBytes = Array(prefix.utf8)
 
         var page = DiskStorage.KeyPage(keys: [], nextCursor: nil, unlistableFiles: 0)
-        for name in slice {
+        for name in slice where !skipping.contains(name) {
             let path = path(of: name)
             let fd = hc_open_cache_file(path, 0)
             if fd < 0 { continue }  // gone meanwhile, a link, a socket: not a key

@@ -1,7 +1,9 @@
 // The disk tier: one key -> one file in one folder, with the entry's expiration, last
 // access, flags, key and version kept in the file itself, so they survive restarts
 // without a database.
-// Writes are atomic (temp file + rename). See Docs/ARCHITECTURE.md ("The disk tier").
+// Writes are atomic (temp file + rename), except the write-behind's rewrites in place
+// (DiskStorage+InPlace.swift), which a checksum and the journal make safe instead. See
+// Docs/ARCHITECTURE.md ("The disk tier", "Files rewritten in place").
 
 import CHalcyonSystem
 import Dispatch
@@ -32,8 +34,10 @@ extension DiskStorage {
     /// follows, which is what makes the `@unchecked Sendable` true: `configBox` guards
     /// the configuration; `knownNames` guards itself with its own lock (the maybeCached lock);
     /// every other stored property is an immutable `let` or atomic.
-    /// Files are only ever replaced by `rename`, so a reader holding an open file sees
-    /// one whole value.
+    /// Files are replaced by `rename`, so a reader holding an open file sees one whole
+    /// value, except when a caller asks for `FileReplacement.inPlace`: then a reader that
+    /// opens the file during the rewrite may see a part, and the caller must keep such
+    /// readers away (the hybrid cache does: see `HybridCache.materializeSlice`).
     ///
     /// Invariants: `directoryURL` is fixed at init. If the folder could not be created or
     /// used then, `isReady` is false for the backend's lifetime and every call throws
@@ -143,6 +147,18 @@ extension DiskStorage {
             value: [UInt8], flags: UInt32 = 0, forKey key: String, expiration: StorageExpiration? = nil,
             forcedExtension: String? = nil, referenceDate: Date? = nil, version: UInt64 = 0
         ) throws(CacheError) -> FileMeta? {
+            try store(value: value, flags: flags, forKey: key, expiration: expiration, forcedExtension: forcedExtension,
+                      referenceDate: referenceDate, version: version, replacing: .rename)
+        }
+
+        /// `store`, choosing how an existing file is replaced (see `FileReplacement`):
+        /// `.inPlace` only for callers that can vouch for what a torn file would cost.
+        /// Keeps `knownNames` and `synchronousWrites` exactly as `.rename` does.
+        @discardableResult
+        func store(
+            value: [UInt8], flags: UInt32, forKey key: String, expiration: StorageExpiration?,
+            forcedExtension: String?, referenceDate: Date?, version: UInt64, replacing: FileReplacement
+        ) throws(CacheError) -> FileMeta? {
             let config = self.config
             try checkReady()
             let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
@@ -155,12 +171,19 @@ extension DiskStorage {
             }
             let contents = FileContents(header: header, key: keyBytes, value: value)
 
-            if try !writeFile(named: name, contents: contents, times: times, synchronous: config.synchronousWrites) {
+            let synchronous = config.synchronousWrites
+            func write() throws(CacheError) -> Bool {
+                switch replacing {
+                case .rename: try writeFile(named: name, contents: contents, times: times, synchronous: synchronous)
+                case .inPlace: try rewriteFile(named: name, contents: contents, times: times, synchronous: synchronous)
+                }
+            }
+            if try !write() {
                 // The folder was deleted under us: recreate it and retry once.
                 if let failure = POSIX.makeDirectories(directoryPath) {
                     throw .cannotCreateCacheFile(path: path(of: name), errno: failure.code)
                 }
-                if try !writeFile(named: name, contents: contents, times: times, synchronous: config.synchronousWrites) {
+                if try !write() {
                     throw .cannotCreateCacheFile(path: path(of: name), errno: ENOENT)
                 }
             }
@@ -171,15 +194,26 @@ extension DiskStorage {
         }
 
         /// The three pieces of a cache file, written with one `writev`.
-        private struct FileContents {
+        struct FileContents {
             var header: [UInt8]
             var key: [UInt8]
             var value: [UInt8]
+
+            var fileSize: Int { header.count + key.count + value.count }
+
+            /// Writes all three at the descriptor's offset (0 on a fresh descriptor).
+            func write(to fd: Int32) -> POSIX.Errno? {
+                header.withUnsafeBytes { header in
+                    key.withUnsafeBytes { key in
+                        value.withUnsafeBytes { value in POSIX.writevAll(fd, [header, key, value]) }
+                    }
+                }
+            }
         }
 
         /// Writes a temporary file, dates it, and renames it over the target. Returns
         /// false when the folder is missing (ENOENT), so the caller can recreate it.
-        private func writeFile(
+        func writeFile(
             named name: String, contents: FileContents, times: FileTimes, synchronous: Bool
         ) throws(CacheError) -> Bool {
             let finalPath = path(of: name)
@@ -193,12 +227,7 @@ extension DiskStorage {
                 throw .cannotCreateCacheFile(path: finalPath, errno: code)
             }
             var failure: CacheError?
-            let written = contents.header.withUnsafeBytes { header in
-                contents.key.withUnsafeBytes { key in
-                    contents.value.withUnsafeBytes { value in POSIX.writevAll(fd, [header, key, value]) }
-                }
-            }
-            if let e = written {
+            if let e = contents.write(to: fd) {
                 failure = .cannotCreateCacheFile(path: finalPath, errno: e.code)
             } else if let e = POSIX.setTimes(fd, times) {
                 // After the last write: a write would move mtime again.
@@ -221,15 +250,19 @@ extension DiskStorage {
             }
             if synchronous {
                 // The rename itself is durable only once the folder is flushed.
-                let dirfd = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                if dirfd >= 0 {
-                    let ok = fsync(dirfd) == 0
-                    let code = errno
-                    close(dirfd)
-                    if !ok { throw .cannotCreateCacheFile(path: finalPath, errno: code) }
-                }
+                try syncFolder(for: finalPath)
             }
             return true
+        }
+
+        /// Flushes the folder, so that a new name in it survives a power cut.
+        func syncFolder(for finalPath: String) throws(CacheError) {
+            let dirfd = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard dirfd >= 0 else { return }
+            let ok = fsync(dirfd) == 0
+            let code = errno
+            close(dirfd)
+            if !ok { throw .cannotCreateCacheFile(path: finalPath, errno: code) }
         }
 
         // MARK: - Read

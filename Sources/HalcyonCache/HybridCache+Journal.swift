@@ -5,6 +5,7 @@
 // materializer (HybridCache+Materializer.swift) writes its file.
 
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -75,6 +76,10 @@ extension HybridCache {
         let table = Locked(UnwrittenTable())
         let counters = Locked(JournalStats())
         let versions: VersionClock
+        /// Disk reads that may open cache files off the ioQueue, in flight; while any
+        /// is, the materializer renames instead of rewriting in place (see
+        /// `HybridCache.materializeSlice`). Any thread.
+        let offQueueReaders = Atomic<Int>(0)
 
         // ioQueue only:
         /// Starts of records journaled by a group but not yet applied, oldest first.

@@ -68,12 +68,21 @@ extension HybridCache {
                     // Journaled writes not yet in their files are listed by file name with the
                     // files. The table is read before the folder: the write-behind writes a file
                     // before it drops the entry, so a key moving from one to the other during
-                    // this page is seen in at least one, and counted once.
-                    let unwritten = unwrittenKeys(prefix: prefix)
-                    // Every file, expired or not: a resident copy may vouch for a file whose
-                    // own times lag behind the lifetime memory extended.
-                    let listed = try diskStorage.listKeys(
-                        prefix: prefix, after: after, limit: limit, referenceDate: Date(timeIntervalSince1970: 0))
+                    // this page is seen in at least one, and counted once. The files the table
+                    // names are not opened (the table answers for them), and the page counts
+                    // as an off-queue reader: the materializer may be rewriting one of those
+                    // files in place right now, and will start no rewrite until the page ends
+                    // (see `materializeSlice`).
+                    let (unwritten, listed) = try readingFiles {
+                        () throws(CacheError) -> ([String: String], DiskStorage.KeyPage) in
+                        let (unwritten, tableNames) = unwrittenKeysAndNames(prefix: prefix)
+                        // Every file, expired or not: a resident copy may vouch for a file whose
+                        // own times lag behind the lifetime memory extended.
+                        let listed = try diskStorage.listKeys(
+                            prefix: prefix, after: after, limit: limit, referenceDate: Date(timeIntervalSince1970: 0),
+                            skipping: tableNames)
+                        return (unwritten, listed)
+                    }
                     let now = config.disk.clock.now()
                     var seen = Set<String>()
                     for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil
@@ -115,6 +124,18 @@ extension HybridCache {
             var found: [String: String] = [:]
             for (name, e) in table.entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
             return found
+        }
+    }
+
+    /// `unwrittenKeys`, and the file names of every entry in the table (live or not),
+    /// read under one lock.
+    private func unwrittenKeysAndNames(prefix: String) -> (keys: [String: String], names: Set<String>) {
+        guard let writeBehind else { return ([:], []) }
+        let now = config.disk.clock.now()
+        return writeBehind.table.withLock { table in
+            var found: [String: String] = [:]
+            for (name, e) in table.entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
+            return (found, Set(table.entries.keys))
         }
     }
 

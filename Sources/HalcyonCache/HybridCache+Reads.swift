@@ -2,8 +2,11 @@
 // from memory on the caller's thread when it can; a memory miss reads the disk on the
 // ioQueue (or inline with `loadDiskFileSynchronously`). A read of a key with a queued
 // write, or during a queued whole-cache write, runs entirely on the ioQueue after it.
+// A disk read counts itself as an off-queue reader, so the materializer never rewrites a
+// file in place under it.
 
 import Foundation
+import Synchronization
 
 extension HybridCache {
     /// Where a read runs.
@@ -148,15 +151,16 @@ extension HybridCache {
         let miss = EntryDescription(cacheType: .none, size: 0, flags: 0, expiresAt: nil, lastAccessAt: nil)
         if memoryOnly { return .success(miss) }
         do throws(CacheError) {
-            let found: DiskStorage.FileMeta?
-            switch unwrittenLookup(
-                forKey: key, forcedExtension: options.forcedExtension, at: options.referenceDate ?? config.disk.clock.now())
-            {
-            case .live(let e): found = e.meta(url: diskStorage.cacheFileURL(forKey: key))
-            case .expired: found = nil
-            case .absent:
-                found = try diskStorage.meta(
-                    forKey: key, referenceDate: options.referenceDate, forcedExtension: options.forcedExtension)
+            let found: DiskStorage.FileMeta? = try readingFiles { () throws(CacheError) -> DiskStorage.FileMeta? in
+                switch unwrittenLookup(
+                    forKey: key, forcedExtension: options.forcedExtension, at: options.referenceDate ?? config.disk.clock.now())
+                {
+                case .live(let e): return e.meta(url: diskStorage.cacheFileURL(forKey: key))
+                case .expired: return nil
+                case .absent:
+                    return try diskStorage.meta(
+                        forKey: key, referenceDate: options.referenceDate, forcedExtension: options.forcedExtension)
+                }
             }
             guard let meta = found else { return .success(miss) }
             return .success(EntryDescription(
@@ -193,16 +197,18 @@ extension HybridCache {
         forKey key: String, options: Options, putBackIf: (WriteBook) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         do throws(CacheError) {
-            let found: (entry: CacheEntry, meta: DiskStorage.FileMeta)?
-            switch unwrittenLookup(
-                forKey: key, forcedExtension: options.forcedExtension, at: options.referenceDate ?? config.disk.clock.now())
-            {
-            case .live(let e): found = (e.entry, e.meta(url: diskStorage.cacheFileURL(forKey: key)))
-            case .expired: found = nil
-            case .absent:
-                found = try diskStorage.valueAndMeta(
-                    forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none,
-                    forcedExtension: options.forcedExtension)
+            typealias Found = (entry: CacheEntry, meta: DiskStorage.FileMeta)
+            let found: Found? = try readingFiles { () throws(CacheError) -> Found? in
+                switch unwrittenLookup(
+                    forKey: key, forcedExtension: options.forcedExtension, at: options.referenceDate ?? config.disk.clock.now())
+                {
+                case .live(let e): return (e.entry, e.meta(url: diskStorage.cacheFileURL(forKey: key)))
+                case .expired: return nil
+                case .absent:
+                    return try diskStorage.valueAndMeta(
+                        forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none,
+                        forcedExtension: options.forcedExtension)
+                }
             }
             guard let (entry, meta) = found else {
                 counters.withLock { $0.diskMisses += 1 }
@@ -228,6 +234,22 @@ extension HybridCache {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// Runs `body`, a lookup in the unwritten table and then maybe in a cache file,
+    /// counted in `offQueueReaders` from before the table lookup until the file is
+    /// closed (`body` returns): while the count is above 0 the materializer replaces
+    /// files by rename instead of rewriting them in place, so a read on the caller's
+    /// thread (`loadDiskFileSynchronously`, an inline `describe`) never meets a file
+    /// half rewritten. The argument for a reader that counts itself after the
+    /// materializer decided is at `materializeSlice`: it finds the key in the table.
+    /// Reads on the ioQueue count themselves too; they cannot overlap the materializer,
+    /// and two atomic additions cost less than asking which thread this is.
+    func readingFiles<T>(_ body: () throws(CacheError) -> T) throws(CacheError) -> T {
+        guard let writeBehind else { return try body() }
+        writeBehind.offQueueReaders.add(1, ordering: .sequentiallyConsistent)
+        defer { writeBehind.offQueueReaders.subtract(1, ordering: .sequentiallyConsistent) }
+        return try body()
     }
 
     /// The lifetime of a disk entry after a read extending it per `extending`. The file
