@@ -129,7 +129,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// This connection's loop's counters; set in `handlerAdded`.
     private var loopCounters = LoopCounters()
     private var inFlight: [UInt64: InFlight] = [:]
-    private var seqsByID: [RPCID: [UInt64]] = [:]
     private var nextSeq: UInt64 = 0
     private var readPending = false
     private var insideRead = false
@@ -177,7 +176,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
         // that have not started never will (a completed write stays done).
         let entries = inFlight
         inFlight.removeAll()
-        seqsByID.removeAll()
         held.removeAll()
         loopCounters.requestsFinished(entries.count)
         for entry in entries.values { entry.task?.cancel() }
@@ -245,7 +243,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
             // Sequence order is arrival order, so the slots of a batch fill as they came.
             let entries = inFlight.sorted { $0.key < $1.key }.map(\.value)
             inFlight.removeAll()
-            seqsByID.removeAll()
             loopCounters.requestsFinished(entries.count)
             for entry in entries {
                 entry.task?.cancel()
@@ -388,7 +385,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let seq = nextSeq
         nextSeq &+= 1
         inFlight[seq] = InFlight(id: request.id, batch: batch, batchSlot: slot)
-        if let id = request.id { seqsByID[id, default: []].append(seq) }
         loopCounters.requestStarted()
 
         let eventLoop = context.eventLoop
@@ -429,11 +425,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
             }
             held = kept
         }
-        guard let seqs = seqsByID[target] else { return }
-        for seq in seqs {
-            guard var entry = inFlight[seq], !entry.cancelled else { continue }
-            entry.cancelled = true
-            inFlight[seq] = entry
+        // A scan of the in-flight table (at most --max-in-flight entries): cancels are
+        // rare, and an index by id would cost an insert and a removal on every request.
+        for (seq, entry) in inFlight where entry.id == target && !entry.cancelled {
+            inFlight[seq]?.cancelled = true
             // Synchronous: an unstarted task will never run, and delivers -32800
             // (started: false) through the callback queue.
             entry.task?.cancel()
@@ -449,12 +444,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
         guard let context, let entry = inFlight.removeValue(forKey: seq) else {
             observed?.finished(error: reply.error)
             return
-        }
-        if let id = entry.id {
-            if var seqs = seqsByID[id] {
-                seqs.removeAll { $0 == seq }
-                seqsByID[id] = seqs.isEmpty ? nil : seqs
-            }
         }
         loopCounters.requestsFinished()
 
