@@ -88,20 +88,9 @@ extension DiskStorage.Backend {
         }
         let oldSize = created ? 0 : Int(st.st_size)
 
-        var failure: CacheError?
-        if let e = contents.write(to: fd) {
-            failure = .cannotCreateCacheFile(path: finalPath, errno: e.code)
-        } else if oldSize > contents.fileSize, ftruncate(fd, off_t(contents.fileSize)) != 0 {
-            failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
-        } else if let e = POSIX.setTimes(fd, times) {
-            failure = .cannotSetCacheFileAttribute(path: finalPath, errno: e.code)
-        } else if synchronous, fsync(fd) != 0 {
-            failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
-        }
-        if close(fd) != 0, failure == nil {
-            failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
-        }
-        if let failure {
+        if let failure = fill(
+            fd, with: contents, times: times, synchronous: synchronous, path: finalPath, truncatingFrom: oldSize)
+        {
             removeIfStill(name: name, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
             throw failure
         }

@@ -226,19 +226,7 @@ extension DiskStorage {
                 if code == ENOENT { return false }
                 throw .cannotCreateCacheFile(path: finalPath, errno: code)
             }
-            var failure: CacheError?
-            if let e = contents.write(to: fd) {
-                failure = .cannotCreateCacheFile(path: finalPath, errno: e.code)
-            } else if let e = POSIX.setTimes(fd, times) {
-                // After the last write: a write would move mtime again.
-                failure = .cannotSetCacheFileAttribute(path: finalPath, errno: e.code)
-            } else if synchronous, fsync(fd) != 0 {
-                failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
-            }
-            if close(fd) != 0, failure == nil {
-                failure = .cannotCreateCacheFile(path: finalPath, errno: errno)
-            }
-            if let failure {
+            if let failure = fill(fd, with: contents, times: times, synchronous: synchronous, path: finalPath) {
                 unlink(temporaryPath)
                 throw failure
             }
@@ -263,6 +251,30 @@ extension DiskStorage {
             let code = errno
             close(dirfd)
             if !ok { throw .cannotCreateCacheFile(path: finalPath, errno: code) }
+        }
+
+        /// Writes `contents` at the start of the open file `fd`, cuts what an older, longer
+        /// file left beyond them (`truncatingFrom`: the old size), dates the file (after the
+        /// last write: a write would move mtime again), fsyncs it if `synchronous`, and closes
+        /// it. Returns the first failure; `fd` is closed either way.
+        func fill(
+            _ fd: Int32, with contents: FileContents, times: FileTimes, synchronous: Bool, path: String,
+            truncatingFrom oldSize: Int = 0
+        ) -> CacheError? {
+            var failure: CacheError?
+            if let e = contents.write(to: fd) {
+                failure = .cannotCreateCacheFile(path: path, errno: e.code)
+            } else if oldSize > contents.fileSize, ftruncate(fd, off_t(contents.fileSize)) != 0 {
+                failure = .cannotCreateCacheFile(path: path, errno: errno)
+            } else if let e = POSIX.setTimes(fd, times) {
+                failure = .cannotSetCacheFileAttribute(path: path, errno: e.code)
+            } else if synchronous, fsync(fd) != 0 {
+                failure = .cannotCreateCacheFile(path: path, errno: errno)
+            }
+            if close(fd) != 0, failure == nil {
+                failure = .cannotCreateCacheFile(path: path, errno: errno)
+            }
+            return failure
         }
 
         // MARK: - Read
