@@ -10,17 +10,23 @@ extension DiskStorage {
     /// are hex, and `validate(key:)` refuses plain keys that do.
     static let temporaryPrefix = ".tmp-"
 
-    /// The lowercase hex SHA-256 of the key's UTF-8 bytes.
+    /// The lowercase hex SHA-256 of the key's UTF-8 bytes. Every journaled set names its
+    /// file with it, so it hashes the key's own storage and writes the 64 digits straight
+    /// into the string's (no intermediate arrays).
     static func sha256Hex(_ key: String) -> String {
-        let digest = SHA256.hash(data: Array(key.utf8))
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for byte in digest {
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0x0f)])
+        var key = key
+        let digest = key.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        return String(unsafeUninitializedCapacity: 64) { out in
+            let digits: StaticString = "0123456789abcdef"
+            let hex = digits.utf8Start
+            var i = 0
+            for byte in digest {
+                out[i] = hex[Int(byte >> 4)]
+                out[i + 1] = hex[Int(byte & 0x0f)]
+                i += 2
+            }
+            return 64
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The extension of the key's last path component (query and fragment cut off), if

@@ -55,8 +55,7 @@ extension HybridCache {
         var count: Int { entries.count }
 
         mutating func put(_ name: String, _ e: Unwritten) {
-            if let old = entries[name] { bytes -= old.bytes }
-            entries[name] = e
+            if let old = entries.updateValue(e, forKey: name) { bytes -= old.bytes }
             bytes += e.bytes
             order.append((name, e.entry.version))
         }

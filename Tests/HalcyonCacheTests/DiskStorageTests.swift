@@ -11,6 +11,17 @@ import Glibc
 
 @Suite("DiskStorage", .timeLimit(.minutes(1)))
 struct DiskStorageTests {
+    /// File names are the SHA-256 of the key in lowercase hex, and must never change: an
+    /// upgraded daemon has to find the files the old one wrote. Known-answer vectors
+    /// (FIPS 180-2), and a key that is not ASCII (`sha256sum` of its UTF-8).
+    @Test func hashedFileNamesAreStable() {
+        #expect(DiskStorage.sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(DiskStorage.sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(DiskStorage.sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(DiskStorage.sha256Hex("clé/ключ") == "026b95adf695ea20c93adc6677ac578a2504ae8a45bea3ba2e49232daccb8838")
+    }
+
     @Test func storeAndLoadKeepsBytesAndFlags() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
