@@ -88,6 +88,13 @@ final class Locked2<Value>: @unchecked Sendable {
         #expect(try CLIProcess.run(["get", "bad"], socket: s).status == 1)
         #expect(try CLIProcess.run(["lease", "bad"], socket: s).status == 2)  // no COMMAND
 
+        // A key starting with '-' goes in --key (after `--` comes the command).
+        let dashed = try CLIProcess.run(["lease", "--key", "-dash", "--", "sh", "-c", "echo dashed"], socket: s)
+        #expect(dashed.status == 0 && dashed.stdoutText == "dashed\n", "\(dashed.stderrText)")
+        #expect(try CLIProcess.run(["get", "--", "-dash"], socket: s).stdoutText == "dashed\n")
+        #expect(try CLIProcess.run(["lease", "a", "--key", "b", "--", "true"], socket: s).status == 2)
+        #expect(try CLIProcess.run(["lease", "--", "true"], socket: s).status == 2)
+
         // Held by a client that stays connected: exit 3 after the wait, nothing runs.
         let holder = try daemon.client()
         let token = try #require(try holder.result("cache.lease", #"{"key":"busy","ttl":{"seconds":60}}"#)["lease"]?.string)

@@ -28,7 +28,12 @@ struct LeaseCommand: HalcyonSubcommand {
             """)
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
-    @Argument(help: "The key.") var key: String
+    @Argument(help: "The key.") var positionalKey: String?
+    // After `--` comes the command, so a key that starts with '-' cannot be given as the
+    // argument: `--key` takes any value, a leading '-' included.
+    @Option(name: .customLong("key"), parsing: .unconditional, help: ArgumentHelp(
+        "The key, for one that starts with '-' (instead of KEY).", valueName: "key"))
+    var keyOption: String?
     @Option(name: .customLong("lease-ttl"), help: ArgumentHelp("How long the lease holds while COMMAND runs (default 5m).", valueName: "duration"))
     var leaseTTL: String?
     @Option(help: ArgumentHelp("How long to wait for another caller's value (default: the lease's ttl).", valueName: "duration"))
@@ -38,7 +43,19 @@ struct LeaseCommand: HalcyonSubcommand {
     @Flag(help: "The value never expires.") var never = false
     @Argument(parsing: .postTerminator, help: "The command whose stdout is the value.") var command: [String] = []
 
+    /// KEY or `--key`, exactly one.
+    private var key: String {
+        get throws(CLIError) {
+            switch (positionalKey, keyOption) {
+            case (let k?, nil), (nil, let k?): return k
+            case (nil, nil): throw .usage("missing KEY (or --key)")
+            case (_?, _?): throw .usage("give KEY or --key, not both")
+            }
+        }
+    }
+
     func execute(_ context: CommandContext) throws(CLIError) {
+        let key = try self.key
         guard !command.isEmpty else { throw .usage("missing COMMAND after '--'") }
         var lease = 300.0
         if let leaseTTL {
