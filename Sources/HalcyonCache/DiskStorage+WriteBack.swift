@@ -26,7 +26,10 @@ extension DiskStorage.Backend {
         try checkReady()
         let name = try checkedFileName(forKey: writeBack.key, forcedExtension: writeBack.forcedExtension, config: config)
         guard knownNames.mayContain(name) else { return false }
-        let expiration: StorageExpiration = writeBack.timeToLive.map { .seconds($0) } ?? .never
+        // The instant itself, not `extendedAt + timeToLive` added up again: a record rebuilt
+        // from the journal at start (`timeToLive` = what is left of it) would otherwise come
+        // out a few hundred nanoseconds late and round up to the next whole second.
+        let expiration: StorageExpiration = writeBack.timeToLive == nil ? .never : .date(writeBack.expiresAt)
         // A lifetime over before it began (an extension to an expiration already past)
         // expires the file in place, as a read asking for it would.
         let times = writeBack.expiresAt <= writeBack.extendedAt

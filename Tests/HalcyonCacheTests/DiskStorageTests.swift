@@ -41,6 +41,26 @@ struct DiskStorageTests {
         #expect(meta.fileSize == 48 + 1 + 10_000)
     }
 
+    /// A write-back gives the file the expiration it names, to the second, whatever the
+    /// instant it was counted from: a record rebuilt from the journal at start carries
+    /// "what is left" as its TTL from a fractional now, which must not round up to the next
+    /// second (it did: the file then outlived the lifetime every reply had reported).
+    @Test func writeBackKeepsTheExactExpiration() throws {
+        let folder = DiskTestFolder()
+        let disk = folder.backend()
+        try disk.store(value: [1], forKey: "k", expiration: .seconds(1000), referenceDate: diskT0)
+        let expiresAt = diskT0.addingTimeInterval(2000)
+        for fraction in [0.1234567, 0.9999996, 0.5000004, 0.0000003, 0.3141593, 0.7777777] {
+            let now = diskT0.addingTimeInterval(100 + fraction)
+            let record = MemoryStorage.WriteBack(
+                key: "k", forcedExtension: nil, expiresAt: expiresAt,
+                timeToLive: expiresAt.timeIntervalSince(now), extendedAt: now)
+            #expect(try disk.writeBack(record))
+            let meta = try #require(try disk.valueAndMeta(forKey: "k", referenceDate: now, extendingExpiration: .none)?.meta)
+            #expect(meta.expiration == expiresAt, "counted from +\(fraction) s")
+        }
+    }
+
     @Test func synchronousWritesStoreTheSameWay() throws {
         let folder = DiskTestFolder()  // keeps the folder until the test ends
         let disk = folder.backend { $0.synchronousWrites = true }
