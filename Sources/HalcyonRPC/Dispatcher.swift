@@ -48,16 +48,20 @@ public struct RPCReply: Sendable {
 
     /// The response object's bytes, without newline (a deferred result is encoded now,
     /// on the calling thread).
-    public var bytes: [UInt8] {
+    public var bytes: [UInt8] { element().bytes }
+
+    /// The response object's bytes, without newline, for a batch; with the error that
+    /// replaced a deferred result whose value could not be encoded (as `writeLine`).
+    public func element() -> (bytes: [UInt8], failure: RPCError?) {
         switch body {
         case .encoded(let bytes):
-            return bytes
+            return (bytes, nil)
         case .deferred:
             var writer = JSONWriter()
-            _ = writeLine(into: &writer)
+            let failure = writeLine(into: &writer)
             var bytes = writer.bytes
             if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-            return bytes
+            return (bytes, failure)
         }
     }
 
@@ -84,7 +88,7 @@ public struct RPCReply: Sendable {
 
     /// The response writer ends a top-level object with its line's `\n`; a reply element
     /// is kept without it, since the transport frames lines and batches itself.
-    init(id: RPCID?, element: [UInt8], error: RPCError?) {
+    public init(id: RPCID?, element: [UInt8], error: RPCError?) {
         var bytes = element
         if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
         self.init(id: id, bytes: bytes, error: error)

@@ -356,9 +356,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 switch dispatcher.answerFromMemory(request, id: id, session: session, into: &writer) {
                 case .answered(let error):
                     // Only the policy's delivery hop remains.
-                    var bytes = writer.bytes
-                    if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-                    let reply = RPCReply(id: id, bytes: bytes, error: error)
+                    let reply = RPCReply(id: id, element: writer.bytes, error: error)
                     let respond = track(request, batch: nil, slot: 0, observed: observed, context: context)
                     session.callbackQueue.execute { respond(reply) }
                     return
@@ -476,10 +474,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             appended(context: context)
             return failure
         }
-        var writer = JSONWriter()
-        let failure = reply.writeLine(into: &writer)
-        var element = writer.bytes
-        if element.last == UInt8(ascii: "\n") { element.removeLast() }
+        let (element, failure) = reply.element()
         batch.slots[slot] = element
         batch.remaining -= 1
         guard batch.remaining == 0 else { return failure }
