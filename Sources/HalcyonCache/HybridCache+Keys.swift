@@ -120,11 +120,7 @@ extension HybridCache {
     private func unwrittenKeys(prefix: String) -> [String: String] {
         guard let writeBehind else { return [:] }
         let now = config.disk.clock.now()
-        return writeBehind.table.withLock { table in
-            var found: [String: String] = [:]
-            for (name, e) in table.entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
-            return found
-        }
+        return writeBehind.table.withLock { $0.liveKeys(prefix: prefix, at: now) }
     }
 
     /// `unwrittenKeys`, and the file names of every entry in the table (live or not),
@@ -132,11 +128,7 @@ extension HybridCache {
     private func unwrittenKeysAndNames(prefix: String) -> (keys: [String: String], names: Set<String>) {
         guard let writeBehind else { return ([:], []) }
         let now = config.disk.clock.now()
-        return writeBehind.table.withLock { table in
-            var found: [String: String] = [:]
-            for (name, e) in table.entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
-            return (found, Set(table.entries.keys))
-        }
+        return writeBehind.table.withLock { ($0.liveKeys(prefix: prefix, at: now), Set($0.entries.keys)) }
     }
 
     /// Whether `cursor` could have come from `listKeys` (nil starts a listing).

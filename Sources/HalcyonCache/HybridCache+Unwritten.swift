@@ -86,6 +86,13 @@ extension HybridCache {
             return e
         }
 
+        /// The live entries whose keys start with `prefix`: key → file name.
+        func liveKeys(prefix: String, at now: Date) -> [String: String] {
+            var found: [String: String] = [:]
+            for (name, e) in entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
+            return found
+        }
+
         /// The entry with the oldest journal record, skipping superseded FIFO items.
         mutating func oldest() -> (name: String, entry: Unwritten)? {
             while head < order.count {
