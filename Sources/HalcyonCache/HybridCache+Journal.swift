@@ -101,7 +101,7 @@ extension HybridCache {
         }
 
         func noteAppend(ending end: Journal.Position) {
-            let now = Journal.Writer.monotonicNanos()
+            let now = MonotonicClock.nanoseconds()
             appends.withLock {
                 $0.segmentBytes[end.segment] = max($0.segmentBytes[end.segment] ?? 0, end.offset)
                 $0.lastWriteNanos = now
@@ -326,9 +326,9 @@ extension HybridCache {
     private func waitForRoom(_ wb: WriteBehind) -> CacheError? {
         guard wb.pressure() >= 1 else { return nil }
         wb.counters.withLock { $0.stalls += 1 }
-        let deadline = Journal.Writer.monotonicNanos() + UInt64(wb.config.backlogWait * 1e9)
+        let deadline = MonotonicClock.nanoseconds() + UInt64(wb.config.backlogWait * 1e9)
         while wb.pressure() >= 1 {
-            if Journal.Writer.monotonicNanos() >= deadline {
+            if MonotonicClock.nanoseconds() >= deadline {
                 wb.counters.withLock { $0.backlogRefusals += 1 }
                 return .diskBacklog(journalBytes: wb.journalBytes, unwrittenBytes: UInt64(wb.table.withLock { $0.bytes }))
             }
@@ -351,7 +351,7 @@ extension HybridCache {
     ) -> WriteBehind? {
         guard diskStorage.isReady else { return nil }
         let directory = journalDirectory(config, diskPath: diskStorage.directoryPath)
-        let started = Journal.Writer.monotonicNanos()
+        let started = MonotonicClock.nanoseconds()
         let versions = VersionClock(clock: clock)
         var table = UnwrittenTable()
         let recovery: Journal.Recovery
@@ -432,7 +432,7 @@ extension HybridCache {
             }
         }
         wb.table.withLock { $0 = table }
-        let elapsed = Double(Journal.Writer.monotonicNanos() - started) / 1e6
+        let elapsed = Double(MonotonicClock.nanoseconds() - started) / 1e6
         wb.counters.withLock {
             $0.replayedRecords = recovery.records.count
             $0.replayMillis = elapsed

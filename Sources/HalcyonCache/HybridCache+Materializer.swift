@@ -53,7 +53,7 @@ extension HybridCache {
         }
         let pressure = wb.pressure()
         let lastWrite = wb.appends.withLock { $0.lastWriteNanos }
-        let idle = Journal.Writer.monotonicNanos() &- lastWrite >= HybridCache.materializerIdleNanos
+        let idle = MonotonicClock.nanoseconds() &- lastWrite >= HybridCache.materializerIdleNanos
         // Below 30 % the files wait for a pause in the load; above, the materializer's
         // share of the queue grows with the pressure (one file per millisecond, then a
         // few per queue turn, then many).
@@ -64,7 +64,7 @@ extension HybridCache {
         }
         let written = materializeSlice(wb, files: files)
         let empty = wb.table.withLock { $0.count == 0 }
-        let quiet = Journal.Writer.monotonicNanos() &- wb.lastCheckpointNanos >= 1_000_000_000
+        let quiet = MonotonicClock.nanoseconds() &- wb.lastCheckpointNanos >= 1_000_000_000
         checkpointIfUseful(wb, force: empty && quiet)
         if !empty {
             let paced = pressure < 0.6 && !idle
@@ -151,7 +151,7 @@ extension HybridCache {
         if let last = wb.lastCheckpoint, candidate <= last { return }
         let oldestSegment = wb.appends.withLock { $0.segmentBytes.keys.min() } ?? candidate.segment
         let freesSegment = candidate.segment > oldestSegment
-        let now = Journal.Writer.monotonicNanos()
+        let now = MonotonicClock.nanoseconds()
         guard freesSegment || force else { return }
         if wb.config.fsync != .never { syncFileSystem(of: diskStorage.directoryPath) }
         var deleted = 0

@@ -4,11 +4,7 @@
 // pre-aggregated buckets, so this file also writes the series' Prometheus text itself, in
 // the same form swift-prometheus writes histograms.
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import HalcyonCache
 import HalcyonRPC
 import Prometheus
 import Synchronization
@@ -45,14 +41,6 @@ enum RequestLatencies {
     static func index(of method: String) -> Int {
         for index in 0..<unknownIndex where methodNames[index] == method { return index }
         return unknownIndex
-    }
-
-    /// The current time in nanoseconds on the monotonic clock (one `clock_gettime`, a vDSO
-    /// call: no system call, no allocation).
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
     /// One method's histogram on one loop.

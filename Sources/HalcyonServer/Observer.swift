@@ -2,6 +2,7 @@
 // trace, and request latencies into the histograms of the request's event loop, which
 // `Metrics` sums. The transport calls it once per event.
 
+import HalcyonCache
 import HalcyonRPC
 import Logging
 
@@ -45,7 +46,7 @@ final class Observer: Sendable {
     func started(_ request: RPCRequest, peer: String, loop: LoopCounters) -> Request {
         Request(
             observer: self, histograms: loop.latencies, index: RequestLatencies.index(of: request.method),
-            method: request.method, id: request.id, peer: peer, start: RequestLatencies.now()
+            method: request.method, id: request.id, peer: peer, start: MonotonicClock.nanoseconds()
         )
     }
 
@@ -63,7 +64,7 @@ final class Observer: Sendable {
         let method: String
         let id: RPCID?
         let peer: String
-        /// `RequestLatencies.now()` when it was dispatched.
+        /// `MonotonicClock.nanoseconds()` when it was dispatched.
         let start: UInt64
 
         /// The reply was written, carrying `error` if any: the handler's error, or the
@@ -71,7 +72,7 @@ final class Observer: Sendable {
         /// transport withdraws because the request was cancelled meanwhile still counts as
         /// the `ok` the handler produced.
         func finished(error: RPCError?) {
-            let nanoseconds = Int(truncatingIfNeeded: RequestLatencies.now() &- start)
+            let nanoseconds = Int(truncatingIfNeeded: MonotonicClock.nanoseconds() &- start)
             // -32601: not in the method table, so not a method worth a series of its own.
             let index = error?.code == -32601 ? RequestLatencies.unknownIndex : index
             histograms.record(index: index, nanoseconds: nanoseconds)

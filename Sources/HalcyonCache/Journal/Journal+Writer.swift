@@ -164,7 +164,7 @@ extension Journal {
                 s.stats.countGroup(records.count)
                 switch config.fsync {
                 case .always:
-                    let started = Self.monotonicNanos()
+                    let started = MonotonicClock.nanoseconds()
                     if fdatasync(s.fd) != 0 {
                         let code = errno
                         s.stats.syncFailures += 1
@@ -172,11 +172,11 @@ extension Journal {
                         throw .cannotWriteJournal(path: segmentPath(s.sequence), errno: code)
                     }
                     s.stats.syncs += 1
-                    let lag = Self.monotonicNanos() - started
+                    let lag = MonotonicClock.nanoseconds() - started
                     s.stats.lastSyncLagNanos = lag
                     s.stats.maxSyncLagNanos = max(s.stats.maxSyncLagNanos, lag)
                 case .everysec:
-                    if s.dirtySince == nil { s.dirtySince = Self.monotonicNanos() }
+                    if s.dirtySince == nil { s.dirtySince = MonotonicClock.nanoseconds() }
                 case .never:
                     break
                 }
@@ -381,15 +381,9 @@ extension Journal {
         }
 
         private func recordLag(since: UInt64, in stats: inout Stats) {
-            let lag = Self.monotonicNanos() &- since
+            let lag = MonotonicClock.nanoseconds() &- since
             stats.lastSyncLagNanos = lag
             stats.maxSyncLagNanos = max(stats.maxSyncLagNanos, lag)
-        }
-
-        static func monotonicNanos() -> UInt64 {
-            var ts = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &ts)
-            return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
         }
     }
 }
