@@ -165,11 +165,11 @@ public final class HybridCache: @unchecked Sendable {
     /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
     /// the memory store of an inline write or a disk hit's put-back.
     let writes = Locked(WriteBook())
-    /// `WriteBook.queued`, mirrored outside the lock (changed only under it, by
-    /// `register(_:in:)` and `finishWrite`). A memory read that sees 0 knows no write
-    /// concerns its key without taking the book's lock, which every reader of every key
-    /// would otherwise share: a write's reply follows its decrement, and a client's own
-    /// write is counted on its thread before its next read looks.
+    /// All writes queued or running: the write book's total, kept outside its lock (changed
+    /// only under it, by `register(_:in:)` and `finishWrite`). A memory read that sees 0
+    /// knows no write concerns its key without taking the book's lock, which every reader
+    /// of every key would otherwise share: a write's reply follows its decrement, and a
+    /// client's own write is counted on its thread before its next read looks.
     let writesCounted = Atomic<Int>(0)
     /// Request counters that the backends do not keep themselves; held to add.
     let counters = Locked(CacheStats())
@@ -193,8 +193,6 @@ public final class HybridCache: @unchecked Sendable {
         var perKey: [String: Int] = [:]
         /// Whole-cache writes (clear, removeExpired, trim) queued or running.
         var wholeCache = 0
-        /// All writes queued or running.
-        var queued = 0
         /// Bumped by every write at enqueue and every inline write.
         var epoch: UInt64 = 0
         /// Bumped by inline writes only (the ones that do not run on the ioQueue).
@@ -215,7 +213,6 @@ public final class HybridCache: @unchecked Sendable {
             case .keys(let keys): for key in keys { perKey[key, default: 0] += 1 }
             case .wholeCache: wholeCache += 1
             }
-            queued += 1
             epoch &+= 1
         }
 
@@ -230,7 +227,6 @@ public final class HybridCache: @unchecked Sendable {
             case .keys(let keys): keys.forEach(release)
             case .wholeCache: wholeCache -= 1
             }
-            queued -= 1
         }
     }
 
@@ -288,7 +284,7 @@ public final class HybridCache: @unchecked Sendable {
         let usage = diskUsage.withLock { $0 }
         stats.diskBytes = usage?.bytes ?? 0
         stats.diskEntries = usage?.count ?? 0
-        stats.writesQueued = writes.withLock { $0.queued }
+        stats.writesQueued = writesCounted.load(ordering: .sequentiallyConsistent)
         stats.journal = journalStats()
         return stats
     }
