@@ -59,9 +59,7 @@ extension HybridCache {
     ) {
         // Memory hits of keys with nothing queued are answered here, as `retrieve` would
         // answer each on this thread; only the rest go through `retrieve` one by one.
-        let mustQueue = writesCounted.load(ordering: .sequentiallyConsistent) == 0
-            ? [Bool](repeating: false, count: keys.count)
-            : writes.withLock { book in keys.map { book.mustQueue($0) } }
+        let mustQueue = mustQueueReads(keys)
         var ready = [RetrieveResult?](repeating: nil, count: keys.count)
         var rest: [Int] = []
         for (index, key) in keys.enumerated() {

@@ -382,6 +382,14 @@ public final class HybridCache: @unchecked Sendable {
         return writes.withLock { $0.mustQueue(key) }
     }
 
+    /// `mustQueueRead` of each key, under one hold of the lock.
+    func mustQueueReads(_ keys: [String]) -> [Bool] {
+        guard writesCounted.load(ordering: .sequentiallyConsistent) > 0 else {
+            return [Bool](repeating: false, count: keys.count)
+        }
+        return writes.withLock { book in keys.map { book.mustQueue($0) } }
+    }
+
     /// Converts a tier's "never" instant to the API's nil.
     static func optionalDate(_ date: Date) -> Date? {
         date == .distantFuture ? nil : date
