@@ -105,15 +105,6 @@ extension HybridCache {
 
     // MARK: Helpers
 
-    /// The `.store` operation `store(_:forKey:options:)` would apply.
-    func storeOperation(_ entry: CacheEntry, forKey key: String, options: Options) -> WriteOperation {
-        .store(.init(
-            key: key, entry: entry, toDisk: options.toDisk,
-            expiration: options.diskExpiration ?? diskStorage.config.expiration,
-            memoryExpiration: options.memoryExpiration ?? config.memory.expiration,
-            forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
-    }
-
     private func conditionalStore(
         _ entry: CacheEntry, forKey key: String, options: Options, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)?,

@@ -97,6 +97,6 @@ extension HybridCache {
 
     /// Runs a sweep now, on the ioQueue; for tests and operators.
     public func sweepNow() {
-        ioQueue.async { [self] in sweep() }
+        submit { [self] in sweep() }
     }
 }

@@ -26,7 +26,7 @@ extension HybridCache {
             defer { scheduled = true }
             return !scheduled
         }
-        if claimed { ioQueue.async { [weak self] in self?.materializerTick() } }
+        if claimed { submit { [weak self] in self?.materializerTick() } }
     }
 
     /// Queues the next slice. ioQueue only.
@@ -35,9 +35,9 @@ extension HybridCache {
         wb.materializerScheduled.withLock { $0 = true }
         let job: @Sendable () -> Void = { [weak self] in self?.materializerTick() }
         if let delay {
-            ioQueue.asyncAfter(deadline: .now() + delay, execute: job)
+            ioQueue.asyncAfter(deadline: .now() + delay, execute: ioJobs.counting(job))
         } else {
-            ioQueue.async(execute: job)
+            submit(job)
         }
     }
 
@@ -206,7 +206,7 @@ extension HybridCache {
 
     /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
     public func materializeNow(completion: @escaping @Sendable () -> Void) {
-        ioQueue.async { [self] in
+        submit { [self] in
             materializeAll()
             completion()
         }

@@ -141,7 +141,7 @@ extension HybridCache {
     /// Called by the memory tier when write-backs become pending: one ioQueue job drains
     /// the whole pending set, so a burst of extensions costs one job.
     func scheduleWriteBackDrain() {
-        ioQueue.async { [weak self] in
+        submit { [weak self] in
             guard let self else { return }
             _ = perform(.writeBack(memoryStorage.takeWriteBacks()))
         }
@@ -167,7 +167,7 @@ extension HybridCache {
     public func shutdown() {
         sweepTimer?.cancel()
         let done = DispatchSemaphore(value: 0)
-        ioQueue.async { [self] in
+        submit { [self] in
             _ = perform(.writeBack(memoryStorage.takeAllWriteBacks()))
             // Everything acknowledged is in the journal; make it reach the device too.
             if let writeBehind, writeBehind.config.fsync != .never { try? writeBehind.writer.sync() }

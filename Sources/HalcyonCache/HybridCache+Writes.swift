@@ -31,11 +31,7 @@ extension HybridCache {
         _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        let operation = WriteOperation.store(.init(
-            key: key, entry: entry, toDisk: options.toDisk,
-            expiration: options.diskExpiration ?? diskStorage.config.expiration,
-            memoryExpiration: options.memoryExpiration ?? config.memory.expiration,
-            forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
+        let operation = storeOperation(entry, forKey: key, options: options)
         if !options.toDisk {
             // Inline when nothing for this key is queued and the disk certainly has no file
             // (the maybeCached set answers without a system call, so the book's lock is never
@@ -53,6 +49,15 @@ extension HybridCache {
             }
         }
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion, HybridCache.storeResult)
+    }
+
+    /// The write a store of `entry` under `key` with `options` is.
+    func storeOperation(_ entry: CacheEntry, forKey key: String, options: Options) -> WriteOperation {
+        .store(.init(
+            key: key, entry: entry, toDisk: options.toDisk,
+            expiration: options.diskExpiration ?? diskStorage.config.expiration,
+            memoryExpiration: options.memoryExpiration ?? config.memory.expiration,
+            forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
     }
 
     /// Gives `key` a new expiration counted from now, without loading it.

@@ -17,7 +17,8 @@ import Synchronization
 /// task.cancel()   // no success is delivered after this returns
 /// ```
 ///
-/// Threading: every method may be called from any thread and never blocks on the ioQueue.
+/// Threading: every method may be called from any thread and never blocks on the ioQueue,
+/// except `commitStores`, whose caller waits for it (see there).
 /// - Writes (`store`, `touch`, `remove`, `clear`, `removeExpired`, `trim`, the sweep,
 ///   write-backs) are `WriteOperation` values applied by `perform` on `ioQueue` in call
 ///   order, changing both tiers there as one step. Exception: a `store` with
@@ -157,9 +158,13 @@ public final class HybridCache: @unchecked Sendable {
     /// The disk tier. Thread-safe; using it directly bypasses the ioQueue's ordering.
     public let diskStorage: DiskStorage.Backend
     /// The one serial queue that runs every write, every queued disk read, the sweep and
-    /// `debugSleep`, in the order they were asked for. Nothing runs `sync` on it. Not
-    /// public: other modules reach it only through the methods named for what they need.
+    /// `debugSleep`, in the order they were asked for. Only `commitStores` runs `sync` on
+    /// it, and only when nothing else is queued (`ioJobs`). Not public: other modules
+    /// reach it only through the methods named for what they need.
     let ioQueue: DispatchQueue
+    /// The ioQueue's jobs queued or running; every job goes through `submit` (or, for
+    /// timers, `ioJobs.counting`), so `commitStores` can see whether it would wait.
+    let ioJobs = IOQueueJobs()
 
     /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
     /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
@@ -255,11 +260,11 @@ public final class HybridCache: @unchecked Sendable {
             ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: queue)
             : nil
         // Weak: the timer must not keep a forgotten cache alive; deinit cancels it.
-        sweepTimer?.start { [weak self] in self?.sweep() }
+        sweepTimer?.start(ioJobs.counting { [weak self] in self?.sweep() })
         memoryStorage.setWriteBackHandler { [weak self] in self?.scheduleWriteBackDrain() }
         // The first ioQueue job: list the disk folder once, so stores can check the size
         // limit without listing it again.
-        ioQueue.async { [self] in
+        submit { [self] in
             recountDiskUsage()
             // Replayed entries go to their files in the background.
             if let writeBehind, writeBehind.table.withLock({ $0.count }) > 0 { scheduleMaterializer(writeBehind) }
@@ -354,12 +359,17 @@ public final class HybridCache: @unchecked Sendable {
             // which they were counted, and a reader that saw the count queues after the write.
             writes.withLock { book in
                 register(scope, in: &book)
-                ioQueue.async(execute: job)
+                submit(job)
             }
         } else {
-            ioQueue.async(execute: job)
+            submit(job)
         }
         return task
+    }
+
+    /// Queues `job` on the ioQueue, counted in `ioJobs` until it has run.
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        ioJobs.submit(job, on: ioQueue)
     }
 
     /// Counts a write in the book from its enqueue; inside `writes.withLock`.

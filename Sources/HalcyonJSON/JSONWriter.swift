@@ -97,6 +97,13 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// Appends the whole lines another writer holds (both between lines: each line ends
+    /// with its `\n`).
+    @inlinable public mutating func appendLines(of other: JSONWriter) {
+        bytes.append(contentsOf: other.bytes)
+        needsComma = false
+    }
+
     // MARK: Keys
 
     /// Writes a member name known at compile time. It is escaped like any string, so any

@@ -32,6 +32,14 @@ enum ShutdownEvent: Sendable {
 /// `operationQueue`, whose deliveries are ordered by each request's priority, which only
 /// the ordinary path carries.
 ///
+/// The direct write path: a `cache.set` with an id under `untouch` that the journal can
+/// take at once (`Dispatcher.directWrite`) is not dispatched on its own. The sets of a
+/// read burst are gathered and committed as one group on this loop
+/// (`Dispatcher.commitDirectWrites`, which waits for the ioQueue only when nothing else
+/// is queued there) when the burst ends, before any other element is handled, or after
+/// `maxDirectGroup` sets; their replies go into `outbound` at once. So replies keep the
+/// order of the requests, a read sees the sets before it, and no cancel can concern them.
+///
 /// Every reply line is appended to `outbound`, which is handed to the channel as one
 /// buffer at the end of each read burst (`channelReadComplete`), with the flush of the
 /// tick in which a reply lands between reads, or when it passes `outboundChunk` bytes (so writability, and with it
@@ -110,6 +118,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// even inside a read burst.
     static let outboundChunk = 64 << 10
 
+    /// The most sets gathered before they are committed, even inside a read burst.
+    static let maxDirectGroup = 256
+
     private let dispatcher: Dispatcher
     private let counters: ServerCounters
     private let maxInFlight: Int
@@ -142,6 +153,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// Replies produced off the event loop, waiting for it (see `ReplyMailbox`).
     private let mailbox = ReplyMailbox()
+    /// Sets read and not yet committed: they go to the cache as one group when the read
+    /// burst ends, or before any other element is handled (see `commitDirectWrites`).
+    private var directWrites: [Dispatcher.DirectWrite] = []
+    private var directObserved: [Observer.Request?] = []
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
@@ -174,6 +189,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         // The client went away: nothing more will be written for its requests, and those
         // that have not started never will (a completed write stays done).
+        commitDirectWrites(context: context)
         let entries = inFlight
         inFlight.removeAll()
         held.removeAll()
@@ -199,6 +215,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         insideRead = false
+        commitDirectWrites(context: context)
         emitOutbound(context: context)
         context.flush()
         context.fireChannelReadComplete()
@@ -286,6 +303,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// Starts an element now, or holds it while back-pressure applies. A cancel is never
     /// held: it must reach work in flight, and withdraws a held request before it starts.
     private func admit(_ element: RPCElement, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
+        if !directWrites.isEmpty, !mayBeDirectWrite(element, batch: batch) { commitDirectWrites(context: context) }
         if case .request(let request) = element, dispatcher.flags(of: request.method).contains(.transport) {
             cancel(request, context: context)
         } else if !draining, !held.isEmpty || mustHold(context: context) {
@@ -300,8 +318,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private func startHeldIfPossible(context: ChannelHandlerContext) {
         while let next = held.first, draining || !mustHold(context: context) {
             held.removeFirst()
+            if !directWrites.isEmpty, !mayBeDirectWrite(next.element, batch: next.batch) {
+                commitDirectWrites(context: context)
+            }
             handle(next.element, batch: next.batch, slot: next.slot, context: context)
         }
+        if !insideRead { commitDirectWrites(context: context) }
     }
 
     private func expectsReply(_ element: RPCElement) -> Bool {
@@ -343,6 +365,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
         var memoryMissed = false
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
+                if let write = dispatcher.directWrite(request, id: id, session: session) {
+                    directWrites.append(write)
+                    directObserved.append(observed)
+                    if !insideRead || directWrites.count >= Self.maxDirectGroup { commitDirectWrites(context: context) }
+                    return
+                }
+                commitDirectWrites(context: context)
                 switch dispatcher.answerFromMemory(request, id: id, session: session, into: &outbound) {
                 case .answered(let error):
                     observed?.finished(error: error)
@@ -398,6 +427,39 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 eventLoop.execute { bound.value.drainMailbox() }
             }
         }
+    }
+
+    /// Whether `element` may join the direct writes waiting (a set with an id, alone on
+    /// its line, under `untouch`). Anything else is handled after they are committed, so
+    /// replies keep the order of the requests and a read sees the sets before it.
+    private func mayBeDirectWrite(_ element: RPCElement, batch: BatchReply?) -> Bool {
+        guard batch == nil, case .untouch = session.callbackQueue, case .request(let request) = element else { return false }
+        return request.id != nil && dispatcher.hasDirectWrite(request.method)
+    }
+
+    /// Commits the sets gathered from this read burst as one group, waiting on this loop
+    /// for the ioQueue (`Dispatcher.commitDirectWrites`), and appends their replies to
+    /// `outbound` in order. No later line is handled before they are answered, so no
+    /// cancel can concern them.
+    private func commitDirectWrites(context: ChannelHandlerContext) {
+        guard !directWrites.isEmpty else { return }
+        let writes = directWrites
+        let observed = directObserved
+        directWrites.removeAll(keepingCapacity: true)
+        directObserved.removeAll(keepingCapacity: true)
+        // Not straight into `outbound`: a set that ends a lease wakes its parked callers
+        // during the commit, and their replies (this connection's too) reach `complete`
+        // on this thread, which appends to `outbound` itself.
+        var replies = JSONWriter(capacity: writes.count * 96)
+        let errors = dispatcher.commitDirectWrites(writes, into: &replies)
+        outbound.appendLines(of: replies)
+        for (request, error) in zip(observed, errors) {
+            if let error, (-32003 ... -32001).contains(error.code) {
+                counters.storageErrorReplied("\(error.reason): \(error.message)")
+            }
+            request?.finished(error: error)
+        }
+        appended(context: context)
     }
 
     /// Completes every reply posted to the mailbox, in posting order.

@@ -35,7 +35,14 @@ extension MethodCall {
     ///
     /// Threading: like the call itself, on the connection's event loop thread.
     func optionsWithExpirations() throws(RPCError) -> HybridCache.Options {
-        var options = self.options
+        try Self.optionsWithExpirations(params, options)
+    }
+
+    /// `optionsWithExpirations()` for params and options read outside a call (the direct writes).
+    static func optionsWithExpirations(
+        _ params: Params, _ options: HybridCache.Options
+    ) throws(RPCError) -> HybridCache.Options {
+        var options = options
         options.diskExpiration = try params.expiration("expiration")
         options.memoryExpiration = try params.expiration("memoryExpiration")
         return options

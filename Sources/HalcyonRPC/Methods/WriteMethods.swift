@@ -11,28 +11,44 @@ extension Dispatcher {
     enum WriteMethods {
         /// `cache.set`
         static func set(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            let key = try call.params.key()
-            let encoding = try call.params.encoding("encoding") ?? .utf8
-            // Not `value(_:)`, which reads null as absent: with "json", null is a value.
-            let bytes = try call.params.valueBytes(encoding: encoding)
-            var options = try call.optionsWithExpirations()
-            options.toDisk = try call.params.bool("toDisk", default: true)
-            options.forcedExtension = try call.params.string("forcedExtension")
-            _ = try call.params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
-            let entry = CacheEntry(bytes: bytes, flags: encoding.flags)
+            let set = try SetParams(call.params, call.options)
             let responder = call.responder
             let leases = dispatcher.leases
-            return dispatcher.cache.store(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
+            let key = set.key
+            return dispatcher.cache.store(set.entry, forKey: key, options: set.options, callbackQueue: call.callbackQueue) { result in
                 if Leases.mayHaveWritten(result, { _ in true }) { leases.written(key: key) }
-                responder.finish(result) { (r, w) throws(RPCError) in
-                    w.beginObject()
-                    w.field("stored", r.stored)
-                    w.field("size", r.size)
-                    w.field("expiresAt", expiresAt: r.expiresAt)
-                    w.key("version"); if let v = r.version { w.int(Int64(clamping: v)) } else { w.null() }
-                    w.endObject()
-                }
+                responder.finish(result, writeSet)
             }
+        }
+
+        /// What a `cache.set` line asks for, read from its params over the connection's
+        /// options (the queued and the direct path read it here, so they refuse alike).
+        struct SetParams {
+            var key: String
+            var entry: CacheEntry
+            var options: HybridCache.Options
+
+            init(_ params: Params, _ connectionOptions: HybridCache.Options) throws(RPCError) {
+                key = try params.key()
+                let encoding = try params.encoding("encoding") ?? .utf8
+                // Not `value(_:)`, which reads null as absent: with "json", null is a value.
+                let bytes = try params.valueBytes(encoding: encoding)
+                options = try MethodCall.optionsWithExpirations(params, connectionOptions)
+                options.toDisk = try params.bool("toDisk", default: true)
+                options.forcedExtension = try params.string("forcedExtension")
+                _ = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
+                entry = CacheEntry(bytes: bytes, flags: encoding.flags)
+            }
+        }
+
+        /// `cache.set`'s result.
+        @Sendable static func writeSet(_ r: HybridCache.StoreResult, into w: inout JSONWriter) {
+            w.beginObject()
+            w.field("stored", r.stored)
+            w.field("size", r.size)
+            w.field("expiresAt", expiresAt: r.expiresAt)
+            w.key("version"); if let v = r.version { w.int(Int64(clamping: v)) } else { w.null() }
+            w.endObject()
         }
 
         /// `cache.touch`

@@ -1,0 +1,297 @@
+// Group commit: how writes with the journal on reach it and are applied. Writes queued
+// by any thread wait in the write book's journal queue; the first of their ioQueue jobs
+// to run takes the whole queue, appends the records with one write (Redis's rule: one
+// turn, one write, replies after), applies each in order and answers them; the jobs of
+// the others find their write done. A caller that gathers its own writes (the transport,
+// the sets of one read burst) commits them itself with `commitStores`, on the ioQueue,
+// waiting on its own thread: no hop to the ioQueue's thread and back.
+//
+// The invariant both keep: journal order is apply order. Every write is applied by the
+// same call that appended its record, before any later record is appended.
+
+import Foundation
+
+extension HybridCache {
+    /// A write with the journal on: the operation and what group commit decided for it.
+    /// Created by its caller; every `var` is written and read on the ioQueue only
+    /// (`@unchecked Sendable`: the ioQueue guards them).
+    final class PendingWrite: @unchecked Sendable {
+        let operation: WriteOperation
+        /// What the write holds in the write book until it is applied.
+        let scope: WriteScope
+        /// Nil for a write its caller commits itself (it cannot be cancelled).
+        let task: CacheTask?
+        /// Takes the outcome once the write is applied and uncounted (nil: cancelled before
+        /// it began); runs on the ioQueue. Nil for a write its caller commits itself.
+        let finish: (@Sendable (Result<WriteOutcome, CacheError>?) -> Void)?
+        /// A group commit has taken it.
+        var taken = false
+        /// Its task began (false: cancelled before, skipped and not journaled).
+        var began = false
+        /// The operation with its times resolved and its version assigned.
+        var stamped: WriteOperation
+        /// Where its record starts, when it has one.
+        var start: Journal.Position?
+        /// The group's append or the bound refused it.
+        var failure: CacheError?
+
+        init(
+            _ operation: WriteOperation, scope: WriteScope, task: CacheTask?,
+            finish: (@Sendable (Result<WriteOutcome, CacheError>?) -> Void)?
+        ) {
+            self.operation = operation
+            self.scope = scope
+            self.task = task
+            self.finish = finish
+            stamped = operation
+        }
+    }
+
+    /// A set that its caller commits itself with `commitStores`.
+    public struct DirectStore: Sendable {
+        public var key: String
+        public var entry: CacheEntry
+        /// `diskExpiration` and `memoryExpiration` apply; see `canCommitStore`.
+        public var options: Options
+
+        public init(key: String, entry: CacheEntry, options: Options) {
+            self.key = key
+            self.entry = entry
+            self.options = options
+        }
+    }
+
+    /// Queues a write with the journal on. The pending write joins the write book's
+    /// journal queue under the same lock as its ioQueue job, so a job finds every write
+    /// queued before it in the queue or already done.
+    func enqueueJournaled<T: Sendable>(
+        _ operation: WriteOperation, scope: WriteScope, _ callbackQueue: CallbackQueue,
+        _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
+        _ map: @escaping @Sendable (WriteOutcome) -> T
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, priority, completion)
+        let pending = PendingWrite(operation, scope: scope, task: task) { [self] outcome in
+            if let outcome { deliver(outcome.map(map), task: task, callbackQueue, priority, completion) }
+        }
+        let job: @Sendable () -> Void = { [self] in
+            if !pending.taken { commitQueuedWrites() }
+        }
+        writes.withLock { book in
+            register(scope, in: &book)
+            book.journalQueue.append(pending)
+            submit(job)
+        }
+        return task
+    }
+
+    /// Whether `commitStores` would take a store with these options now without making
+    /// its caller wait: the ioQueue has no job queued or running (a sweep, a disk read,
+    /// `debug.sleep`; only other callers' commits, which are short), the journal is on,
+    /// its fsync policy never makes a commit wait for the device, the value goes in the
+    /// journal, and the bounds are far enough that the commit will not wait for the
+    /// materializer. Otherwise use `store`, whose waits happen on the ioQueue.
+    public func canCommitStore(valueSize: Int, options: Options) -> Bool {
+        guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle else { return false }
+        return options.toDisk && options.forcedExtension == nil && valueSize < wb.config.directValueSize
+            && wb.pressure() < 0.9
+    }
+
+    /// Stores every entry of `stores`, in order, as one group: on the ioQueue after every
+    /// write queued before, with one journal append, waiting on the caller's thread
+    /// (`DispatchQueue.sync`; when the queue is idle the work runs on this thread). The
+    /// writes are applied and uncounted when this returns, so the caller may answer them
+    /// at once and its next read sees them. Results are in `stores`' order, as `store`
+    /// gives them.
+    ///
+    /// - Important: never on the ioQueue, nor from work the ioQueue waits for (a
+    ///   completion delivered `.untouch`): the ioQueue would wait for itself. Check
+    ///   `canCommitStore` first; a store it refuses is still applied correctly here, but
+    ///   may wait on the caller's thread (for a bound, for the device).
+    public func commitStores(_ stores: [DirectStore]) -> [Result<StoreResult, CacheError>] {
+        dispatchPrecondition(condition: .notOnQueue(ioQueue))
+        let group = stores.map { s in
+            PendingWrite(storeOperation(s.entry, forKey: s.key, options: s.options), scope: .key(s.key), task: nil, finish: nil)
+        }
+        let outcomes = ioQueue.sync { [self] () -> [Result<WriteOutcome, CacheError>?] in
+            // What other threads queued first keeps its place ahead of this group.
+            commitQueuedWrites()
+            writes.withLock { book in
+                for p in group { register(p.scope, in: &book) }
+            }
+            return commit(group)
+        }
+        return outcomes.map { outcome -> Result<StoreResult, CacheError> in
+            (outcome ?? .failure(CacheError.cancelled(started: false))).map(HybridCache.storeResult)
+        }
+    }
+
+    /// Takes every write waiting in the journal queue and commits them. ioQueue only.
+    func commitQueuedWrites() {
+        let group = writes.withLock { book -> [PendingWrite] in
+            let g = book.journalQueue
+            book.journalQueue.removeAll(keepingCapacity: true)
+            return g
+        }
+        guard !group.isEmpty else { return }
+        let outcomes = commit(group)
+        for (p, outcome) in zip(group, outcomes) { p.finish?(outcome) }
+    }
+
+    /// Commits a group, every write of which is counted in the write book: begins their
+    /// tasks, appends their records with one write, applies each in order, then uncounts
+    /// them all. Returns each write's outcome (nil for one cancelled before it began).
+    /// A failed append fails every write of the group; none of them is applied.
+    private func commit(_ group: [PendingWrite]) -> [Result<WriteOutcome, CacheError>?] {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        for p in group {
+            p.taken = true
+            p.began = p.task?.begin() ?? true
+        }
+        if let wb = writeBehind { journal(group, wb) }
+        let outcomes = group.map { p in p.began ? apply(p) : nil }
+        writes.withLock { book in
+            for p in group { book.unregister(p.scope) }
+            writesCounted.subtract(group.count, ordering: .sequentiallyConsistent)
+        }
+        return outcomes
+    }
+
+    /// Stamps the group's writes, waits for room under the bounds, and appends their
+    /// records with one write.
+    private func journal(_ group: [PendingWrite], _ wb: WriteBehind) {
+        let now = config.disk.clock.now()
+        var records: [Journal.Record] = []
+        var owners: [PendingWrite] = []
+        records.reserveCapacity(group.count)
+        for p in group where p.began {
+            p.stamped = p.operation.stamped(now, versions: versions)
+            if let record = journalRecord(for: p.stamped, wb) {
+                records.append(record)
+                owners.append(p)
+            }
+        }
+        guard !records.isEmpty else { return }
+        let size = records.reduce(0) { $0 + Journal.RecordCodec.framedSize($1) }
+        if let refusal = waitForRoom(wb) {
+            for p in owners { p.failure = refusal }
+            return
+        }
+        let end: Journal.Position
+        do throws(CacheError) {
+            end = try wb.writer.append(records)
+        } catch {
+            wb.counters.withLock { $0.failedAppends += 1 }
+            for p in owners { p.failure = error }
+            return
+        }
+        wb.noteAppend(ending: end)
+        var offset = end.offset - UInt64(size)
+        for (p, record) in zip(owners, records) {
+            let start = Journal.Position(segment: end.segment, offset: offset)
+            p.start = start
+            wb.unapplied.append(start)
+            offset += UInt64(Journal.RecordCodec.framedSize(record))
+        }
+        kickMaterializer(wb)
+    }
+
+
+    /// The record a write leaves in the journal; nil when it needs none (a write to
+    /// memory only, a forced extension (those files are written before the reply), a
+    /// value written straight to its file, the whole-cache maintenance that only drops
+    /// what no read may return).
+    private func journalRecord(for operation: WriteOperation, _ wb: WriteBehind) -> Journal.Record? {
+        switch operation {
+        case .store(let s):
+            guard s.forcedExtension == nil else { return nil }
+            guard s.toDisk else { return .delete(key: s.key) }
+            guard s.entry.bytes.count < wb.config.directValueSize else { return nil }
+            return .set(
+                key: s.key, flags: s.entry.flags, version: s.entry.version,
+                expiresAtNanos: HybridCache.nanos(s.expiresAt!), ttlNanos: s.timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
+                value: s.entry.bytes)
+        case .touch(let t):
+            guard t.forcedExtension == nil else { return nil }
+            return .touch(key: t.key, expiresAtNanos: HybridCache.nanos(t.expiresAt!))
+        case .remove(let key, _, let fromDisk, let forcedExtension):
+            guard fromDisk, forcedExtension == nil else { return nil }
+            return .delete(key: key)
+        case .clear(_, let disk):
+            return disk ? .clear : nil
+        case .writeBack, .removeExpired, .trim, .sweep:
+            return nil
+        }
+    }
+
+    static func nanos(_ date: Date) -> Int64 {
+        date == .distantFuture ? -1 : max(0, clampedNanos(date.timeIntervalSince1970))
+    }
+
+    /// Seconds as nanoseconds, clamped to what an Int64 holds (a far date or an
+    /// "already expired" TTL must not trap).
+    static func clampedNanos(_ seconds: Double) -> Int64 {
+        let n = seconds * 1e9
+        guard n.isFinite else { return n > 0 ? .max : .min }
+        return n >= 9.2e18 ? .max - 1 : n <= -9.2e18 ? .min + 1 : Int64(n)
+    }
+    /// Applies a write of a group being committed, in the group's order.
+    private func apply(_ p: PendingWrite) -> Result<WriteOutcome, CacheError> {
+        guard let wb = writeBehind else { return perform(p.operation) }
+        if let failure = p.failure {
+            if p.start != nil { wb.popUnapplied() }
+            return .failure(failure)
+        }
+        defer { if p.start != nil { wb.popUnapplied() } }
+        if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil, let start = p.start {
+            return storeUnwritten(s, start: start, wb).map { .stored($0) }
+        }
+        if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil {
+            // Too large to journal: the file first, then a note that it is newer than
+            // any unwritten value replay may find.
+            let result = perform(p.stamped)
+            if case .success(.stored(let r)) = result, r.stored {
+                let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
+                _ = wb.table.withLock { $0.remove(name) }
+                wb.counters.withLock { $0.directWrites += 1 }
+                do throws(CacheError) {
+                    let end = try wb.writer.append([.written(name: name, version: s.entry.version)])
+                    wb.noteAppend(ending: end)
+                } catch {
+                    // The file holds the value; only a replay of an older unwritten value
+                    // could hide it, and the table has none now. Counted, not fatal.
+                    wb.counters.withLock { $0.failedAppends += 1 }
+                }
+            }
+            return result
+        }
+        return perform(p.stamped)
+    }
+
+    /// A journaled set: memory and the unwritten table; the file comes later.
+    private func storeUnwritten(_ s: WriteOperation.Store, start: Journal.Position, _ wb: WriteBehind) -> Result<StoreResult, CacheError> {
+        let now = s.countedFrom!
+        let expiresAt = s.expiresAt!
+        let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
+        counters.withLock { $0.sets += 1 }
+        guard !s.expiration.isExpired, expiresAt > now else {
+            // Already expired: nothing stored; an older value must not outlive this write.
+            // The record stays in the table so the file is removed before its segment goes.
+            memoryStorage.remove(forKey: s.key)
+            wb.table.withLock {
+                $0.put(name, Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
+            }
+            return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
+        }
+        wb.table.withLock {
+            $0.put(name, Unwritten(
+                key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: s.timeToLive, countedFrom: now, start: start))
+        }
+        memoryStorage.store(
+            s.entry, forKey: s.key, residency: s.memoryExpiration,
+            mirroring: .init(
+                expiresAt: expiresAt, timeToLive: s.timeToLive, extendedAt: now,
+                diskExpiresAt: expiresAt, forcedExtension: nil))
+        return .success(StoreResult(
+            stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt), version: s.entry.version))
+    }
+}

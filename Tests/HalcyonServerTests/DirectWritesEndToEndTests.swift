@@ -1,0 +1,102 @@
+// The direct write path seen from clients: the sets of one read burst are committed as
+// one group on the connection's event loop and answered at once, in order with whatever
+// came before and after them on the line stream; every other case takes the queued path
+// and still answers correctly.
+
+import Foundation
+import HalcyonJSON
+import HalcyonTestSupport
+import Testing
+
+@Suite("Direct writes end to end", .serialized, .timeLimit(.minutes(1)))
+struct DirectWritesEndToEndTests {
+    /// Sets, gets and pings sent in one write come back as whole, separate lines, in the
+    /// order they were sent; each get sees the sets before it.
+    @Test func pipelinedSetsAndReadsAnswerInOrder() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        var lines: [String] = []
+        var expected: [(id: Int, check: (JSONValue) -> Bool)] = []
+        for i in 0..<40 {
+            let id = 100 + i
+            lines.append(#"{"jsonrpc":"2.0","id":\#(id),"method":"cache.set","params":{"key":"p\#(i % 7)","value":"v\#(i)"}}"#)
+            expected.append((id, { $0["result"]?["stored"]?.bool == true }))
+            if i % 5 == 4 {
+                let getID = 1000 + i
+                lines.append(#"{"jsonrpc":"2.0","id":\#(getID),"method":"cache.get","params":{"key":"p\#(i % 7)"}}"#)
+                expected.append((getID, { $0["result"]?["value"]?.string == "v\(i)" }))
+            }
+        }
+        lines.append(#"{"jsonrpc":"2.0","id":5000,"method":"server.ping"}"#)
+        expected.append((5000, { $0["result"]?["pong"]?.bool == true }))
+        try client.sendRaw(Array((lines.joined(separator: "\n") + "\n").utf8))
+
+        for (id, check) in expected {
+            let reply = try client.readReply()
+            #expect(reply["id"]?.int64 == Int64(id))
+            #expect(check(reply), "reply \(id): \(reply)")
+        }
+    }
+
+    /// Versions grow in the order of the sets, within a group and across groups.
+    @Test func versionsFollowTheOrderOfTheSets() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        var lines: [String] = []
+        for i in 0..<30 {
+            lines.append(#"{"jsonrpc":"2.0","id":\#(i + 1),"method":"cache.set","params":{"key":"v","value":"\#(i)"}}"#)
+        }
+        try client.sendRaw(Array((lines.joined(separator: "\n") + "\n").utf8))
+        let replies = try client.readReplies(30)
+        let versions = (1...30).map { replies[Int64($0)]?["result"]?["version"]?.int64 ?? -1 }
+        #expect(versions == versions.sorted() && Set(versions).count == 30, "\(versions)")
+        let got = try client.result("cache.get", #"{"key":"v"}"#)
+        #expect(got["value"]?.string == "29")
+        #expect(got["version"]?.int64 == versions.last)
+    }
+
+    /// A set refused before it is applied (bad params) is answered with its error in its
+    /// place among direct sets, and the sets around it are applied.
+    @Test func aBadSetAmongGoodOnesGetsItsOwnError() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        let lines = [
+            #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"a","value":"1"}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"cache.set","params":{"key":"","value":"2"}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"cache.set","params":{"key":"c","value":"3","expiration":"soon"}}"#,
+            #"{"jsonrpc":"2.0","id":4,"method":"cache.set","params":{"key":"d","value":"4"}}"#,
+        ]
+        try client.sendRaw(Array((lines.joined(separator: "\n") + "\n").utf8))
+        let replies = try client.readReplies(4)
+        #expect(replies[1]?["result"]?["stored"]?.bool == true)
+        #expect(replies[2]?["error"]?["code"]?.int64 == -32602)
+        #expect(replies[3]?["error"]?["code"]?.int64 == -32602)
+        #expect(replies[4]?["result"]?["stored"]?.bool == true)
+        #expect(try client.result("cache.get", #"{"key":"a"}"#)["value"]?.string == "1")
+        #expect(try client.result("cache.get", #"{"key":"d"}"#)["value"]?.string == "4")
+    }
+
+    /// While the ioQueue is busy, a set takes the queued path: the event loop is not held,
+    /// so another connection on it is still answered from memory at once.
+    @Test func aBusyIOQueueNeverHoldsTheEventLoop() throws {
+        let daemon = try DaemonProcess(arguments: ["--event-loop-threads", "1"])
+        defer { daemon.cleanUp() }
+        let writer = try daemon.client()
+        let reader = try daemon.client()
+        _ = try reader.result("cache.set", #"{"key":"hot","value":"x"}"#)
+        try writer.request("debug.sleep", #"{"seconds":2}"#, id: 1)
+        usleep(200_000)
+        try writer.request("cache.set", #"{"key":"late","value":"y"}"#, id: 2)
+        usleep(100_000)
+        #expect(try reader.result("cache.get", #"{"key":"hot"}"#)["value"]?.string == "x")
+        // Had the loop waited for the ioQueue, the get would have come back only after the
+        // sleep, whose reply would be here by now.
+        #expect(try writer.readLine(timeout: 0.2) == nil)
+        let replies = try writer.readReplies(2)
+        #expect(replies[2]?["result"]?["stored"]?.bool == true)
+        #expect(try reader.result("cache.get", #"{"key":"late"}"#)["value"]?.string == "y")
+    }
+}
