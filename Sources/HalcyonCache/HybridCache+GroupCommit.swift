@@ -251,7 +251,7 @@ extension HybridCache {
             let result = perform(p.stamped)
             if case .success(.stored(let r)) = result, r.stored {
                 let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
-                _ = wb.table.withLock { $0.remove(name) }
+                _ = wb.table.withLock { $0.remove(s.key) }
                 wb.counters.withLock { $0.directWrites += 1 }
                 do throws(CacheError) {
                     let end = try wb.writer.append([.written(name: name, version: s.entry.version)])
@@ -271,19 +271,18 @@ extension HybridCache {
     private func storeUnwritten(_ s: WriteOperation.Store, start: Journal.Position, _ wb: WriteBehind) -> Result<StoreResult, CacheError> {
         let now = s.countedFrom!
         let expiresAt = s.expiresAt!
-        let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
         counters.withLock { $0.sets += 1 }
         guard !s.expiration.isExpired, expiresAt > now else {
             // Already expired: nothing stored; an older value must not outlive this write.
             // The record stays in the table so the file is removed before its segment goes.
             memoryStorage.remove(forKey: s.key)
             wb.table.withLock {
-                $0.put(name, Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
+                $0.put(Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
             }
             return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
         }
         wb.table.withLock {
-            $0.put(name, Unwritten(
+            $0.put(Unwritten(
                 key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: s.timeToLive, countedFrom: now, start: start))
         }
         memoryStorage.store(

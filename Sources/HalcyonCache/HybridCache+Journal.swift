@@ -161,6 +161,8 @@ extension HybridCache {
             return nil
         }
         var deletes = Set<String>()
+        // The key of each file name replay saw set: a `written` record names a file.
+        var keysByName: [String: String] = [:]
         var clearFiles = false
         var fileTouches: [String: (key: String, expiresAt: Date)] = [:]
         let now = clock.now()
@@ -169,16 +171,17 @@ extension HybridCache {
             case .set(let key, let flags, let version, let expiresAtNanos, let ttlNanos, let value):
                 versions.observe(version)
                 let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                keysByName[name] = key
                 let expiresAt = expiresAtNanos < 0 ? Date.distantFuture : Date(timeIntervalSince1970: Double(expiresAtNanos) / 1e9)
                 let ttl: TimeInterval? = ttlNanos < 0 ? nil : Double(ttlNanos) / 1e9
                 let countedFrom = ttl.map { expiresAt.addingTimeInterval(-$0) } ?? now
-                table.put(name, Unwritten(
+                table.put(Unwritten(
                     key: key, entry: CacheEntry(bytes: value, flags: flags, version: version),
                     expiresAt: expiresAt, timeToLive: ttl, countedFrom: countedFrom, start: r.start))
                 fileTouches[name] = nil
             case .delete(let key):
                 let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-                table.remove(name)
+                table.remove(key)
                 fileTouches[name] = nil
                 deletes.insert(name)
             case .clear:
@@ -189,7 +192,7 @@ extension HybridCache {
             case .touch(let key, let expiresAtNanos):
                 let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
                 let expiresAt = expiresAtNanos < 0 ? Date.distantFuture : Date(timeIntervalSince1970: Double(expiresAtNanos) / 1e9)
-                let updated = table.update(name) { e in
+                let updated = table.update(key) { e in
                     if let ttl = e.timeToLive, expiresAt != .distantFuture {
                         e.countedFrom = expiresAt.addingTimeInterval(-ttl)
                     }
@@ -199,7 +202,7 @@ extension HybridCache {
                 if updated == nil { fileTouches[name] = (key, expiresAt) }
             case .written(let name, let version):
                 versions.observe(version)
-                if let e = table.entries[name], e.entry.version < version { table.remove(name) }
+                if let key = keysByName[name], let e = table.entries[key], e.entry.version < version { table.remove(key) }
             }
         }
         // Apply what replay found for the files themselves (idempotent: a second crash

@@ -115,20 +115,27 @@ extension HybridCache {
         return .success(page)
     }
 
-    /// The live journaled entries not yet in their files whose keys start with `prefix`:
-    /// key → file name. Empty without a journal.
-    private func unwrittenKeys(prefix: String) -> [String: String] {
-        guard let writeBehind else { return [:] }
+    /// The live journaled entries not yet in their files whose keys start with `prefix`.
+    /// Empty without a journal.
+    private func unwrittenKeys(prefix: String) -> [String] {
+        guard let writeBehind else { return [] }
         let now = config.disk.clock.now()
         return writeBehind.table.withLock { $0.liveKeys(prefix: prefix, at: now) }
     }
 
-    /// `unwrittenKeys`, and the file names of every entry in the table (live or not),
-    /// read under one lock.
+    /// `unwrittenKeys` (key → file name), and the file names of every entry in the table
+    /// (live or not), read under one lock and hashed to names after it. Only inside
+    /// `readingFiles`: an entry that joins the table after the lock was let go is not
+    /// among the names, but its file is then replaced by rename, never rewritten in place.
     private func unwrittenKeysAndNames(prefix: String) -> (keys: [String: String], names: Set<String>) {
         guard let writeBehind else { return ([:], []) }
         let now = config.disk.clock.now()
-        return writeBehind.table.withLock { ($0.liveKeys(prefix: prefix, at: now), Set($0.entries.keys)) }
+        let (live, all) = writeBehind.table.withLock { ($0.liveKeys(prefix: prefix, at: now), Array($0.entries.keys)) }
+        var keys: [String: String] = [:]
+        var names = Set<String>(minimumCapacity: all.count)
+        for key in all { names.insert(diskStorage.fileName(forKey: key, forcedExtension: nil)) }
+        for key in live { keys[key] = diskStorage.fileName(forKey: key, forcedExtension: nil) }
+        return (keys, names)
     }
 
     /// Whether `cursor` could have come from `listKeys` (nil starts a listing).
@@ -148,7 +155,7 @@ extension HybridCache {
     ) -> CacheTask {
         enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
             var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))
-            keys.formUnion(unwrittenKeys(prefix: prefix).keys)
+            keys.formUnion(unwrittenKeys(prefix: prefix))
             if diskStorage.isReady {
                 var cursor: String?
                 repeat {

@@ -26,7 +26,9 @@ extension HybridCache {
             defer { scheduled = true }
             return !scheduled
         }
-        if claimed { submit { [weak self] in self?.materializerTick() } }
+        // Counted only while it runs, like every slice (see `IOQueueJobs`): a commit may
+        // wait behind one slice, and a group commit kicks the materializer each time.
+        if claimed { ioQueue.async(execute: ioJobs.counting { [weak self] in self?.materializerTick() }) }
     }
 
     /// Queues the next slice. ioQueue only.
@@ -37,7 +39,7 @@ extension HybridCache {
         if let delay {
             ioQueue.asyncAfter(deadline: .now() + delay, execute: ioJobs.counting(job))
         } else {
-            submit(job)
+            ioQueue.async(execute: ioJobs.counting(job))
         }
     }
 
@@ -106,7 +108,7 @@ extension HybridCache {
     func materializeSlice(_ wb: WriteBehind, files: Int) -> Int {
         dispatchPrecondition(condition: .onQueue(ioQueue))
         var handled = 0
-        while handled < files, let (name, e) = wb.table.withLock({ $0.oldest() }) {
+        while handled < files, let e = wb.table.withLock({ $0.oldest() }) {
             let old = existingFile(forKey: e.key, forcedExtension: nil)
             do throws(CacheError) {
                 if e.isLive(at: config.disk.clock.now()) {
@@ -121,7 +123,7 @@ extension HybridCache {
                     // Expired before it reached its file: the older file goes instead.
                     adjustDiskUsage(replacing: old, with: nil)
                 }
-                wb.table.withLock { $0.remove(name, ifVersion: e.entry.version) }
+                wb.table.withLock { $0.remove(e.key, ifVersion: e.entry.version) }
                 wb.counters.withLock { $0.filesWritten += 1 }
             } catch {
                 wb.counters.withLock { $0.fileWriteFailures += 1 }
@@ -142,7 +144,7 @@ extension HybridCache {
         // Under the write book's lock: an inline store appends and enters the table under
         // it, so the journal's end is never read between the two.
         var candidate = writes.withLock { _ -> Journal.Position in
-            let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.entry.start }
+            let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.start }
             var c = explicit ?? wb.writer.position
             if let p = oldestTable, p < c { c = p }
             return c

@@ -41,35 +41,37 @@ extension HybridCache {
         }
     }
 
-    /// The table, by file name, with a FIFO of (name, version) in journal order so the
+    /// The table, by key, with a FIFO of (key, version) in journal order so the
     /// materializer takes the oldest first (the one pinning the checkpoint). Superseded
-    /// FIFO items are skipped when met.
+    /// FIFO items are skipped when met. By key, not by file name: a set then never hashes
+    /// its key to a file name (SHA-256) on its way, and a short key hashes and compares
+    /// inline; only the key listing and replay need the names.
     ///
     /// Threading: a plain value, kept in `WriteBehind.table` (a `Locked`).
     struct UnwrittenTable {
         private(set) var entries: [String: Unwritten] = [:]
-        private var order: [(name: String, version: UInt64)] = []
+        private var order: [(key: String, version: UInt64)] = []
         private var head = 0
         private(set) var bytes = 0
 
         var count: Int { entries.count }
 
-        mutating func put(_ name: String, _ e: Unwritten) {
-            if let old = entries.updateValue(e, forKey: name) { bytes -= old.bytes }
+        mutating func put(_ e: Unwritten) {
+            if let old = entries.updateValue(e, forKey: e.key) { bytes -= old.bytes }
             bytes += e.bytes
-            order.append((name, e.entry.version))
+            order.append((e.key, e.entry.version))
         }
 
         @discardableResult
-        mutating func remove(_ name: String) -> Unwritten? {
-            guard let old = entries.removeValue(forKey: name) else { return nil }
+        mutating func remove(_ key: String) -> Unwritten? {
+            guard let old = entries.removeValue(forKey: key) else { return nil }
             bytes -= old.bytes
             return old
         }
 
-        /// Removes `name` only if it still holds `version` (the one just written).
-        mutating func remove(_ name: String, ifVersion version: UInt64) {
-            if entries[name]?.entry.version == version { remove(name) }
+        /// Removes `key` only if it still holds `version` (the one just written).
+        mutating func remove(_ key: String, ifVersion version: UInt64) {
+            if entries[key]?.entry.version == version { remove(key) }
         }
 
         mutating func removeAll() {
@@ -79,25 +81,23 @@ extension HybridCache {
             bytes = 0
         }
 
-        mutating func update(_ name: String, _ body: (inout Unwritten) -> Void) -> Unwritten? {
-            guard var e = entries[name] else { return nil }
+        mutating func update(_ key: String, _ body: (inout Unwritten) -> Void) -> Unwritten? {
+            guard var e = entries[key] else { return nil }
             body(&e)
-            entries[name] = e
+            entries[key] = e
             return e
         }
 
-        /// The live entries whose keys start with `prefix`: key → file name.
-        func liveKeys(prefix: String, at now: Date) -> [String: String] {
-            var found: [String: String] = [:]
-            for (name, e) in entries where e.isLive(at: now) && e.key.utf8.starts(with: prefix.utf8) { found[e.key] = name }
-            return found
+        /// The live entries whose keys start with `prefix`.
+        func liveKeys(prefix: String, at now: Date) -> [String] {
+            entries.values.filter { $0.isLive(at: now) && $0.key.utf8.starts(with: prefix.utf8) }.map(\.key)
         }
 
         /// The entry with the oldest journal record, skipping superseded FIFO items.
-        mutating func oldest() -> (name: String, entry: Unwritten)? {
+        mutating func oldest() -> Unwritten? {
             while head < order.count {
                 let item = order[head]
-                if let e = entries[item.name], e.entry.version == item.version { return (item.name, e) }
+                if let e = entries[item.key], e.entry.version == item.version { return e }
                 head += 1
                 if head > 4096, head * 2 > order.count {
                     order.removeFirst(head)
@@ -122,8 +122,7 @@ extension HybridCache {
 
     func unwrittenLookup(forKey key: String, forcedExtension: String?, at now: Date) -> UnwrittenLookup {
         guard let writeBehind, forcedExtension == nil else { return .absent }
-        let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-        guard let e = writeBehind.table.withLock({ $0.entries[name] }) else { return .absent }
+        guard let e = writeBehind.table.withLock({ $0.entries[key] }) else { return .absent }
         return e.isLive(at: now) ? .live(e) : .expired
     }
 
@@ -133,8 +132,7 @@ extension HybridCache {
     func removeDiskCopy(forKey key: String, forcedExtension: String?) throws(CacheError) -> Bool {
         var removed = false
         if let writeBehind, forcedExtension == nil {
-            let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-            removed = writeBehind.table.withLock { $0.remove(name) } != nil
+            removed = writeBehind.table.withLock { $0.remove(key) } != nil
         }
         let old = existingFile(forKey: key, forcedExtension: forcedExtension)
         if try diskStorage.remove(forKey: key, forcedExtension: forcedExtension) {
@@ -148,9 +146,8 @@ extension HybridCache {
     /// file will carry it), else the file's times.
     func writeBackDiskCopy(_ record: MemoryStorage.WriteBack) throws(CacheError) -> Bool {
         if let writeBehind, record.forcedExtension == nil {
-            let name = diskStorage.fileName(forKey: record.key, forcedExtension: nil)
             let updated = writeBehind.table.withLock {
-                $0.update(name) { e in
+                $0.update(record.key) { e in
                     e.expiresAt = record.expiresAt
                     e.timeToLive = record.timeToLive
                     e.countedFrom = record.extendedAt
@@ -166,23 +163,23 @@ extension HybridCache {
         forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date
     ) throws(CacheError) -> DiskStorage.FileMeta? {
         if let writeBehind, forcedExtension == nil {
-            let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+            let url = diskStorage.url(of: diskStorage.fileName(forKey: key, forcedExtension: nil))
             let expired = expiration.isExpired || Lifetime.end(of: expiration, from: now) <= now
             let result = writeBehind.table.withLock { table -> DiskStorage.FileMeta?? in
-                guard let e = table.entries[name] else { return .none }
+                guard let e = table.entries[key] else { return .none }
                 guard e.isLive(at: now) else { return .some(nil) }
                 if expired {
-                    table.remove(name)
-                    var meta = e.meta(url: diskStorage.url(of: name))
+                    table.remove(key)
+                    var meta = e.meta(url: url)
                     meta.expiration = .distantPast
                     return .some(meta)
                 }
-                let updated = table.update(name) { e in
+                let updated = table.update(key) { e in
                     e.expiresAt = Lifetime.end(of: expiration, from: now)
                     e.timeToLive = expiration.timeToLive(from: now)
                     e.countedFrom = now
                 }
-                return .some(updated?.meta(url: diskStorage.url(of: name)))
+                return .some(updated?.meta(url: url))
             }
             if case .some(let meta) = result {
                 if meta?.expiration == .distantPast {
@@ -199,7 +196,6 @@ extension HybridCache {
     func mayHoldDiskCopy(key: String, forcedExtension: String?) -> Bool {
         if diskStorage.mayHold(key: key, forcedExtension: forcedExtension) { return true }
         guard let writeBehind, forcedExtension == nil, diskStorage.isReady else { return false }
-        let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-        return writeBehind.table.withLock { $0.entries[name] != nil }
+        return writeBehind.table.withLock { $0.entries[key] != nil }
     }
 }

@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// `HybridCache.commitStores` makes its caller wait for the ioQueue (`sync`); a caller
 /// that must not wait behind a long job (an event loop, behind a sweep or a
-/// `debug.sleep`) asks `isIdle` first. Jobs queued by a timer (`asyncAfter`, a timer
-/// source) are counted from the moment they start, not from when the timer fired: only
-/// the materializer's short slices and the sweep are queued that way.
+/// `debug.sleep`) asks `isIdle` first. Some jobs are counted only from the moment they
+/// start (`counting`): those a timer queues (the sweep), and the materializer's slices,
+/// each about one file operation, which every group commit schedules: counted from their
+/// queueing, they would keep the next commits off the direct path for nothing.
 ///
 /// Threading: any thread; one atomic counter.
 final class IOQueueJobs: Sendable {
