@@ -93,7 +93,7 @@ extension HybridCache {
     public func canCommitStore(valueSize: Int, options: Options) -> Bool {
         guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle else { return false }
         return options.toDisk && options.forcedExtension == nil && valueSize < wb.config.directValueSize
-            && wb.pressure() < 0.9
+            && wb.recentPressure.load(ordering: .relaxed) < 900
     }
 
     /// Stores every entry of `stores`, in order, as one group: on the ioQueue after every

@@ -95,12 +95,20 @@ extension HybridCache {
 
         var isHeld: Bool { config.materializerHeld?() ?? false }
 
-        /// How full the fuller bound is, 0...1 and beyond.
+        /// How full the fuller bound is, 0...1 and beyond. Also kept in `recentPressure`.
         func pressure() -> Double {
             let unwritten = Double(table.withLock { $0.bytes })
-            return max(Double(journalBytes) / Double(max(1, config.maxJournalBytes)),
-                       unwritten / Double(max(1, config.maxUnwrittenBytes)))
+            let p = max(Double(journalBytes) / Double(max(1, config.maxJournalBytes)),
+                        unwritten / Double(max(1, config.maxUnwrittenBytes)))
+            recentPressure.store(Int(min(p, 1000) * 1000), ordering: .relaxed)
+            return p
         }
+
+        /// `pressure()` as last computed, in thousandths: every group commit and every
+        /// materializer turn computes it. For a caller on the hot path that must not take
+        /// the table's lock (which the group being committed may hold) to ask whether the
+        /// bounds are near; `waitForRoom` still checks the exact value inside the commit.
+        let recentPressure = Atomic<Int>(0)
 
         func popUnapplied() {
             guard unappliedHead < unapplied.count else { return }
