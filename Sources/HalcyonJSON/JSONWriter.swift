@@ -287,11 +287,16 @@ public struct JSONWriter: Sendable {
         // Work on the magnitude as UInt64 so Int64.min does not overflow.
         var magnitude = value.magnitude
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        let start = bytes.count
-        while magnitude > 0 {
-            bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10))
-            magnitude /= 10
+        // Digits right to left into a stack buffer, then one append: reversing them in
+        // place through `bytes[start...]` cost a retain and a uniqueness check per number.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var first = 20
+            while magnitude > 0 {
+                first -= 1
+                digits[first] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
         }
-        bytes[start...].reverse()
     }
 }

@@ -25,10 +25,13 @@ final class Observer: Sendable {
     /// counters, which `Metrics` sums).
     let metrics: Metrics
     let logger: Logger
+    /// The logger takes trace messages (its level is fixed at start).
+    let tracesRequests: Bool
 
     init(metrics: Metrics, logger: Logger) {
         self.metrics = metrics
         self.logger = logger
+        tracesRequests = logger.logLevel <= .trace
     }
 
     /// A client was admitted.
@@ -76,6 +79,8 @@ final class Observer: Sendable {
             // -32601: not in the method table, so not a method worth a series of its own.
             let index = error?.code == -32601 ? RequestLatencies.unknownIndex : index
             histograms.record(index: index, nanoseconds: nanoseconds)
+            // Asked first: reaching `logger` copies it (an existential) on every request.
+            guard observer.tracesRequests else { return }
             observer.logger.trace("request", metadata: [
                 "method": "\(method)",
                 "id": "\(id.map { $0.description } ?? "none")",

@@ -28,8 +28,9 @@ public struct MethodFlags: OptionSet, Sendable {
 
 /// A method's line in the table.
 ///
-/// Threading: immutable; any thread.
-struct MethodSpec: Sendable {
+/// Threading: immutable; any thread. A class: the dispatcher looks a line up for every
+/// request, and a struct of strings, sets and closures cost a retain per member per copy.
+final class MethodSpec: Sendable {
     /// Runs a request: returns its storage task when the work was queued.
     typealias CallHandler = @Sendable (Dispatcher, MethodCall) throws(RPCError) -> CacheTask?
     /// Decodes a `transport` method's params into what the transport is to do.
