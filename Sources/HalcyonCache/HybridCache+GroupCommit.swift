@@ -185,6 +185,9 @@ extension HybridCache {
             return
         }
         wb.noteAppend(ending: end)
+        // Refreshes `recentPressure` with this group counted, so the next direct commit
+        // is not taken on a reading from before it.
+        _ = wb.pressure()
         var offset = end.offset - UInt64(size)
         for (p, record) in zip(owners, records) {
             let start = Journal.Position(segment: end.segment, offset: offset)

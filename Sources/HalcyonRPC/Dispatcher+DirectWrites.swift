@@ -14,6 +14,9 @@ extension Dispatcher {
     public struct DirectWrite: Sendable {
         let id: RPCID
         let store: HybridCache.DirectStore
+
+        /// The value's bytes (the transport bounds a group by them).
+        public var valueSize: Int { store.entry.bytes.count }
     }
 
     /// The request as a direct write, or nil: then hand it to `handle` (which refuses bad

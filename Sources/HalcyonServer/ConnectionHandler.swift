@@ -118,8 +118,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// even inside a read burst.
     static let outboundChunk = 64 << 10
 
-    /// The most sets gathered before they are committed, even inside a read burst.
+    /// The most sets, and value bytes, gathered before they are committed, even inside a
+    /// read burst. The bytes bound keeps one group far below the journal's bounds, which
+    /// the direct path checks (at 90 %) only before a group, not within it.
     static let maxDirectGroup = 256
+    static let maxDirectGroupBytes = 1 << 20
 
     private let dispatcher: Dispatcher
     private let counters: ServerCounters
@@ -157,6 +160,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// burst ends, or before any other element is handled (see `commitDirectWrites`).
     private var directWrites: [Dispatcher.DirectWrite] = []
     private var directObserved: [Observer.Request?] = []
+    private var directBytes = 0
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
@@ -368,7 +372,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 if let write = dispatcher.directWrite(request, id: id, session: session) {
                     directWrites.append(write)
                     directObserved.append(observed)
-                    if !insideRead || directWrites.count >= Self.maxDirectGroup { commitDirectWrites(context: context) }
+                    directBytes += write.valueSize
+                    if !insideRead || directWrites.count >= Self.maxDirectGroup || directBytes >= Self.maxDirectGroupBytes {
+                        commitDirectWrites(context: context)
+                    }
                     return
                 }
                 commitDirectWrites(context: context)
@@ -447,6 +454,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let observed = directObserved
         directWrites.removeAll(keepingCapacity: true)
         directObserved.removeAll(keepingCapacity: true)
+        directBytes = 0
         // Not straight into `outbound`: a set that ends a lease wakes its parked callers
         // during the commit, and their replies (this connection's too) reach `complete`
         // on this thread, which appends to `outbound` itself.
