@@ -17,6 +17,8 @@ extension Dispatcher {
 
         /// The value's bytes (the transport bounds a group by them).
         public var valueSize: Int { store.entry.bytes.count }
+        /// The key it writes.
+        public var key: String { store.key }
     }
 
     /// The request as a direct write, or nil: then hand it to `handle` (which refuses bad
@@ -43,34 +45,53 @@ extension Dispatcher {
         method == Self.directWriteMethod
     }
 
-    /// Commits `writes` as one group, in order, and appends each one's reply line to
-    /// `writer`; then ends the leases of the keys written, whose parked callers may be
-    /// answered on this thread before this returns (so `writer` must not be the buffer
-    /// those answers go to). Returns each reply's error (nil for a success), in order.
+    /// What a memory-answered read of `request` depends on, for a transport holding
+    /// direct writes not committed yet: nil when `request` has no memory answer (commit
+    /// first), `.some(nil)` when its answer reads no key (`server.ping`), else the key.
+    public func memoryAnswerKey(_ request: RPCRequest) -> String?? {
+        guard answers[request.method] != nil else { return nil }
+        guard let key = request.paramsNode?.view["key"] else { return .some(nil) }
+        // A key that is not a string is refused by the answer itself, writing nothing.
+        return .some(key.string ?? "")
+    }
+
+    /// A committed direct write: what its reply says.
+    public struct DirectOutcome: Sendable {
+        let write: DirectWrite
+        let result: Result<HybridCache.StoreResult, CacheError>
+    }
+
+    /// Commits `writes` as one group, in order (one journal append; see
+    /// `HybridCache.commitStores`). Write each reply with `writeReply`, then call
+    /// `endLeases` once they are all written.
     ///
-    /// Threading: on the event loop thread of the connection the writes came from. It
-    /// waits there for the ioQueue (see `HybridCache.commitStores`).
-    public func commitDirectWrites(_ writes: [DirectWrite], into writer: inout JSONWriter) -> [RPCError?] {
+    /// Threading: on an event loop thread; it waits there for the ioQueue.
+    public func commitDirectWrites(_ writes: [DirectWrite]) -> [DirectOutcome] {
         let results = cache.commitStores(writes.map(\.store))
-        var errors: [RPCError?] = []
-        errors.reserveCapacity(writes.count)
-        for (write, result) in zip(writes, results) {
-            switch result {
-            case .success(let r):
-                errors.append(RPCResponseWriter.success(id: write.id, into: &writer) { (w: inout JSONWriter) in
-                    WriteMethods.writeSet(r, into: &w)
-                })
-            case .failure(let failure):
-                let error = RPCError(failure)
-                RPCResponseWriter.error(id: write.id, error, into: &writer)
-                errors.append(error)
+        return zip(writes, results).map { DirectOutcome(write: $0, result: $1) }
+    }
+
+    /// Appends the reply line of `outcome` to `writer`; returns its error (nil for a
+    /// success).
+    public func writeReply(_ outcome: DirectOutcome, into writer: inout JSONWriter) -> RPCError? {
+        switch outcome.result {
+        case .success(let r):
+            return RPCResponseWriter.success(id: outcome.write.id, into: &writer) { (w: inout JSONWriter) in
+                WriteMethods.writeSet(r, into: &w)
             }
+        case .failure(let failure):
+            let error = RPCError(failure)
+            RPCResponseWriter.error(id: outcome.write.id, error, into: &writer)
+            return error
         }
-        // After the replies: a woken lease caller's reply may be written at once, on this
-        // thread (see `Leases.written`).
-        for (write, result) in zip(writes, results) where Leases.mayHaveWritten(result, { _ in true }) {
-            leases.written(key: write.store.key)
+    }
+
+    /// Ends the leases of the keys the outcomes wrote. Their parked callers may be
+    /// answered on this thread before this returns, so call it after the replies of the
+    /// outcomes are written and with no reply buffer borrowed.
+    public func endLeases(_ outcomes: [DirectOutcome]) {
+        for outcome in outcomes where Leases.mayHaveWritten(outcome.result, { _ in true }) {
+            leases.written(key: outcome.write.store.key)
         }
-        return errors
     }
 }

@@ -33,12 +33,14 @@ enum ShutdownEvent: Sendable {
 /// the ordinary path carries.
 ///
 /// The direct write path: a `cache.set` with an id under `untouch` that the journal can
-/// take at once (`Dispatcher.directWrite`) is not dispatched on its own. The sets of a
-/// read burst are gathered and committed as one group on this loop
-/// (`Dispatcher.commitDirectWrites`, which waits for the ioQueue only when nothing else
-/// is queued there) when the burst ends, before any other element is handled, or after
-/// `maxDirectGroup` sets; their replies go into `outbound` at once. So replies keep the
-/// order of the requests, a read sees the sets before it, and no cancel can concern them.
+/// take at once (`Dispatcher.directWrite`) is not dispatched on its own. It joins its
+/// loop's `DirectWriteGroup`, committed as one group on this loop (waiting for the
+/// ioQueue only when nothing else is queued there) once the turn's reads are done, or
+/// before this connection handles anything but another set or a memory read of a key
+/// none of its waiting sets writes; the replies go into `outbound` at once. So a read
+/// sees the sets before it, replies to queued work keep their order after the sets, and
+/// no cancel can concern them. (A memory read of another key may be answered before the
+/// sets that came before it: memory answers are not ordered with queued work anyway.)
 ///
 /// Every reply line is appended to `outbound`, which is handed to the channel as one
 /// buffer at the end of each read burst (`channelReadComplete`), with the flush of the
@@ -118,11 +120,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// even inside a read burst.
     static let outboundChunk = 64 << 10
 
-    /// The most sets, and value bytes, gathered before they are committed, even inside a
-    /// read burst. The bytes bound keeps one group far below the journal's bounds, which
-    /// the direct path checks (at 90 %) only before a group, not within it.
-    static let maxDirectGroup = 256
-    static let maxDirectGroupBytes = 1 << 20
 
     private let dispatcher: Dispatcher
     private let counters: ServerCounters
@@ -156,18 +153,22 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// Replies produced off the event loop, waiting for it (see `ReplyMailbox`).
     private let mailbox = ReplyMailbox()
-    /// Sets read and not yet committed: they go to the cache as one group when the read
-    /// burst ends, or before any other element is handled (see `commitDirectWrites`).
-    private var directWrites: [Dispatcher.DirectWrite] = []
-    private var directObserved: [Observer.Request?] = []
-    private var directBytes = 0
+    /// Where this connection's direct sets wait to be committed: its loop's group
+    /// (set in `handlerAdded`), and how many of them are there now.
+    private let directGroups: DirectWriteGroups?
+    private var directGroup: DirectWriteGroup?
+    private var directPending = 0
+    /// The keys of those sets: a read of another key is answered without waiting for them.
+    private var directKeys = Set<String>()
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
         maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
-        maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil
+        maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil,
+        directGroups: DirectWriteGroups? = nil
     ) {
         self.observer = observer
+        self.directGroups = directGroups
         self.dispatcher = dispatcher
         self.counters = counters
         self.maxInFlight = maxInFlight
@@ -184,6 +185,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         loopCounters = counters.loopCounters(for: context.eventLoop)
+        // Without the daemon's groups (a handler made alone, as in transport tests), the
+        // connection's sets are grouped on their own.
+        directGroup = directGroups?.group(for: context.eventLoop, dispatcher: dispatcher)
+            ?? DirectWriteGroup(dispatcher: dispatcher, eventLoop: context.eventLoop)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -193,7 +198,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         // The client went away: nothing more will be written for its requests, and those
         // that have not started never will (a completed write stays done).
-        commitDirectWrites(context: context)
+        commitDirectWrites()
         let entries = inFlight
         inFlight.removeAll()
         held.removeAll()
@@ -219,9 +224,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         insideRead = false
-        commitDirectWrites(context: context)
-        emitOutbound(context: context)
-        context.flush()
+        // With sets waiting in the loop's group, the replies go out once it is committed
+        // (`directWritesAnswered`), later in this turn of the loop: one write, not two.
+        if directPending == 0 {
+            emitOutbound(context: context)
+            context.flush()
+        }
         context.fireChannelReadComplete()
         if draining { closeIfDrained(context: context) }
     }
@@ -245,6 +253,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             context.fireUserInboundEventTriggered(event)
             return
         }
+        commitDirectWrites()
         switch shutdown {
         case .drain:
             guard !draining else { return }
@@ -307,7 +316,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// Starts an element now, or holds it while back-pressure applies. A cancel is never
     /// held: it must reach work in flight, and withdraws a held request before it starts.
     private func admit(_ element: RPCElement, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
-        if !directWrites.isEmpty, !mayBeDirectWrite(element, batch: batch) { commitDirectWrites(context: context) }
+        if directPending > 0, mustFollowDirectWrites(element, batch: batch) { commitDirectWrites() }
         if case .request(let request) = element, dispatcher.flags(of: request.method).contains(.transport) {
             cancel(request, context: context)
         } else if !draining, !held.isEmpty || mustHold(context: context) {
@@ -322,12 +331,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private func startHeldIfPossible(context: ChannelHandlerContext) {
         while let next = held.first, draining || !mustHold(context: context) {
             held.removeFirst()
-            if !directWrites.isEmpty, !mayBeDirectWrite(next.element, batch: next.batch) {
-                commitDirectWrites(context: context)
-            }
+            if directPending > 0, mustFollowDirectWrites(next.element, batch: next.batch) { commitDirectWrites() }
             handle(next.element, batch: next.batch, slot: next.slot, context: context)
         }
-        if !insideRead { commitDirectWrites(context: context) }
+        if !insideRead { commitDirectWrites() }
     }
 
     private func expectsReply(_ element: RPCElement) -> Bool {
@@ -369,16 +376,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
         var memoryMissed = false
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
-                if let write = dispatcher.directWrite(request, id: id, session: session) {
-                    directWrites.append(write)
-                    directObserved.append(observed)
-                    directBytes += write.valueSize
-                    if !insideRead || directWrites.count >= Self.maxDirectGroup || directBytes >= Self.maxDirectGroupBytes {
-                        commitDirectWrites(context: context)
-                    }
+                if let write = dispatcher.directWrite(request, id: id, session: session), let directGroup {
+                    directPending += 1
+                    directKeys.insert(write.key)
+                    directGroup.add(write, observed: observed, from: self)
+                    if !insideRead { commitDirectWrites() }
                     return
                 }
-                commitDirectWrites(context: context)
+                if directPending > 0, !readsNoPendingKey(request) { commitDirectWrites() }
                 switch dispatcher.answerFromMemory(request, id: id, session: session, into: &outbound) {
                 case .answered(let error):
                     observed?.finished(error: error)
@@ -386,6 +391,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
                     return
                 case .notAnswered(let missed):
                     memoryMissed = missed
+                    // What `handle` queues goes after the sets before it.
+                    commitDirectWrites()
                 }
             } else if !session.callbackQueue.ordersByPriority {
                 var writer = JSONWriter(capacity: 256)
@@ -436,38 +443,46 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Whether `element` may join the direct writes waiting (a set with an id, alone on
-    /// its line, under `untouch`). Anything else is handled after they are committed, so
-    /// replies keep the order of the requests and a read sees the sets before it.
-    private func mayBeDirectWrite(_ element: RPCElement, batch: BatchReply?) -> Bool {
-        guard batch == nil, case .untouch = session.callbackQueue, case .request(let request) = element else { return false }
-        return request.id != nil && dispatcher.hasDirectWrite(request.method)
+    /// Whether `element` must be handled after this connection's direct sets are
+    /// committed. Not a set that may join them (with an id, alone on its line, under
+    /// `untouch`), nor a read memory may answer of a key none of them writes (`dispatch`
+    /// looks again once it knows whether memory answered): everything else, so a read
+    /// sees the sets before it and replies to queued work keep their order after them.
+    private func mustFollowDirectWrites(_ element: RPCElement, batch: BatchReply?) -> Bool {
+        guard batch == nil, case .untouch = session.callbackQueue, case .request(let request) = element,
+              request.id != nil else { return true }
+        return !dispatcher.hasDirectWrite(request.method) && !readsNoPendingKey(request)
     }
 
-    /// Commits the sets gathered from this read burst as one group, waiting on this loop
-    /// for the ioQueue (`Dispatcher.commitDirectWrites`), and appends their replies to
-    /// `outbound` in order. No later line is handled before they are answered, so no
-    /// cancel can concern them.
-    private func commitDirectWrites(context: ChannelHandlerContext) {
-        guard !directWrites.isEmpty else { return }
-        let writes = directWrites
-        let observed = directObserved
-        directWrites.removeAll(keepingCapacity: true)
-        directObserved.removeAll(keepingCapacity: true)
-        directBytes = 0
-        // Not straight into `outbound`: a set that ends a lease wakes its parked callers
-        // during the commit, and their replies (this connection's too) reach `complete`
-        // on this thread, which appends to `outbound` itself.
-        var replies = JSONWriter(capacity: writes.count * 96)
-        let errors = dispatcher.commitDirectWrites(writes, into: &replies)
-        outbound.appendLines(of: replies)
-        for (request, error) in zip(observed, errors) {
-            if let error, (-32003 ... -32001).contains(error.code) {
-                counters.storageErrorReplied("\(error.reason): \(error.message)")
-            }
-            request?.finished(error: error)
+    /// `request` has a memory answer that reads no key of the direct sets waiting.
+    private func readsNoPendingKey(_ request: RPCRequest) -> Bool {
+        guard let key = dispatcher.memoryAnswerKey(request) else { return false }
+        return key.map { !directKeys.contains($0) } ?? true
+    }
+
+    /// Commits the loop's group now if this connection has sets in it (with every other
+    /// connection's), so that what comes next is handled after them.
+    private func commitDirectWrites() {
+        if directPending > 0 { directGroup?.commit() }
+    }
+
+    /// The group committed one of this connection's sets: its reply joins `outbound`.
+    func directWriteCommitted(_ outcome: Dispatcher.DirectOutcome, observed: Observer.Request?) {
+        directPending -= 1
+        if directPending == 0 { directKeys.removeAll(keepingCapacity: true) }
+        let error = dispatcher.writeReply(outcome, into: &outbound)
+        if let error, (-32003 ... -32001).contains(error.code) {
+            counters.storageErrorReplied("\(error.reason): \(error.message)")
         }
-        appended(context: context)
+        observed?.finished(error: error)
+    }
+
+    /// Every set of this connection in the group is answered: hand the replies to the
+    /// channel now, unless a read burst is under way (its end does it).
+    func directWritesAnswered() {
+        guard let context, !insideRead else { return }
+        emitOutbound(context: context)
+        context.flush()
     }
 
     /// Completes every reply posted to the mailbox, in posting order.

@@ -27,6 +27,8 @@ public final class Daemon: Sendable {
     public let cache: HybridCache
     private let logger: Logger
     private let counters = ServerCounters()
+    /// Each event loop's group of direct sets (see `DirectWriteGroup`).
+    private let directGroups = DirectWriteGroups()
     /// The metrics registry, rendered by `server.metrics` and the optional HTTP endpoint.
     public let metrics: Metrics
     private let observer: Observer
@@ -300,6 +302,7 @@ public final class Daemon: Sendable {
         let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)")
         let c = configuration
         let logger = self.logger
+        let directGroups = self.directGroups
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandlers([
                 ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes, budget: inputBudget)),
@@ -307,7 +310,7 @@ public final class Daemon: Sendable {
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
                     maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
                     maxInputBuffer: c.maxInputBuffer,
-                    session: session, logger: logger, observer: observer
+                    session: session, logger: logger, observer: observer, directGroups: directGroups
                 ),
             ])
         }

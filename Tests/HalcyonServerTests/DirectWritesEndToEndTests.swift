@@ -42,6 +42,38 @@ struct DirectWritesEndToEndTests {
         }
     }
 
+    /// A read of a key no waiting set writes is answered at once; a read of one that a
+    /// waiting set writes sees that set, whatever came between.
+    @Test func readsSeeTheSetsBeforeThemAndOnlyWaitForTheirOwnKeys() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        // Both keys in memory first, so every read below is a memory answer (a miss would
+        // be queued behind the sets anyway).
+        _ = try client.result("cache.set", #"{"key":"x","value":"old"}"#)
+        _ = try client.result("cache.set", #"{"key":"y","value":"old"}"#)
+        let lines = [
+            #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"x","value":"new"}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"cache.get","params":{"key":"y"}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"server.ping"}"#,
+            #"{"jsonrpc":"2.0","id":4,"method":"cache.get","params":{"key":"x"}}"#,
+            #"{"jsonrpc":"2.0","id":5,"method":"cache.set","params":{"key":"y","value":"newer"}}"#,
+            #"{"jsonrpc":"2.0","id":7,"method":"cache.get","params":{"key":"y"}}"#,
+            #"{"jsonrpc":"2.0","id":6,"method":"cache.isCached","params":{"key":"z"}}"#,
+            #"{"jsonrpc":"2.0","id":8,"method":"cache.describe","params":{"key":"y"}}"#,
+        ]
+        try client.sendRaw(Array((lines.joined(separator: "\n") + "\n").utf8))
+        let replies = try client.readReplies(8)
+        #expect(replies[1]?["result"]?["stored"]?.bool == true)
+        #expect(replies[2]?["result"]?["value"]?.string == "old")
+        #expect(replies[3]?["result"]?["pong"]?.bool == true)
+        #expect(replies[4]?["result"]?["value"]?.string == "new")
+        #expect(replies[5]?["result"]?["stored"]?.bool == true)
+        #expect(replies[6]?["result"]?["cached"]?.bool == false)
+        #expect(replies[7]?["result"]?["value"]?.string == "newer")
+        #expect(replies[8]?["result"]?["size"]?.int64 == 5)
+    }
+
     /// Versions grow in the order of the sets, within a group and across groups.
     @Test func versionsFollowTheOrderOfTheSets() throws {
         let daemon = try DaemonProcess()
