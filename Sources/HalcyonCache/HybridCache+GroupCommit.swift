@@ -79,7 +79,12 @@ extension HybridCache {
         writes.withLock { book in
             register(scope, in: &book)
             book.journalQueue.append(pending)
-            submit(job)
+            // A keyed write's job is a short one (it commits the journal queue, as a
+            // direct commit does first anyway), so it is not counted in `ioJobs`: counted,
+            // one set that had to be queued would keep the next ones off the direct path
+            // for as long as sets keep coming. Whole-cache writes (trim, sweep, clear)
+            // are counted.
+            if case .wholeCache = scope { submit(job) } else { ioQueue.async(execute: job) }
         }
         return task
     }
