@@ -79,12 +79,17 @@ extension HybridCache {
         writes.withLock { book in
             register(scope, in: &book)
             book.journalQueue.append(pending)
-            // A keyed write's job is a short one (it commits the journal queue, as a
-            // direct commit does first anyway), so it is not counted in `ioJobs`: counted,
-            // one set that had to be queued would keep the next ones off the direct path
-            // for as long as sets keep coming. Whole-cache writes (trim, sweep, clear)
-            // are counted.
-            if case .wholeCache = scope { submit(job) } else { ioQueue.async(execute: job) }
+            // A journaled set's job is a short one touching no file (it commits the
+            // journal queue, as a direct commit does first anyway), so it is not counted
+            // in `ioJobs`: counted, one set that had to be queued would keep the next ones
+            // off the direct path for as long as sets keep coming. Every other write may
+            // do file I/O when applied (an unlink, file times, a large value's file, a
+            // trim) and is counted, so a loop does not wait for it.
+            if operation.isJournaledSet(directValueSize: writeBehind?.config.directValueSize ?? 0) {
+                ioQueue.async(execute: job)
+            } else {
+                submit(job)
+            }
         }
         return task
     }
@@ -97,7 +102,9 @@ extension HybridCache {
     /// materializer. Otherwise use `store`, whose waits happen on the ioQueue.
     public func canCommitStore(valueSize: Int, options: Options) -> Bool {
         guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle else { return false }
-        return options.toDisk && options.forcedExtension == nil && valueSize < wb.config.directValueSize
+        return WriteOperation.journalsValue(
+            toDisk: options.toDisk, forcedExtension: options.forcedExtension, size: valueSize,
+            directValueSize: wb.config.directValueSize)
             && wb.recentPressure.load(ordering: .relaxed) < 900
     }
 

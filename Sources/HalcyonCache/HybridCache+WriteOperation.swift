@@ -57,6 +57,20 @@ extension HybridCache {
             var expiresAt: Date? { countedFrom.map { Lifetime.end(of: expiration, from: $0) } }
         }
 
+        /// A set whose value goes to the journal (and its file later): applying it
+        /// touches memory and the unwritten table, no file.
+        func isJournaledSet(directValueSize: Int) -> Bool {
+            guard case .store(let s) = self else { return false }
+            return Self.journalsValue(
+                toDisk: s.toDisk, forcedExtension: s.forcedExtension, size: s.entry.bytes.count,
+                directValueSize: directValueSize)
+        }
+
+        /// Whether a store with these settings puts its value in the journal.
+        static func journalsValue(toDisk: Bool, forcedExtension: String?, size: Int, directValueSize: Int) -> Bool {
+            toDisk && forcedExtension == nil && size < directValueSize
+        }
+
         /// The same operation with every relative time resolved against `now`, and a store
         /// given its entry's version from `versions` (unless it carries one already).
         func stamped(_ now: Date, versions: VersionClock) -> WriteOperation {

@@ -11,7 +11,7 @@ import Synchronization
 /// start (`counting`): those a timer queues (the sweep), and the materializer's slices,
 /// each about one file operation, which every group commit schedules: counted from their
 /// queueing, they would keep the next commits off the direct path for nothing. Queued
-/// keyed writes are not counted at all (see `enqueueJournaled`).
+/// journaled sets are not counted at all (see `enqueueJournaled`).
 ///
 /// Threading: any thread; one atomic counter.
 final class IOQueueJobs: Sendable {
