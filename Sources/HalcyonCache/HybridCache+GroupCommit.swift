@@ -261,21 +261,11 @@ extension HybridCache {
             return storeUnwritten(s, start: start, wb).map { .stored($0) }
         }
         if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil {
-            // Too large to journal: the file first, then a note that it is newer than
-            // any unwritten value replay may find.
+            // Too large to journal: the file first (which supersedes any unwritten value,
+            // see `supersedeUnwritten`).
             let result = perform(p.stamped)
             if case .success(.stored(let r)) = result, r.stored {
-                let name = diskStorage.fileName(forKey: s.key, forcedExtension: nil)
-                _ = wb.table.withLock { $0.remove(s.key) }
                 wb.counters.withLock { $0.directWrites += 1 }
-                do throws(CacheError) {
-                    let end = try wb.writer.append([.written(name: name, version: s.entry.version)])
-                    wb.noteAppend(ending: end)
-                } catch {
-                    // The file holds the value; only a replay of an older unwritten value
-                    // could hide it, and the table has none now. Counted, not fatal.
-                    wb.counters.withLock { $0.failedAppends += 1 }
-                }
             }
             return result
         }

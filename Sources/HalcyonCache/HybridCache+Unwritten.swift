@@ -142,6 +142,27 @@ extension HybridCache {
         return removed
     }
 
+    /// A value of `key` went to its file directly, not through the journal (a value too
+    /// large for it, `setMany`, `add`, `cas`, `incr`): an older unwritten value of the key
+    /// must neither answer reads (the table comes before the file) nor be written over the
+    /// file later, nor come back at replay. Drops the table's entry and journals a
+    /// `written` record, which makes replay drop every older value of the file. Before
+    /// the write's reply, so a crash before the record only loses a write never
+    /// acknowledged.
+    func supersedeUnwritten(forKey key: String, version: UInt64) {
+        guard let writeBehind else { return }
+        _ = writeBehind.table.withLock { $0.remove(key) }
+        let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+        do throws(CacheError) {
+            let end = try writeBehind.writer.append([.written(name: name, version: version)])
+            writeBehind.noteAppend(ending: end)
+        } catch {
+            // The file holds the value and the table has none now; only a replay could
+            // bring an older value back. Counted, not fatal.
+            writeBehind.counters.withLock { $0.failedAppends += 1 }
+        }
+    }
+
     /// Writes a lifetime into the disk copy: the unwritten value when there is one (its
     /// file will carry it), else the file's times.
     func writeBackDiskCopy(_ record: MemoryStorage.WriteBack) throws(CacheError) -> Bool {

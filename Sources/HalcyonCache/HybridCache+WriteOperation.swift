@@ -252,6 +252,7 @@ extension HybridCache {
                 return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
             }
             adjustDiskUsage(replacing: old, with: meta)
+            if s.forcedExtension == nil { supersedeUnwritten(forKey: s.key, version: s.entry.version) }
             memoryStorage.store(
                 s.entry, forKey: s.key, residency: s.memoryExpiration,
                 mirroring: .init(

@@ -190,6 +190,43 @@ struct HybridCacheJournalTests {
         #expect(try await Self.read(second, "big") == large)
     }
 
+    /// setMany, cas and incr write their files directly, not through the journal. A key
+    /// with an older journaled value still unwritten must answer the newer one, both while
+    /// memory holds nothing (the table comes before the file) and after a crash (replay
+    /// must not bring the older value back), and the materializer must not write the older
+    /// value over the newer file.
+    @Test func directFileWritesSupersedeAnOlderUnwrittenValue() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(held: f.frozen)
+        for key in ["many", "cas", "incr"] { _ = try await Self.store(first, key, "1") }
+        _ = try await result {
+            first.storeMany([.init(key: "many", entry: CacheEntry(bytes: Array("2".utf8)))], completion: $0)
+        }.get()
+        let version = try await result { first.retrieve(forKey: "cas", completion: $0) }.get().entry?.version ?? 0
+        let swapped = try await result {
+            first.compareAndStore(CacheEntry(bytes: Array("2".utf8)), forKey: "cas", version: version, completion: $0)
+        }.get()
+        #expect(swapped.stored)
+        _ = try await result { first.increment(forKey: "incr", by: 1, flags: 0, completion: $0) }.get()
+
+        for key in ["many", "cas", "incr"] {
+            // Memory forgets the key; the disk copy (table, then file) answers.
+            _ = try await result { first.remove(forKey: key, fromMemory: true, fromDisk: false, completion: $0) }.get()
+            #expect(try await Self.read(first, key) == "2", "\(key), live")
+        }
+        // A restart after kill -9: the journal still holds the "1" records.
+        let second = f.open()
+        for key in ["many", "cas", "incr"] {
+            #expect(try await Self.read(second, key) == "2", "\(key), after replay")
+        }
+        await Self.materialize(second)
+        let third = f.open()
+        for key in ["many", "cas", "incr"] {
+            #expect(try await Self.read(third, key) == "2", "\(key), after the replayed entries were written")
+        }
+    }
+
     @Test func atTheBoundWritesWaitThenGetDiskBacklogAndNothingIsLost() async throws {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
