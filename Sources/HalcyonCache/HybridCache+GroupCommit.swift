@@ -263,13 +263,13 @@ extension HybridCache {
         if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil {
             // Too large to journal: the file first (which supersedes any unwritten value,
             // see `supersedeUnwritten`).
-            let result = perform(p.stamped)
+            let result = perform(p.stamped, journaled: false)
             if case .success(.stored(let r)) = result, r.stored {
                 wb.counters.withLock { $0.directWrites += 1 }
             }
             return result
         }
-        return perform(p.stamped)
+        return perform(p.stamped, journaled: p.start != nil)
     }
 
     /// A journaled set: memory and the unwritten table; the file comes later.

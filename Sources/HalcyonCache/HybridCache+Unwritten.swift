@@ -129,9 +129,25 @@ extension HybridCache {
     // MARK: Disk-side primitives of the write path (ioQueue)
 
     /// Removes the disk copy of `key`: its unwritten value and its file.
-    func removeDiskCopy(forKey key: String, forcedExtension: String?) throws(CacheError) -> Bool {
+    ///
+    /// `journaled`: a record that removes the copy at replay (the write's `delete`, or a
+    /// touch's expired lifetime) is in the journal already. Otherwise (`removePrefix`, a
+    /// `toDisk: false` store of `setMany` or `add`, a directly written value that turned
+    /// out expired) a `delete` record is appended first, or the journal's older set
+    /// records of the key would bring it back at replay; if that append fails, nothing
+    /// is removed and the failure is the write's.
+    func removeDiskCopy(forKey key: String, forcedExtension: String?, journaled: Bool) throws(CacheError) -> Bool {
         var removed = false
         if let writeBehind, forcedExtension == nil {
+            if !journaled {
+                do throws(CacheError) {
+                    let end = try writeBehind.writer.append([.delete(key: key)])
+                    writeBehind.noteAppend(ending: end)
+                } catch {
+                    writeBehind.counters.withLock { $0.failedAppends += 1 }
+                    throw error
+                }
+            }
             removed = writeBehind.table.withLock { $0.remove(key) } != nil
         }
         let old = existingFile(forKey: key, forcedExtension: forcedExtension)
@@ -205,7 +221,7 @@ extension HybridCache {
             if case .some(let meta) = result {
                 if meta?.expiration == .distantPast {
                     // The file may hold an older value: it goes too.
-                    _ = try removeDiskCopy(forKey: key, forcedExtension: nil)
+                    _ = try removeDiskCopy(forKey: key, forcedExtension: nil, journaled: true)
                 }
                 return meta
             }

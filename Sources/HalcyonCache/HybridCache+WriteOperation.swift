@@ -104,14 +104,18 @@ extension HybridCache {
     /// - Important: only on the ioQueue, except the memory-only store of a key that
     ///   certainly has no file and nothing queued, which the caller runs inline with the
     ///   write book's lock held (`inline: true`).
-    func perform(_ operation: WriteOperation, inline: Bool = false) -> Result<WriteOutcome, CacheError> {
+    ///
+    /// `journaled`: group commit appended the operation's record before this runs. A
+    /// removal of a disk copy that is not journaled so journals a `delete` itself (see
+    /// `removeDiskCopy`).
+    func perform(_ operation: WriteOperation, inline: Bool = false, journaled: Bool = false) -> Result<WriteOutcome, CacheError> {
         if !inline { dispatchPrecondition(condition: .onQueue(ioQueue)) }
         // With a journal, `enqueueJournaled` has appended the operation's record (and
         // stamped it) before this runs; stamping again changes nothing.
         let operation = operation.stamped(config.disk.clock.now(), versions: versions)
         switch operation {
         case .store(let s):
-            let result = s.toDisk ? storeInBothTiers(s) : storeInMemoryOnly(s, inline: inline)
+            let result = s.toDisk ? storeInBothTiers(s) : storeInMemoryOnly(s, inline: inline, journaled: journaled)
             // A set is a store that completed: `stored: false` (already expired) counts, a
             // disk error does not (the key is then in neither tier, or memory only).
             if case .success = result { counters.withLock { $0.sets += 1 } }
@@ -121,7 +125,8 @@ extension HybridCache {
         case .writeBack(let records):
             return .success(.wroteBack(applyWriteBacks(records)))
         case .remove(let key, let fromMemory, let fromDisk, let forcedExtension):
-            return applyRemove(key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: forcedExtension)
+            return applyRemove(
+                key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: forcedExtension, journaled: journaled)
                 .map { .removed($0 ? 1 : 0) }
         case .clear(let memory, let disk):
             return applyClear(memory: memory, disk: disk).map { .removed($0) }
@@ -248,7 +253,7 @@ extension HybridCache {
             guard let meta else {
                 // Already expired: nothing stored; an older value must not outlive this write.
                 memoryStorage.remove(forKey: s.key)
-                _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
+                _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension, journaled: false)
                 return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
             }
             adjustDiskUsage(replacing: old, with: meta)
@@ -264,7 +269,7 @@ extension HybridCache {
                 version: s.entry.version))
         } catch {
             memoryStorage.remove(forKey: s.key)
-            _ = try? removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
+            _ = try? removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension, journaled: false)
             return .failure(error)
         }
     }
@@ -274,7 +279,7 @@ extension HybridCache {
     /// one). Inline, the caller has made sure no file exists. A disk that is not ready
     /// holds no copy, so that is no failure; a removal that fails otherwise is reported,
     /// with memory already holding the new value.
-    private func storeInMemoryOnly(_ s: WriteOperation.Store, inline: Bool) -> Result<StoreResult, CacheError> {
+    private func storeInMemoryOnly(_ s: WriteOperation.Store, inline: Bool, journaled: Bool) -> Result<StoreResult, CacheError> {
         let stored = memoryStorage.store(s.entry, forKey: s.key, expiration: s.memoryExpiration)
         let expiresAt = stored ? memoryStorage.meta(forKey: s.key)?.expiration : nil
         let result = StoreResult(
@@ -282,7 +287,7 @@ extension HybridCache {
             version: stored ? s.entry.version : nil)
         guard !inline, diskStorage.isReady else { return .success(result) }
         do throws(CacheError) {
-            _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension)
+            _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension, journaled: journaled)
             return .success(result)
         } catch {
             return .failure(error)
@@ -299,7 +304,8 @@ extension HybridCache {
             if let resident = memoryStorage.meta(forKey: t.key), resident.hasDiskCopy {
                 if t.expiration.isExpired || Lifetime.end(of: t.expiration, from: now) <= now {
                     memoryStorage.remove(forKey: t.key)
-                    _ = try removeDiskCopy(forKey: t.key, forcedExtension: t.forcedExtension)
+                    // Journaled: the touch's record (an expired lifetime) goes first.
+                    _ = try removeDiskCopy(forKey: t.key, forcedExtension: t.forcedExtension, journaled: true)
                     return .success(TouchResult(touched: true, expiresAt: .distantPast))
                 }
                 let expiresAt = t.expiresAt!
@@ -333,11 +339,13 @@ extension HybridCache {
         }
     }
 
-    private func applyRemove(key: String, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?) -> Result<Bool, CacheError> {
+    private func applyRemove(
+        key: String, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?, journaled: Bool
+    ) -> Result<Bool, CacheError> {
         // Memory alone: the disk copy stays, and gets the lifetime memory extended.
         let inMemory = fromMemory && memoryStorage.remove(forKey: key, writingBack: !fromDisk)
         do throws(CacheError) {
-            let onDisk = fromDisk ? try removeDiskCopy(forKey: key, forcedExtension: forcedExtension) : false
+            let onDisk = fromDisk ? try removeDiskCopy(forKey: key, forcedExtension: forcedExtension, journaled: journaled) : false
             if inMemory || onDisk { counters.withLock { $0.removals += 1 } }
             return .success(inMemory || onDisk)
         } catch {

@@ -227,6 +227,31 @@ struct HybridCacheJournalTests {
         }
     }
 
+    /// Removals that do not go through group commit (removePrefix, a `toDisk: false`
+    /// store of setMany) journal their own delete: after a crash the journal's older set
+    /// records must not bring the keys back.
+    @Test func removalsOutsideGroupCommitStayRemovedAfterACrash() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(held: f.frozen)
+        for key in ["p:1", "p:2", "q"] { _ = try await Self.store(first, key, "old") }
+        let removed = try await result { first.removePrefix("p:", completion: $0) }.get()
+        #expect(removed == 2)
+        var memoryOnly = HybridCache.Options()
+        memoryOnly.toDisk = false
+        _ = try await result {
+            first.storeMany([.init(key: "q", entry: CacheEntry(bytes: Array("new".utf8)))], options: memoryOnly, completion: $0)
+        }.get()
+        #expect(try await Self.read(first, "p:1") == nil)
+        #expect(try await Self.read(first, "q") == "new")
+
+        // A restart after kill -9: memory is empty, the journal holds the "old" sets.
+        let second = f.open()
+        #expect(try await Self.read(second, "p:1") == nil)
+        #expect(try await Self.read(second, "p:2") == nil)
+        #expect(try await Self.read(second, "q") == nil)
+    }
+
     @Test func atTheBoundWritesWaitThenGetDiskBacklogAndNothingIsLost() async throws {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
