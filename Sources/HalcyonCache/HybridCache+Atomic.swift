@@ -96,7 +96,7 @@ extension HybridCache {
                 }
             }
             let entry = CacheEntry(bytes: Array(String(sum).utf8), flags: flags)
-            return perform(storeOperation(entry, forKey: key, options: storeOptions)).map { outcome in
+            return applyInJob([storeOperation(entry, forKey: key, options: storeOptions)])[0].map { outcome in
                 let r = HybridCache.storeResult(outcome)
                 return .incremented(value: sum, version: r.version ?? 0, expiresAt: r.expiresAt)
             }
@@ -122,7 +122,7 @@ extension HybridCache {
                     stored: false, version: live?.entry.version,
                     expiresAt: live.flatMap { HybridCache.optionalDate($0.expiresAt) }))
             }
-            return perform(storeOperation(entry, forKey: key, options: options)).map { outcome in
+            return applyInJob([storeOperation(entry, forKey: key, options: options)])[0].map { outcome in
                 let r = HybridCache.storeResult(outcome)
                 return ConditionalStoreResult(stored: r.stored, version: r.version, expiresAt: r.expiresAt)
             }

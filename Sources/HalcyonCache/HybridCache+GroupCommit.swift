@@ -137,6 +137,26 @@ extension HybridCache {
         }
     }
 
+    /// Applies `operations`, in order, from inside a job already counted in the write book
+    /// (a conditional store, `incr`, `setMany`: jobs that read and then write, so nothing
+    /// may run between their steps): their records are appended with one write, then each
+    /// is applied as a group commit applies it (a journaled set goes to memory and the
+    /// unwritten table; its file comes later). Writes queued by others are not taken: their
+    /// jobs come later in the queue, so their records follow these. Without a journal,
+    /// `perform`. ioQueue only.
+    func applyInJob(_ operations: [WriteOperation]) -> [Result<WriteOutcome, CacheError>] {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        guard let wb = writeBehind else { return operations.map { perform($0) } }
+        // The scope is unused here: the job's caller counted the job in the write book.
+        let group = operations.map { PendingWrite($0, scope: .wholeCache, task: nil, finish: nil) }
+        for p in group {
+            p.taken = true
+            p.began = true
+        }
+        journal(group, wb)
+        return group.map(apply)
+    }
+
     /// Takes every write waiting in the journal queue and commits them. ioQueue only.
     func commitQueuedWrites() {
         let group = writes.withLock { book -> [PendingWrite] in

@@ -24,8 +24,10 @@ extension HybridCache {
 
     /// Stores every item, in order, as one ioQueue job: no other write runs between them,
     /// and a read of any of the keys queues behind the whole job. `options.toDisk`,
-    /// `forcedExtension` and `priority` apply to all. Stops at the first failure (the
-    /// earlier stores stand) and reports it.
+    /// `forcedExtension` and `priority` apply to all. With a journal their records go in
+    /// one append, and a failed append fails them all (none is stored); a value written
+    /// straight to its file that fails fails alone. The first failure is reported; the
+    /// other stores stand.
     ///
     /// - Returns (through `completion`): one `StoreResult` per item, in order.
     @discardableResult
@@ -34,13 +36,17 @@ extension HybridCache {
         completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)? = nil
     ) -> CacheTask {
         enqueue(write: .keys(items.map(\.key)), callbackQueue, options.priority, completion) { [self] () -> Result<[StoreResult], CacheError> in
-            var results: [StoreResult] = []
-            results.reserveCapacity(items.count)
-            for item in items {
+            let operations = items.map { item in
                 var itemOptions = options
                 itemOptions.diskExpiration = item.diskExpiration ?? options.diskExpiration
                 itemOptions.memoryExpiration = item.memoryExpiration ?? options.memoryExpiration
-                switch perform(storeOperation(item.entry, forKey: item.key, options: itemOptions)) {
+                return storeOperation(item.entry, forKey: item.key, options: itemOptions)
+            }
+            // One journal append for all of them (see `applyInJob`).
+            var results: [StoreResult] = []
+            results.reserveCapacity(items.count)
+            for outcome in applyInJob(operations) {
+                switch outcome {
                 case .success(let outcome): results.append(HybridCache.storeResult(outcome))
                 case .failure(let error): return .failure(error)
                 }

@@ -190,12 +190,12 @@ struct HybridCacheJournalTests {
         #expect(try await Self.read(second, "big") == large)
     }
 
-    /// setMany, cas and incr write their files directly, not through the journal. A key
-    /// with an older journaled value still unwritten must answer the newer one, both while
-    /// memory holds nothing (the table comes before the file) and after a crash (replay
-    /// must not bring the older value back), and the materializer must not write the older
-    /// value over the newer file.
-    @Test func directFileWritesSupersedeAnOlderUnwrittenValue() async throws {
+    /// setMany, cas and incr run inside jobs of their own (they read, then write), not
+    /// through group commit. A key with an older journaled value still unwritten must
+    /// answer their newer one, both while memory holds nothing (the table comes before
+    /// the file) and after a crash (replay must not bring the older value back), and the
+    /// materializer must not write the older value over the newer one.
+    @Test func setManyCasAndIncrWinOverAnOlderUnwrittenValue() async throws {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
         let first = f.open(held: f.frozen)
@@ -209,6 +209,8 @@ struct HybridCacheJournalTests {
         }.get()
         #expect(swapped.stored)
         _ = try await result { first.increment(forKey: "incr", by: 1, flags: 0, completion: $0) }.get()
+        // They went to the journal, not to their files (the materializer is held).
+        for key in ["many", "cas", "incr"] { #expect(!f.fileExists(first, key), "\(key)") }
 
         for key in ["many", "cas", "incr"] {
             // Memory forgets the key; the disk copy (table, then file) answers.
