@@ -375,7 +375,7 @@ if want atomic; then
         echo
         echo "## \`cache.incr\` vs Redis \`INCR\` with \`appendonly yes\`, \`appendfsync everysec\`"
         echo
-        echo "1000 counters, uniform. A halcyond incr is answered once the new value's file write reached the kernel (survives kill -9, like an AOF write before its fsync); Redis appends to its AOF and fsyncs once a second."
+        echo "1000 counters, uniform. A halcyond incr is answered once the new value's journal record reached the kernel (survives kill -9, like an AOF write before its fsync; the value's file is written behind); Redis appends to its AOF and fsyncs once a second."
         echo
         echo "| conns | pipeline | redis AOF everysec | halcyond | halcyond/redis | halcyond p50/p99 µs | notes |"
         echo "|---:|---:|---:|---:|---:|---:|---|"
