@@ -468,6 +468,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     /// The group committed one of this connection's sets: its reply joins `outbound`.
     func directWriteCommitted(_ outcome: Dispatcher.DirectOutcome, observed: Observer.Request?) {
+        // Replies to this connection's queued work that the ioQueue produced before the
+        // commit (their jobs ran ahead of it) go first, as they would had the set been
+        // queued too: with `untouch`, replies to ioQueue requests leave in arrival order.
+        // (A set queued while the ioQueue was busy, then the next one direct.)
+        if mailbox.hasPending { drainMailbox() }
         directPending -= 1
         if directPending == 0 { directKeys.removeAll(keepingCapacity: true) }
         let error = dispatcher.writeReply(outcome, into: &outbound)
