@@ -210,13 +210,11 @@ extension HybridCache {
         }
         let end: Journal.Position
         do throws(CacheError) {
-            end = try wb.writer.append(records)
+            end = try wb.append(records)
         } catch {
-            wb.counters.withLock { $0.failedAppends += 1 }
             for p in owners { p.failure = error }
             return
         }
-        wb.noteAppend(ending: end)
         // Refreshes `recentPressure` with this group counted, so the next direct commit
         // is not taken on a reading from before it.
         _ = wb.pressure()
@@ -229,7 +227,6 @@ extension HybridCache {
         }
         kickMaterializer(wb)
     }
-
 
     /// The record a write leaves in the journal; nil when it needs none (a write to
     /// memory only, a forced extension (those files are written before the reply), a
@@ -269,6 +266,7 @@ extension HybridCache {
         guard n.isFinite else { return n > 0 ? .max : .min }
         return n >= 9.2e18 ? .max - 1 : n <= -9.2e18 ? .min + 1 : Int64(n)
     }
+
     /// Applies a write of a group being committed, in the group's order.
     private func apply(_ p: PendingWrite) -> Result<WriteOutcome, CacheError> {
         guard let wb = writeBehind else { return perform(p.operation) }

@@ -76,6 +76,20 @@ extension HybridCache {
             var journalBytes: UInt64 { segmentBytes.values.reduce(0, +) }
         }
 
+        /// Appends `records` with one write and notes the append; a failed append is
+        /// counted (`failedAppends`) and thrown. ioQueue only, like the writer.
+        func append(_ records: [Journal.Record]) throws(CacheError) -> Journal.Position {
+            let end: Journal.Position
+            do throws(CacheError) {
+                end = try writer.append(records)
+            } catch {
+                counters.withLock { $0.failedAppends += 1 }
+                throw error
+            }
+            noteAppend(ending: end)
+            return end
+        }
+
         func noteAppend(ending end: Journal.Position) {
             let now = MonotonicClock.nanoseconds()
             appends.withLock {

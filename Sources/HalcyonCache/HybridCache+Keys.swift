@@ -131,10 +131,14 @@ extension HybridCache {
         guard let writeBehind else { return ([:], []) }
         let now = config.disk.clock.now()
         let (live, all) = writeBehind.table.withLock { ($0.liveKeys(prefix: prefix, at: now), Array($0.entries.keys)) }
+        let liveKeys = Set(live)
         var keys: [String: String] = [:]
         var names = Set<String>(minimumCapacity: all.count)
-        for key in all { names.insert(diskStorage.fileName(forKey: key, forcedExtension: nil)) }
-        for key in live { keys[key] = diskStorage.fileName(forKey: key, forcedExtension: nil) }
+        for key in all {
+            let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+            names.insert(name)
+            if liveKeys.contains(key) { keys[key] = name }
+        }
         return (keys, names)
     }
 

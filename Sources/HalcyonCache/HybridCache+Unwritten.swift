@@ -139,15 +139,7 @@ extension HybridCache {
     func removeDiskCopy(forKey key: String, forcedExtension: String?, journaled: Bool) throws(CacheError) -> Bool {
         var removed = false
         if let writeBehind, forcedExtension == nil {
-            if !journaled {
-                do throws(CacheError) {
-                    let end = try writeBehind.writer.append([.delete(key: key)])
-                    writeBehind.noteAppend(ending: end)
-                } catch {
-                    writeBehind.counters.withLock { $0.failedAppends += 1 }
-                    throw error
-                }
-            }
+            if !journaled { _ = try writeBehind.append([.delete(key: key)]) }
             removed = writeBehind.table.withLock { $0.remove(key) } != nil
         }
         let old = existingFile(forKey: key, forcedExtension: forcedExtension)
@@ -169,14 +161,9 @@ extension HybridCache {
         guard let writeBehind else { return }
         _ = writeBehind.table.withLock { $0.remove(key) }
         let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-        do throws(CacheError) {
-            let end = try writeBehind.writer.append([.written(name: name, version: version)])
-            writeBehind.noteAppend(ending: end)
-        } catch {
-            // The file holds the value and the table has none now; only a replay could
-            // bring an older value back. Counted, not fatal.
-            writeBehind.counters.withLock { $0.failedAppends += 1 }
-        }
+        // A failure is counted, not fatal: the file holds the value and the table has none
+        // now; only a replay could bring an older value back.
+        _ = try? writeBehind.append([.written(name: name, version: version)])
     }
 
     /// Writes a lifetime into the disk copy: the unwritten value when there is one (its

@@ -120,7 +120,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// even inside a read burst.
     static let outboundChunk = 64 << 10
 
-
     private let dispatcher: Dispatcher
     private let counters: ServerCounters
     private let maxInFlight: Int
@@ -476,10 +475,16 @@ final class ConnectionHandler: ChannelDuplexHandler {
         directPending -= 1
         if directPending == 0 { directKeys.removeAll(keepingCapacity: true) }
         let error = dispatcher.writeReply(outcome, into: &outbound)
+        noteStorageError(error)
+        observed?.finished(error: error)
+    }
+
+    /// Counts a reply's error if the storage engine failed (not ready, cannot write,
+    /// cannot read), for the daemon's warnings.
+    private func noteStorageError(_ error: RPCError?) {
         if let error, (-32003 ... -32001).contains(error.code) {
             counters.storageErrorReplied("\(error.reason): \(error.message)")
         }
-        observed?.finished(error: error)
     }
 
     /// Every set of this connection in the group is answered: hand the replies to the
@@ -535,9 +540,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
         loopCounters.requestsFinished()
 
-        if let error = reply.error, (-32003 ... -32001).contains(error.code) {
-            counters.storageErrorReplied("\(error.reason): \(error.message)")
-        }
+        noteStorageError(reply.error)
         let handlerError = reply.error
         var reply = reply
         if entry.cancelled, reply.isSuccess {
