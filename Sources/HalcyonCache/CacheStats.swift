@@ -76,6 +76,9 @@ public struct JournalStats: Sendable, Equatable {
     public var maxSyncLagMillis: Double = 0
     /// Appends that failed (ENOSPC, EIO, ...): each failed the writes it carried.
     public var failedAppends: Int = 0
+    /// Times the journal's folder (or its current segment) was found removed under the
+    /// daemon and the journal was rebuilt from what is not yet in files.
+    public var journalRebuilds: Int = 0
     /// Groups that found a bound reached and waited for the materializer, and writes
     /// refused with `diskBacklog` after the wait.
     public var stalls: Int = 0

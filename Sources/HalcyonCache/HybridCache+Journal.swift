@@ -68,6 +68,9 @@ extension HybridCache {
         /// The materializer has a tick queued (set by whoever queues one).
         let materializerScheduled = Locked(false)
         var lastCheckpoint: Journal.Position?
+        /// The journal lost its segments and the table's entries are not in it again yet
+        /// (see `rebuild`).
+        var rebuildPending = false
         var lastCheckpointNanos: UInt64 = 0
 
         struct Appends {
@@ -79,6 +82,53 @@ extension HybridCache {
         /// Appends `records` with one write and notes the append; a failed append is
         /// counted (`failedAppends`) and thrown. ioQueue only, like the writer.
         func append(_ records: [Journal.Record]) throws(CacheError) -> Journal.Position {
+            var end = rebuildPending ? try rebuild(then: records) : try appendOnce(records)
+            // The folder (or the segment) was removed under the daemon: what the lost
+            // segments held for the table must be in the journal again before any reply.
+            var attempts = 0
+            while writer.takeLoss(), attempts < 3 {
+                attempts += 1
+                end = try rebuild(then: records)
+            }
+            return end
+        }
+
+        /// Appends the unwritten table's entries anew (a set for each live one, a delete
+        /// for one that expired before its file was written), then `records`, after the
+        /// writer found its segments gone. The entries' starts move to their new records,
+        /// and only the segments still in the folder are counted. ioQueue only.
+        func rebuild(then records: [Journal.Record]) throws(CacheError) -> Journal.Position {
+            // Until an append of the rebuilt records succeeds, every append retries it.
+            rebuildPending = true
+            let entries = table.withLock { Array($0.entries.values) }
+            let rebuilt = entries.map { e -> Journal.Record in
+                guard e.expiresAt > e.countedFrom else { return .delete(key: e.key) }
+                return .set(
+                    key: e.key, flags: e.entry.flags, version: e.entry.version,
+                    expiresAtNanos: HybridCache.nanos(e.expiresAt),
+                    ttlNanos: e.timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
+                    value: e.entry.bytes)
+            }
+            let all = rebuilt + records
+            let end = try appendOnce(all)
+            rebuildPending = false
+            counters.withLock { $0.journalRebuilds += 1 }
+            var offset = end.offset - UInt64(all.reduce(0) { $0 + Journal.RecordCodec.framedSize($1) })
+            table.withLock { t in
+                for (e, record) in zip(entries, rebuilt) {
+                    let start = Journal.Position(segment: end.segment, offset: offset)
+                    _ = t.update(e.key) { $0.start = start }
+                    offset += UInt64(Journal.RecordCodec.framedSize(record))
+                }
+            }
+            let live = Set((try? Journal.SegmentName.list(in: directory)) ?? [end.segment])
+            appends.withLock { a in
+                for sequence in Array(a.segmentBytes.keys) where !live.contains(sequence) { a.segmentBytes[sequence] = nil }
+            }
+            return end
+        }
+
+        private func appendOnce(_ records: [Journal.Record]) throws(CacheError) -> Journal.Position {
             let end: Journal.Position
             do throws(CacheError) {
                 end = try writer.append(records)

@@ -49,6 +49,12 @@ extension HybridCache {
     private func materializerTick() {
         guard let wb = writeBehind else { return }
         wb.materializerScheduled.withLock { $0 = false }
+        // While no write comes, this is what notices the journal's folder deleted under
+        // the daemon; a write's own append notices it at once.
+        wb.writer.checkSegment()
+        if wb.writer.takeLoss() || wb.rebuildPending {
+            do throws(CacheError) { _ = try wb.rebuild(then: []) } catch { counters.withLock { $0.maintenanceErrors += 1 } }
+        }
         if wb.isHeld {
             scheduleMaterializer(wb, after: .milliseconds(10))
             return

@@ -254,6 +254,25 @@ struct HybridCacheJournalTests {
         #expect(try await Self.read(second, "q") == nil)
     }
 
+    @Test func writesAfterTheFolderIsDeletedUnderTheCacheSurviveACrash() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(held: f.frozen)
+        _ = try await Self.store(first, "before", "unwritten")
+        // Someone deletes the whole cache folder, journal and all; the journal's open
+        // segment still takes writes, which a crash would lose.
+        try FileManager.default.removeItem(at: f.root)
+        _ = try await Self.store(first, "after", "acknowledged")
+        #expect(first.stats().journal?.journalRebuilds == 1)
+        #expect(FileManager.default.fileExists(atPath: f.journalFolder))
+
+        // kill -9 and a restart: the acknowledged write is back, and so is the value the
+        // daemon still answered from its table when the folder went.
+        let second = f.open()
+        #expect(try await Self.read(second, "after") == "acknowledged")
+        #expect(try await Self.read(second, "before") == "unwritten")
+    }
+
     @Test func atTheBoundWritesWaitThenGetDiskBacklogAndNothingIsLost() async throws {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }

@@ -70,6 +70,45 @@ struct JournalTests {
         #expect(recovered.records.last?.end == ends.last)
     }
 
+    @Test func aFolderDeletedUnderTheWriterIsReportedAndMadeAgain() throws {
+        let folder = JournalTestFolder()
+        let records = Self.sampleRecords(8)
+        // Small segments: the second case below needs a rotation into the missing folder.
+        let writer = try Journal.Writer(directory: folder.path, config: .init(fsync: .never, segmentSizeLimit: 200))
+        try writer.append(Array(records[0..<2]))
+        #expect(!writer.takeLoss())
+
+        // Deleted between appends: the next append lands in the unlinked segment, and says so.
+        try FileManager.default.removeItem(atPath: folder.path)
+        try writer.append([records[2]])
+        #expect(writer.takeLoss())
+        #expect(!writer.takeLoss())  // reported once
+        try writer.append([records[3]])
+        #expect(!writer.takeLoss())
+        #expect(try Journal.recover(directory: folder.path).records.map(\.record) == [records[3]])
+
+        // Deleted while no append comes: `checkSegment` notices.
+        try FileManager.default.removeItem(atPath: folder.path)
+        writer.checkSegment()
+        #expect(writer.takeLoss())
+
+        // Deleted when a full segment must be followed by a new one: the folder is made
+        // again, and the loss reported, the group itself kept.
+        try writer.append(Array(records[4..<6]))
+        #expect(!writer.takeLoss())
+        var rotated = 0
+        while writer.position.offset < 200, rotated < 100 {
+            try writer.append([records[6]])
+            rotated += 1
+        }
+        try FileManager.default.removeItem(atPath: folder.path)
+        try writer.append([records[7]])
+        #expect(writer.takeLoss())
+        #expect(try Journal.recover(directory: folder.path).records.map(\.record) == [records[7]])
+        #expect(writer.stats.segmentsLost == 3)
+        try writer.close()
+    }
+
     @Test func aTornTailIsCutAtEveryByteOffsetAndEveryEarlierRecordSurvives() throws {
         let folder = JournalTestFolder()
         let records = Self.sampleRecords(12)

@@ -144,3 +144,36 @@ def test_acknowledged_writes_survive_kill_9(fsync: str) -> None:
     finally:
         d.stop()
         shutil.rmtree(d.folder, ignore_errors=True)
+
+
+def test_writes_after_the_cache_folder_is_deleted_survive_kill_9() -> None:
+    """Someone deletes the cache folder, journal and all, under a running daemon: the
+    writes it acknowledges afterwards (and what it still answered from memory) come back
+    after kill -9, through the loop's direct writes and the pipelined group commit."""
+    d = _start_daemon()
+    try:
+        with halcyon.Client(d.socket, timeout=20) as c:
+            c.set("before", "answered when the folder went")
+        shutil.rmtree(d.cache_dir)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(20)
+        sock.connect(d.socket)
+        lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "cache.set",
+                             "params": {"key": f"after-{i}", "value": f"v{i}"}}) for i in range(50)]
+        sock.sendall(("\n".join(lines) + "\n").encode())
+        reader = sock.makefile("rb")
+        replies = [json.loads(reader.readline()) for _ in lines]
+        sock.close()
+        assert all("result" in r and r["result"]["stored"] for r in replies), replies[:3]
+        with halcyon.Client(d.socket, timeout=20) as c:
+            stats = c.call("cache.stats")
+        assert stats["journal"]["journalRebuilds"] >= 1
+        _kill(d)
+        d.start()
+        with halcyon.Client(d.socket, timeout=20) as c:
+            for i in range(50):
+                assert c.get(f"after-{i}") == f"v{i}", f"acknowledged after-{i} is gone"
+            assert c.get("before") == "answered when the folder went"
+    finally:
+        d.stop()
+        shutil.rmtree(d.folder, ignore_errors=True)

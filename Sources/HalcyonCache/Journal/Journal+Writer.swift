@@ -34,6 +34,9 @@ extension Journal {
         public var maxSyncLagNanos: UInt64 = 0
         /// Appends that failed (ENOSPC and the like).
         public var failedAppends: Int = 0
+        /// Times the current segment or the whole folder was found removed under the
+        /// daemon (see `Writer.takeLoss`).
+        public var segmentsLost: Int = 0
 
         mutating func countGroup(_ size: Int) {
             groups += 1
@@ -69,6 +72,12 @@ extension Journal {
             /// The current segment must be replaced before the next append (a failed
             /// write could not be cut off).
             var broken = false
+            /// Records appended earlier are gone: their segment was unlinked, or the
+            /// folder vanished (see `takeLoss`).
+            var lost = false
+            /// The current (broken) segment was found unlinked and reported: the folder
+            /// missing when its successor opens is the same loss, not a second one.
+            var unlinkedReported = false
             var closed = false
             /// When (monotonic ns) the oldest append not yet covered by a sync was made.
             var dirtySince: UInt64?
@@ -162,6 +171,9 @@ extension Journal {
                 s.offset += UInt64(total)
                 s.stats.bytesWritten += UInt64(total)
                 s.stats.countGroup(records.count)
+                // A segment unlinked under us (its folder deleted) still takes writes, but
+                // they would not survive a crash: one fstat per group tells.
+                if Self.isUnlinked(s.fd) { noteLoss(&s) }
                 switch config.fsync {
                 case .always:
                     let started = MonotonicClock.nanoseconds()
@@ -181,6 +193,28 @@ extension Journal {
                     break
                 }
                 return Position(segment: s.sequence, offset: s.offset)
+            }
+        }
+
+        /// True (once) when records appended before are no longer in the folder: the
+        /// current segment was found unlinked after an append (the folder, or the segment,
+        /// deleted under the daemon) or the folder was gone when a segment had to be
+        /// opened (and was made again). The next append goes to a new segment in a folder
+        /// that exists; the caller must append again whatever must survive a crash, the
+        /// group just appended included if it went to the unlinked segment. Checked
+        /// after every `append`.
+        public func takeLoss() -> Bool {
+            state.withLock { s in
+                defer { s.lost = false }
+                return s.lost
+            }
+        }
+
+        /// Looks whether the current segment is still linked (for callers that have not
+        /// appended for a while); a removed one is noted for `takeLoss`.
+        public func checkSegment() {
+            state.withLock { s in
+                if s.fd >= 0, !s.broken, Self.isUnlinked(s.fd) { noteLoss(&s) }
             }
         }
 
@@ -273,10 +307,32 @@ extension Journal {
 
         private func segmentPath(_ sequence: UInt64) -> String { directory + "/" + SegmentName.name(sequence) }
 
+        private func noteLoss(_ s: inout State) {
+            s.lost = true
+            s.broken = true
+            s.unlinkedReported = true
+            s.stats.segmentsLost += 1
+        }
+
+        private static func isUnlinked(_ fd: Int32) -> Bool {
+            var st = stat()
+            return fstat(fd, &st) == 0 && st.st_nlink == 0
+        }
+
         private func openNextSegment(_ s: inout State) throws(CacheError) {
             let sequence = s.sequence + 1
             let path = segmentPath(sequence)
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+            var fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+            if fd < 0, errno == ENOENT, POSIX.makeDirectories(directory) == nil {
+                // The folder vanished, with every segment in it: make it again, and tell
+                // the caller (`takeLoss`) that what those segments held must be appended anew.
+                if !s.unlinkedReported {
+                    s.lost = true
+                    s.stats.segmentsLost += 1
+                }
+                s.stats.liveSegments = 0
+                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+            }
             guard fd >= 0 else { throw .cannotWriteJournal(path: path, errno: errno) }
             let header = SegmentHeader(sequence: sequence, salt: UInt32.random(in: .min ... .max))
             if let e = header.encode().withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
@@ -293,6 +349,7 @@ extension Journal {
             s.salt = header.salt
             s.offset = UInt64(SegmentHeader.size)
             s.broken = false
+            s.unlinkedReported = false
             s.stats.bytesWritten += UInt64(SegmentHeader.size)
             s.stats.segmentsCreated += 1
             s.stats.liveSegments += 1
