@@ -26,7 +26,7 @@ extension Dispatcher {
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
     public func directWrite(_ request: RPCRequest, id: RPCID, session: ConnectionSession) -> DirectWrite? {
-        guard request.method == Self.directWriteMethod, let spec = table[request.method] else { return nil }
+        guard let spec = request.route?.spec, spec.name == Self.directWriteMethod else { return nil }
         do throws(RPCError) {
             let (params, options) = try prepare(spec, request, session: session)
             let set = try WriteMethods.SetParams(params, options)
@@ -49,7 +49,7 @@ extension Dispatcher {
     /// direct writes not committed yet: nil when `request` has no memory answer (commit
     /// first), `.some(nil)` when its answer reads no key (`server.ping`), else the key.
     public func memoryAnswerKey(_ request: RPCRequest) -> String?? {
-        guard answers[request.method] != nil else { return nil }
+        guard request.route?.memoryAnswer != nil else { return nil }
         guard let key = request.paramsNode?.view["key"] else { return .some(nil) }
         // A key that is not a string is refused by the answer itself, writing nothing.
         return .some(key.string ?? "")

@@ -43,9 +43,9 @@ extension Dispatcher {
     public func answerFromMemory(
         _ request: RPCRequest, id: RPCID, session: ConnectionSession, into writer: inout JSONWriter
     ) -> MemoryAnswerOutcome {
-        guard let (spec, answer) = answers[request.method] else { return .notAnswered(memoryMissed: false) }
+        guard let route = request.route, let answer = route.memoryAnswer else { return .notAnswered(memoryMissed: false) }
         do throws(RPCError) {
-            let (params, options) = try prepare(spec, request, session: session)
+            let (params, options) = try prepare(route.spec, request, session: session)
             return try answer(self, params, options, id, &writer)
         } catch {
             return .notAnswered(memoryMissed: false)

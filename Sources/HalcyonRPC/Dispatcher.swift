@@ -198,29 +198,12 @@ public final class Dispatcher: Sendable {
     public let facts: ServerFacts
     /// The lease table of `cache.lease` (LeaseMethods.swift); owners are connection ids.
     public let leases: Leases
-    /// The method table by name (see `methodTable`).
-    let table: [String: MethodSpec]
-    /// The memory answers by name (see `memoryAnswers`), each with its table line.
-    let answers: [String: (spec: MethodSpec, answer: MemoryAnswer)]
-
     public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
         self.cache = cache
         self.facts = facts
         self.leases = leases
-        var table: [String: MethodSpec] = [:]
-        for spec in Dispatcher.methodTable {
-            precondition(table[spec.name] == nil, "method table: \(spec.name) twice")
-            table[spec.name] = spec
-        }
-        self.table = table
-        var answers: [String: (spec: MethodSpec, answer: MemoryAnswer)] = [:]
-        for (name, answer) in Dispatcher.memoryAnswers {
-            guard let spec = table[name], spec.flags.contains(.fast), !spec.flags.contains(.debug) else {
-                preconditionFailure("memory answers: \(name) is not a fast method of the table")
-            }
-            answers[name] = (spec, answer)
-        }
-        self.answers = answers
+        // The table's checks run here, at start, not at the first request.
+        _ = MethodRoute.byName
     }
 
     /// The transport calls this once when a connection has closed: its leases end (each
@@ -252,7 +235,7 @@ public final class Dispatcher: Sendable {
         let callbackQueue = session.callbackQueue
         var priority = Operation.QueuePriority.normal
         do throws(RPCError) {
-            guard let spec = table[request.method] else { throw .methodNotFound(method: request.method) }
+            guard let spec = request.route?.spec else { throw .methodNotFound(method: request.method) }
             guard case .call(let handler) = spec.handler else {
                 try check(spec, request)
                 // The transport carries these out itself (`transportAction(for:)`).

@@ -11,7 +11,10 @@ public struct RPCRequest: Sendable {
     /// The id to echo; nil for a notification, which never gets a reply.
     public var id: RPCID?
     /// The method name, as sent.
-    public var method: String
+    public let method: String
+    /// The method's line of the table, looked up once here; nil for a name the table
+    /// does not hold.
+    public let route: MethodRoute?
     /// The params object, kept alive with the line it was parsed from (no object of its
     /// own); nil when absent. Never an array (see `RPCMessageParser`).
     public var paramsNode: JSONNode?
@@ -23,12 +26,16 @@ public struct RPCRequest: Sendable {
     public init(id: RPCID?, method: String, paramsNode: JSONNode?) {
         self.id = id
         self.method = method
+        self.route = MethodRoute.byName[method]
         self.paramsNode = paramsNode
     }
 
     /// The params object as a value of its own (tests, logs); the request path reads
     /// `paramsNode` instead.
     public var params: JSONValue? { paramsNode?.value }
+
+    /// The flags of the method's table line; empty for a method the table does not hold.
+    public var flags: MethodFlags { route?.flags ?? [] }
 
     /// True when no reply may be written for this request.
     public var isNotification: Bool { id == nil }

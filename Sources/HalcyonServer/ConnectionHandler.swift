@@ -316,7 +316,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// held: it must reach work in flight, and withdraws a held request before it starts.
     private func admit(_ element: RPCElement, batch: BatchReply?, slot: Int, context: ChannelHandlerContext) {
         if directPending > 0, mustFollowDirectWrites(element, batch: batch) { commitDirectWrites() }
-        if case .request(let request) = element, dispatcher.flags(of: request.method).contains(.transport) {
+        if case .request(let request) = element, request.flags.contains(.transport) {
             cancel(request, context: context)
         } else if !draining, !held.isEmpty || mustHold(context: context) {
             held.append(Held(element: element, batch: batch, slot: slot))
@@ -341,7 +341,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         // An invalid element without an id is a notification (say, with positional
         // params): notifications never get a reply, not even an error.
         case .invalid(let id, _): return id != nil
-        case .request(let request): return request.id != nil && !dispatcher.flags(of: request.method).contains(.transport)
+        case .request(let request): return request.id != nil && !request.flags.contains(.transport)
         }
     }
 
@@ -352,7 +352,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
             }
         case .request(let request):
-            if dispatcher.flags(of: request.method).contains(.transport) {
+            if request.flags.contains(.transport) {
                 cancel(request, context: context)
             } else if request.method.hasPrefix("$/") {
                 // Unknown protocol-level notifications are ignored; requests get -32601.

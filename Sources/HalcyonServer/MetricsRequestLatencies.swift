@@ -33,14 +33,10 @@ enum RequestLatencies {
     /// `Series.counts` holds one slot per bound and one past the last (`+Inf`).
     static let slots = 17
 
-    /// The index in `methodNames` of `method`, or `unknownIndex`.
-    ///
-    /// A scan, not a dictionary: method names are short ASCII strings, mostly small
-    /// strings that compare in a few instructions, and the hottest (`cache.get`) comes
-    /// first in the table, so hashing the name would cost more than the scan.
+    /// The index in `methodNames` of `method`, or `unknownIndex`. A request carries its
+    /// own (`RPCRequest.route`), found when it was parsed.
     static func index(of method: String) -> Int {
-        for index in 0..<unknownIndex where methodNames[index] == method { return index }
-        return unknownIndex
+        MethodRoute.index(of: method) ?? unknownIndex
     }
 
     /// One method's histogram on one loop.

@@ -48,7 +48,7 @@ final class Observer: Sendable {
     /// are `loop`; call `finished` on the result with its reply's outcome.
     func started(_ request: RPCRequest, peer: String, loop: LoopCounters) -> Request {
         Request(
-            observer: self, histograms: loop.latencies, index: RequestLatencies.index(of: request.method),
+            observer: self, histograms: loop.latencies, index: request.route?.index ?? RequestLatencies.unknownIndex,
             method: request.method, id: request.id, peer: peer, start: MonotonicClock.nanoseconds()
         )
     }

@@ -19,19 +19,12 @@ extension Dispatcher {
         }
     }
 
-    /// The flags of `method`'s table line; empty for a method the table does not hold.
-    ///
-    /// Threading: any thread (the table is immutable).
-    public func flags(of method: String) -> MethodFlags {
-        table[method]?.flags ?? []
-    }
-
     /// What the transport is to do for `request`, a request to a `transport` method, after
     /// the table's checks (unknown params are `unknownParam`, as for any method).
     ///
     /// Threading: any thread; the transport calls it on the connection's event loop.
     public func transportAction(for request: RPCRequest) throws(RPCError) -> TransportAction {
-        guard let spec = table[request.method], case .transport(let decode) = spec.handler else {
+        guard let spec = request.route?.spec, case .transport(let decode) = spec.handler else {
             throw .methodNotFound(method: request.method)
         }
         return try decode(try Params(node: request.paramsNode, allowed: spec.params))

@@ -1,0 +1,46 @@
+// A method name resolved once per request, when the request is parsed: every later step
+// (the transport's checks, the memory answer, the handler, per-method latencies) reads
+// the resolved line instead of hashing the name again.
+
+/// A request's method, resolved: its line of the table, its memory answer if it has
+/// one, and its position in the table (`Dispatcher.methodNames`).
+///
+/// Threading: immutable; any thread. Made once, for every line of the table, in
+/// `byName`.
+public final class MethodRoute: Sendable {
+    let spec: MethodSpec
+    /// The synchronous answer from memory (`Dispatcher.memoryAnswers`), if the method has one.
+    let memoryAnswer: Dispatcher.MemoryAnswer?
+    /// The method's position in `Dispatcher.methodNames`.
+    public let index: Int
+
+    public var flags: MethodFlags { spec.flags }
+
+    private init(spec: MethodSpec, memoryAnswer: Dispatcher.MemoryAnswer?, index: Int) {
+        self.spec = spec
+        self.memoryAnswer = memoryAnswer
+        self.index = index
+    }
+
+    /// The position of `name` in `Dispatcher.methodNames`; nil for a name the table lacks.
+    public static func index(of name: String) -> Int? { byName[name]?.index }
+
+    /// Every line of the table by name; checked once, when first used: no name twice,
+    /// and a memory answer only for a `fast` method that is not a debug method.
+    static let byName: [String: MethodRoute] = {
+        var answers: [String: Dispatcher.MemoryAnswer] = [:]
+        for (name, answer) in Dispatcher.memoryAnswers { answers[name] = answer }
+        var routes: [String: MethodRoute] = [:]
+        for (index, spec) in Dispatcher.methodTable.enumerated() {
+            precondition(routes[spec.name] == nil, "method table: \(spec.name) twice")
+            let answer = answers.removeValue(forKey: spec.name)
+            if answer != nil {
+                precondition(spec.flags.contains(.fast) && !spec.flags.contains(.debug),
+                             "memory answers: \(spec.name) is not a fast method of the table")
+            }
+            routes[spec.name] = MethodRoute(spec: spec, memoryAnswer: answer, index: index)
+        }
+        precondition(answers.isEmpty, "memory answers: \(answers.keys.sorted()) not in the method table")
+        return routes
+    }()
+}
