@@ -17,7 +17,7 @@ enum ShutdownEvent: Sendable {
 
 /// The protocol engine of one connection.
 ///
-/// Request lines come from `LineFrameDecoder`; each is parsed (jansson), then handed to the
+/// Request lines come from its `LineFrameDecoder`; each is parsed (jansson), then handed to the
 /// `Dispatcher`. Replies come back on whatever thread the connection's `CallbackQueue`
 /// picks and hop to the event loop, where this handler alone writes them, so the
 /// in-flight table needs no lock.
@@ -73,7 +73,7 @@ enum ShutdownEvent: Sendable {
 /// Threading: lives in one channel's pipeline; every method runs on that channel's event
 /// loop. Not `Sendable`; closures that leave the loop carry it in a `NIOLoopBound`.
 final class ConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = LineFrame
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -159,13 +159,18 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var directPending = 0
     /// The keys of those sets: a read of another key is answered without waiting for them.
     private var directKeys = Set<String>()
+    /// Splits the bytes read into lines (and enforces the line and input bounds).
+    private var framer: LineFrameDecoder
+    /// The bytes of an unfinished line, kept until a later read completes it.
+    private var unfinished: ByteBuffer?
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
         maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
         maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil,
-        directGroups: DirectWriteGroups? = nil
+        directGroups: DirectWriteGroups? = nil, inputBudget: InputBudget? = nil
     ) {
+        self.framer = LineFrameDecoder(maxLineBytes: maxLineBytes, budget: inputBudget)
         self.observer = observer
         self.directGroups = directGroups
         self.dispatcher = dispatcher
@@ -192,12 +197,21 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        dropUnfinishedLine()
+    }
+
+    /// A fragment without its `\n` is not a message (framing is by newline): dropped
+    /// when the connection ends, and its share of the input budget given back.
+    private func dropUnfinishedLine() {
+        unfinished = nil
+        framer.release()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         // The client went away: nothing more will be written for its requests, and those
         // that have not started never will (a completed write stays done).
         commitDirectWrites()
+        dropUnfinishedLine()
         let entries = inFlight
         inFlight.removeAll()
         held.removeAll()
@@ -210,14 +224,34 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         insideRead = true
         if draining { drainReads &+= 1 }
-        switch unwrapInboundIn(data) {
-        case .tooLong:
-            write(RPCReply.error(id: nil, .lineTooLong(limit: maxLineBytes)).bytes, context: context)
-        case .overBudget:
-            write(RPCReply.error(id: nil, .overloaded(reason: .inputBufferFull, limit: maxInputBuffer)).bytes,
-                  context: context)
-        case .line(let buffer):
-            handleLine(buffer, context: context)
+        var buffer = unwrapInboundIn(data)
+        if var earlier = unfinished {
+            // The new bytes continue the unfinished line: the framer has already scanned
+            // the earlier ones and resumes where it stopped.
+            unfinished = nil
+            earlier.writeBuffer(&buffer)
+            buffer = earlier
+        }
+        while true {
+            switch framer.step(&buffer) {
+            case .frame(.line(let line)):
+                handleLine(line, context: context)
+            case .frame(.tooLong):
+                write(RPCReply.error(id: nil, .lineTooLong(limit: maxLineBytes)).bytes, context: context)
+            case .frame(.overBudget):
+                write(RPCReply.error(id: nil, .overloaded(reason: .inputBufferFull, limit: maxInputBuffer)).bytes,
+                      context: context)
+            case .skipped:
+                continue
+            case .needMoreData:
+                if buffer.readableBytes > 0 {
+                    // Kept compact, so the read buffer it came in can be reused by the next read.
+                    var kept = context.channel.allocator.buffer(capacity: buffer.readableBytes)
+                    kept.writeBuffer(&buffer)
+                    unfinished = kept
+                }
+                return
+            }
         }
     }
 

@@ -305,12 +305,12 @@ public final class Daemon: Sendable {
         let directGroups = self.directGroups
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandlers([
-                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: c.maxLineBytes, budget: inputBudget)),
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
                     maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
                     maxInputBuffer: c.maxInputBuffer,
-                    session: session, logger: logger, observer: observer, directGroups: directGroups
+                    session: session, logger: logger, observer: observer, directGroups: directGroups,
+                    inputBudget: inputBudget
                 ),
             ])
         }

@@ -63,7 +63,11 @@ final class InputBudget: Sendable {
 ///  .discarding drop through "\n", -> .reading  drop everything buffered
 /// ```
 ///
-/// Threading: lives in one channel's pipeline and runs on that channel's event loop only.
+/// `ConnectionHandler` runs it itself, a step at a time (`step`), on the bytes of each
+/// read: a `ByteToMessageHandler` in front would cost a pipeline hop and a wrapped frame
+/// per line. As a `ByteToMessageDecoder` it still frames in a pipeline of its own (tests).
+///
+/// Threading: owned by one connection; runs on that channel's event loop only.
 struct LineFrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = LineFrame
 
@@ -101,12 +105,30 @@ struct LineFrameDecoder: ByteToMessageDecoder {
         return true
     }
 
-    mutating func decoderRemoved(context: ChannelHandlerContext) {
+    /// What one step of framing found.
+    enum Step {
+        /// A frame; step again.
+        case frame(LineFrame)
+        /// Bytes consumed with nothing to report (a blank line, the end of a dropped
+        /// line); step again.
+        case skipped
+        /// No complete line is buffered: wait for the next read.
+        case needMoreData
+    }
+
+    /// Gives back what this decoder holds of the shared budget (the connection closed
+    /// or the decoder is gone; an unfinished line is dropped with it).
+    mutating func release() {
         budget?.release(charged)
         charged = 0
     }
 
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    mutating func decoderRemoved(context: ChannelHandlerContext) {
+        release()
+    }
+
+    /// Frames one line of `buffer`, consuming its bytes (see the type's table).
+    mutating func step(_ buffer: inout ByteBuffer) -> Step {
         let readable = buffer.readableBytes
         let newline: Int? = buffer.withUnsafeReadableBytes { bytes in
             guard scanned < bytes.count, let base = bytes.baseAddress else { return nil }
@@ -122,13 +144,13 @@ struct LineFrameDecoder: ByteToMessageDecoder {
                     buffer.moveReaderIndex(forwardBy: readable)
                     scanned = 0
                     _ = chargeBudget(holding: 0)
-                    context.fireChannelRead(wrapInboundOut(.tooLong))
+                    return .frame(.tooLong)
                 } else if !chargeBudget(holding: readable) {
                     state = .discarding
                     buffer.moveReaderIndex(forwardBy: readable)
                     scanned = 0
                     _ = chargeBudget(holding: 0)
-                    context.fireChannelRead(wrapInboundOut(.overBudget))
+                    return .frame(.overBudget)
                 } else {
                     scanned = readable
                 }
@@ -148,6 +170,7 @@ struct LineFrameDecoder: ByteToMessageDecoder {
             // The over-long line was already reported when it crossed the limit.
             buffer.moveReaderIndex(forwardBy: newline + 1)
             state = .reading
+            return .skipped
         case .reading:
             var length = newline
             if length > 0, buffer.getInteger(at: buffer.readerIndex + length - 1, as: UInt8.self) == 0x0D {
@@ -155,16 +178,28 @@ struct LineFrameDecoder: ByteToMessageDecoder {
             }
             if length > maxLineBytes {
                 buffer.moveReaderIndex(forwardBy: newline + 1)
-                context.fireChannelRead(wrapInboundOut(.tooLong))
+                return .frame(.tooLong)
             } else if length == 0 {
                 buffer.moveReaderIndex(forwardBy: newline + 1)
+                return .skipped
             } else {
                 let line = buffer.getSlice(at: buffer.readerIndex, length: length)!
                 buffer.moveReaderIndex(forwardBy: newline + 1)
-                context.fireChannelRead(wrapInboundOut(.line(line)))
+                return .frame(.line(line))
             }
         }
-        return .continue
+    }
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        switch step(&buffer) {
+        case .frame(let frame):
+            context.fireChannelRead(wrapInboundOut(frame))
+            return .continue
+        case .skipped:
+            return .continue
+        case .needMoreData:
+            return .needMoreData
+        }
     }
 
     mutating func decodeLast(

@@ -88,9 +88,7 @@ struct ConnectionHandlerTests {
                 session: ConnectionSession(peerDescription: "test"), logger: Logger(label: "test")
             )
             channel = EmbeddedChannel()
-            try channel.pipeline.syncOperations.addHandlers([
-                ByteToMessageHandler(LineFrameDecoder(maxLineBytes: 1 << 20)), handler,
-            ])
+            try channel.pipeline.syncOperations.addHandler(handler)
             try channel.connect(to: SocketAddress(unixDomainSocketPath: "/nowhere")).wait()
         }
 
