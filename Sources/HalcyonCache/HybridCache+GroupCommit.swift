@@ -122,7 +122,7 @@ extension HybridCache {
     public func commitStores(_ stores: [DirectStore]) -> [Result<StoreResult, CacheError>] {
         dispatchPrecondition(condition: .notOnQueue(ioQueue))
         let group = stores.map { s in
-            PendingWrite(storeOperation(s.entry, forKey: s.key, options: s.options), scope: .key(s.key), task: nil, finish: nil)
+            PendingWrite(storeOperation(s.entry, forKey: s.key, options: s.options), scope: .direct, task: nil, finish: nil)
         }
         let outcomes = ioQueue.sync { [self] () -> [Result<WriteOutcome, CacheError>?] in
             // What other threads queued first keeps its place ahead of this group.
@@ -182,8 +182,12 @@ extension HybridCache {
         if let wb = writeBehind { journal(group, wb) }
         let outcomes = group.map { p in p.began ? apply(p) : nil }
         writes.withLock { book in
-            for p in group { book.unregister(p.scope) }
-            writesCounted.subtract(group.count, ordering: .sequentiallyConsistent)
+            var counted = 0
+            for p in group {
+                book.unregister(p.scope)
+                if p.scope.isCounted { counted += 1 }
+            }
+            writesCounted.subtract(counted, ordering: .sequentiallyConsistent)
         }
         return outcomes
     }

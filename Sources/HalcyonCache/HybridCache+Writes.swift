@@ -35,10 +35,13 @@ extension HybridCache {
         if !options.toDisk {
             // Inline when nothing for this key is queued and the disk certainly has no file
             // (the maybeCached set answers without a system call, so the book's lock is never
-            // held across disk I/O). The memory store happens under the same lock, so a
-            // concurrent disk read cannot put an older value back after it.
+            // held across disk I/O), and no direct commit is under way (it could put the key
+            // in the unwritten table after the look and in memory before this store). The
+            // memory store happens under the same lock, so a concurrent disk read cannot put
+            // an older value back after it.
             let result = writes.withLock { book -> Result<WriteOutcome, CacheError>? in
-                guard !book.mustQueue(key), !mayHoldDiskCopy(key: key, forcedExtension: options.forcedExtension)
+                guard !book.mustQueue(key), book.directCommits == 0,
+                      !mayHoldDiskCopy(key: key, forcedExtension: options.forcedExtension)
                 else { return nil }
                 book.epoch &+= 1
                 book.inlineEpoch &+= 1

@@ -205,6 +205,12 @@ public final class HybridCache: @unchecked Sendable {
 
         /// Journaled writes queued and not yet taken by a group commit, in queue order.
         var journalQueue: [PendingWrite] = []
+        /// Sets of a direct commit (`commitStores`) under way. Their keys are not counted
+        /// one by one: a commit runs as one step inside the ioQueue, its writes are not
+        /// acknowledged before it ends, and a read that races them may see either value,
+        /// as a read racing any unacknowledged write may. Only an inline store must not
+        /// slip between a commit's table put and its memory insert (see `store`).
+        var directCommits = 0
 
         func mustQueue(_ key: String) -> Bool {
             wholeCache > 0 || perKey[key] != nil
@@ -217,6 +223,7 @@ public final class HybridCache: @unchecked Sendable {
             case .key(let key): perKey[key, default: 0] += 1
             case .keys(let keys): for key in keys { perKey[key, default: 0] += 1 }
             case .wholeCache: wholeCache += 1
+            case .direct: directCommits += 1
             }
             epoch &+= 1
         }
@@ -231,6 +238,7 @@ public final class HybridCache: @unchecked Sendable {
             case .key(let key): release(key)
             case .keys(let keys): keys.forEach(release)
             case .wholeCache: wholeCache -= 1
+            case .direct: directCommits -= 1
             }
         }
     }
@@ -241,6 +249,15 @@ public final class HybridCache: @unchecked Sendable {
         /// Several keys written by one job (setMany): each is counted as a key write.
         case keys([String])
         case wholeCache
+        /// A set of a direct commit: bumps the epoch, keeps inline stores queued while it
+        /// runs, and is not counted in `writesCounted` (see `WriteBook.directCommits`).
+        case direct
+
+        /// Whether the write is in `writesCounted` (reads of its keys wait for it).
+        var isCounted: Bool {
+            if case .direct = self { return false }
+            return true
+        }
     }
 
     /// Creates both tiers, the ioQueue and the sweep timer. Never fails: a disk tier that
@@ -375,7 +392,7 @@ public final class HybridCache: @unchecked Sendable {
     /// Counts a write in the book from its enqueue; inside `writes.withLock`.
     func register(_ scope: WriteScope, in book: inout WriteBook) {
         book.register(scope)
-        writesCounted.add(1, ordering: .sequentiallyConsistent)
+        if scope.isCounted { writesCounted.add(1, ordering: .sequentiallyConsistent) }
     }
 
     func finishWrite(_ scope: WriteScope) {
