@@ -3,6 +3,7 @@
 // its time is up. Nothing here blocks a thread: a parked caller is a closure.
 
 import Foundation
+import Synchronization
 
 /// The lease table behind `cache.lease` / `cache.releaseLease`.
 ///
@@ -102,7 +103,7 @@ public final class Leases: Sendable {
         var waiters: [String: [Waiter]] = [:]
         var waiting = 0
         var nextID: UInt64 = 0
-        /// Bumped by every `written`.
+        /// Bumped by every `written` that finds a lease held or a caller parked.
         var epoch: UInt64 = 0
         /// The epoch of the last write that ended a lease or woke callers, per key: tells a
         /// caller whose read raced with that write to read again. Bounded (cleared when large).
@@ -112,6 +113,10 @@ public final class Leases: Sendable {
 
     public let limits: Limits
     private let state = Locked(State())
+    /// Leases held plus callers parked, as of the last change (kept outside the lock):
+    /// a write of a key when there are none, the common case, ends nothing and wakes
+    /// nobody, so `written` need not take the lock.
+    private let inUse = Atomic<Int>(0)
     /// Runs lease and wait deadlines.
     private let timerQueue = DispatchQueue(label: "halcyon.Leases.timerQueue")
 
@@ -139,7 +144,7 @@ public final class Leases: Sendable {
         key: String, owner: UInt64, ttl: TimeInterval, wait: TimeInterval, observed: UInt64,
         wake: @escaping @Sendable (Wake) -> Void
     ) -> Acquire {
-        state.withLock { s -> Acquire in
+        update { s -> Acquire in
             if s.holders[key] == nil {
                 if let written = s.lastWrite[key], written > observed { return .retry }
                 let token = grant(key: key, owner: owner, ttl: ttl, in: &s)
@@ -168,7 +173,7 @@ public final class Leases: Sendable {
     /// the key's current lease.
     @discardableResult
     public func release(key: String, token: String) -> Bool {
-        let (released, handOff) = state.withLock { s -> (Bool, (@Sendable () -> Void)?) in
+        let (released, handOff) = update { s -> (Bool, (@Sendable () -> Void)?) in
             guard let holder = s.holders[key], holder.token == token else { return (false, nil) }
             holder.timer?.cancel()
             s.holders[key] = nil
@@ -178,10 +183,23 @@ public final class Leases: Sendable {
         return released
     }
 
+    /// Changes the state under its lock and notes how many leases and parked callers
+    /// there are now (`inUse`).
+    private func update<T>(_ body: (inout State) -> T) -> T {
+        state.withLock { s in
+            let result = body(&s)
+            inUse.store(s.holders.count + s.waiting, ordering: .releasing)
+            return result
+        }
+    }
+
     /// A write of `key` completed: its lease (if any) ends and every parked caller is
-    /// woken to read the value.
+    /// woken to read the value. With no lease held and nobody parked it changes nothing
+    /// a caller can observe (the epoch only matters where a write is recorded in
+    /// `lastWrite`), so it returns at once.
     public func written(key: String) {
-        let woken = state.withLock { s -> [Waiter] in
+        guard inUse.load(ordering: .acquiring) > 0 else { return }
+        let woken = update { s -> [Waiter] in
             s.epoch &+= 1
             let holder = s.holders.removeValue(forKey: key)
             holder?.timer?.cancel()
@@ -200,7 +218,7 @@ public final class Leases: Sendable {
     /// The owner went away (its connection closed): its leases end (each passing to the
     /// first parked caller of another owner) and its parked callers are dropped unanswered.
     public func releaseAll(owner: UInt64) {
-        let handOffs = state.withLock { s -> [@Sendable () -> Void] in
+        let handOffs = update { s -> [@Sendable () -> Void] in
             for (key, list) in s.waiters {
                 let kept = list.filter { w in
                     if w.owner == owner { w.timer.cancel(); return false }
@@ -253,7 +271,7 @@ public final class Leases: Sendable {
     // MARK: Timers (on timerQueue)
 
     private func leaseEnded(key: String, token: String) {
-        let handOff = state.withLock { s -> (@Sendable () -> Void)? in
+        let handOff = update { s -> (@Sendable () -> Void)? in
             guard let holder = s.holders[key], holder.token == token else { return nil }
             s.holders[key] = nil
             s.stats.expired += 1
@@ -263,7 +281,7 @@ public final class Leases: Sendable {
     }
 
     private func waitEnded(key: String, id: UInt64) {
-        let waiter = state.withLock { s -> Waiter? in
+        let waiter = update { s -> Waiter? in
             guard var list = s.waiters[key], let index = list.firstIndex(where: { $0.id == id }) else { return nil }
             let w = list.remove(at: index)
             s.waiters[key] = list.isEmpty ? nil : list
