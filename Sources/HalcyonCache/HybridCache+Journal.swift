@@ -68,6 +68,27 @@ extension HybridCache {
         /// The materializer has a tick queued (set by whoever queues one).
         let materializerScheduled = Locked(false)
         var lastCheckpoint: Journal.Position?
+        /// Files the size limit evicted while their keys' set records may still be past the
+        /// checkpoint, by name, with the journal's end at the eviction: a restart would
+        /// replay such a record and bring the evicted value back, which is harmless for a
+        /// cache unless a newer memory-only value of the key was stored without a record
+        /// (`store(toDisk: false)` inline). So while a key's name is here, such a store is
+        /// queued, and journals its delete. Dropped as the checkpoint passes them.
+        let evicted = Locked([String: Journal.Position]())
+
+        /// Notes files the size limit just removed (see `evicted`). ioQueue only.
+        func noteEvicted(names: [String]) {
+            guard !names.isEmpty else { return }
+            let end = writer.position
+            evicted.withLock { for name in names { $0[name] = end } }
+        }
+
+        /// Whether the file `name` was evicted with records of its key perhaps still to
+        /// replay. Any thread.
+        func mayReplayEvicted(name: @autoclosure () -> String) -> Bool {
+            evicted.withLock { $0.isEmpty ? false : $0[name()] != nil }
+        }
+
         /// The journal lost its segments and the table's entries are not in it again yet
         /// (see `rebuild`).
         var rebuildPending = false

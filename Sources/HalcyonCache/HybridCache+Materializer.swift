@@ -172,6 +172,7 @@ extension HybridCache {
             try Journal.Checkpoint.write(candidate, directory: wb.directory)
             wb.lastCheckpoint = candidate
             wb.lastCheckpointNanos = now
+            wb.evicted.withLock { $0 = $0.filter { $0.value > candidate } }
             deleted += try wb.writer.deleteSegments(before: candidate)
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }

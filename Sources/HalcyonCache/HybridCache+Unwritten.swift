@@ -216,10 +216,12 @@ extension HybridCache {
         return try diskStorage.touch(forKey: key, expiration: expiration, forcedExtension: forcedExtension)
     }
 
-    /// Whether `key` may have a disk copy (file or unwritten value), without I/O.
+    /// Whether `key` may have a disk copy (file, unwritten value, or a record a restart
+    /// would replay for a file the size limit evicted), without I/O.
     func mayHoldDiskCopy(key: String, forcedExtension: String?) -> Bool {
         if diskStorage.mayHold(key: key, forcedExtension: forcedExtension) { return true }
         guard let writeBehind, forcedExtension == nil, diskStorage.isReady else { return false }
-        return writeBehind.table.withLock { $0.entries[key] != nil }
+        if writeBehind.table.withLock({ $0.entries[key] != nil }) { return true }
+        return writeBehind.mayReplayEvicted(name: diskStorage.fileName(forKey: key, forcedExtension: nil))
     }
 }

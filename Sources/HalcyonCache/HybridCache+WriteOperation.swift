@@ -433,6 +433,7 @@ extension HybridCache {
         do throws(CacheError) {
             let removed = try diskStorage.removeSizeExceededValues(recentAccess: residentAccesses())
             counters.withLock { $0.diskEvictions += removed.count }
+            writeBehind?.noteEvicted(names: removed.map(\.lastPathComponent))
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }
         }

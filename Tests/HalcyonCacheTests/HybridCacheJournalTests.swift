@@ -29,12 +29,12 @@ final class JournalCacheFixture: Sendable {
 
     func open(
         maxUnwritten: UInt64 = 64 << 20, backlogWait: Double = 2, directValueSize: Int = 1 << 20,
-        memoryCostLimit: Int = 1 << 20, held: Locked<Bool>? = nil
+        memoryCostLimit: Int = 1 << 20, diskSizeLimit: UInt64 = 0, held: Locked<Bool>? = nil
     ) -> HybridCache {
         var memory = MemoryStorage.Config(totalCostLimit: memoryCostLimit)
         memory.clock = clock
         memory.cleanInterval = 0
-        var disk = DiskStorage.Config(name: "test", directory: root)
+        var disk = DiskStorage.Config(name: "test", sizeLimit: diskSizeLimit, directory: root)
         disk.clock = clock
         var config = HybridCache.Config(memory: memory, disk: disk)
         config.sweepInterval = 0
@@ -271,6 +271,37 @@ struct HybridCacheJournalTests {
         let second = f.open()
         #expect(try await Self.read(second, "after") == "acknowledged")
         #expect(try await Self.read(second, "before") == "unwritten")
+    }
+
+    @Test func aMemoryOnlyStoreOfAKeyTheSizeLimitEvictedStaysAfterACrash() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(diskSizeLimit: 1000, held: f.frozen)
+        let big = String(repeating: "x", count: 600)
+        _ = try await Self.store(first, "evicted", "old" + big)
+        _ = try await Self.store(first, "other", "value" + big)
+        // Written to files and trimmed (the limit evicts both), with no checkpoint: the
+        // set records are still in the journal.
+        guard let wb = first.writeBehind else {
+            Issue.record("no journal")
+            return
+        }
+        let written = first.ioQueue.sync { first.materializeSlice(wb, files: 10) }
+        #expect(written == 2)
+        #expect(!f.fileExists(first, "evicted"))
+        #expect(wb.lastCheckpoint == nil)
+
+        // A memory-only value replaces the evicted one; it needs no file, but a restart
+        // must not bring the old value back from the journal either.
+        var memoryOnly = HybridCache.Options()
+        memoryOnly.toDisk = false
+        _ = try await result {
+            first.store(CacheEntry(bytes: Array("new".utf8)), forKey: "evicted", options: memoryOnly, completion: $0)
+        }.get()
+        #expect(try await Self.read(first, "evicted") == "new")
+
+        let second = f.open()
+        #expect(try await Self.read(second, "evicted") == nil)
     }
 
     @Test func atTheBoundWritesWaitThenGetDiskBacklogAndNothingIsLost() async throws {
