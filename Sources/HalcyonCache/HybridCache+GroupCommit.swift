@@ -48,11 +48,17 @@ extension HybridCache {
     }
 
     /// A set that its caller commits itself with `commitStores`.
-    public struct DirectStore: Sendable {
-        public var key: String
-        public var entry: CacheEntry
+    ///
+    /// A class: a set passes from the transport's group through the dispatcher to the
+    /// commit, and a struct of this size would be copied (and every reference in it
+    /// retained) at each step.
+    ///
+    /// Threading: immutable; any thread.
+    public final class DirectStore: Sendable {
+        public let key: String
+        public let entry: CacheEntry
         /// `diskExpiration` and `memoryExpiration` apply; see `canCommitStore`.
-        public var options: Options
+        public let options: Options
 
         public init(key: String, entry: CacheEntry, options: Options) {
             self.key = key
