@@ -58,6 +58,12 @@ public final class CacheTask: Sendable {
     }
 
     /// A task for work that completed before the caller got the token.
+    /// A handle on work that is not a storage request (a parked `cache.lease`): it never
+    /// begins, and its first `cancel()` calls `onCancel`, on the cancelling thread.
+    public static func cancellable(onCancel: @escaping @Sendable () -> Void) -> CacheTask {
+        CacheTask(onCancelBeforeStart: onCancel)
+    }
+
     static func finished() -> CacheTask {
         let task = CacheTask(onCancelBeforeStart: nil)
         task.state.withLock { $0.phase = .done }

@@ -18,7 +18,7 @@ import Synchronization
 /// ```swift
 /// switch leases.acquire(key: "k", owner: connectionID, ttl: 30, wait: 5, observed: leases.epoch) { reason in … } {
 /// case .granted(let token): compute, then store with it
-/// case .parked: the wake closure answers later
+/// case .parked: the wake closure answers later (`withdraw` takes it back)
 /// …
 /// }
 /// ```
@@ -43,8 +43,9 @@ public final class Leases: Sendable {
     public enum Acquire: Sendable, Equatable {
         /// No one held the lease: this caller holds it now.
         case granted(token: String)
-        /// Another caller holds it; this one waits (its `wake` will be called once).
-        case parked
+        /// Another caller holds it; this one waits (its `wake` will be called once,
+        /// unless it is withdrawn first: see `withdraw`).
+        case parked(waiter: UInt64)
         /// Another caller holds it and `wait` was 0.
         case held
         /// The key was written since the caller's read (`observed`): read again.
@@ -165,7 +166,7 @@ public final class Leases: Sendable {
             s.waiters[key, default: []].append(Waiter(id: id, owner: owner, ttl: ttl, wake: wake, timer: timer))
             s.waiting += 1
             timerQueue.asyncAfter(deadline: .now() + wait, execute: timer)
-            return .parked
+            return .parked(waiter: id)
         }
     }
 
@@ -266,6 +267,21 @@ public final class Leases: Sendable {
         let token = grant(key: key, owner: next.owner, ttl: next.ttl, in: &s)
         let wake = next.wake
         return { wake(.granted(token: token)) }
+    }
+
+    /// Takes a parked caller out of `key`'s queue without waking it (its request was
+    /// cancelled). False when it is no longer parked: its `wake` has been called, or is
+    /// about to be.
+    @discardableResult
+    public func withdraw(key: String, waiter id: UInt64) -> Bool {
+        update { s -> Bool in
+            guard var list = s.waiters[key], let index = list.firstIndex(where: { $0.id == id }) else { return false }
+            let w = list.remove(at: index)
+            w.timer.cancel()
+            s.waiters[key] = list.isEmpty ? nil : list
+            s.waiting -= 1
+            return true
+        }
     }
 
     // MARK: Timers (on timerQueue)

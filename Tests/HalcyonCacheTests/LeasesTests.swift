@@ -5,6 +5,13 @@ import Foundation
 import Testing
 @testable import HalcyonCache
 
+extension Leases.Acquire {
+    var isParked: Bool {
+        if case .parked = self { return true }
+        return false
+    }
+}
+
 @Suite struct LeasesTests {
     /// Collects wakes; `next` waits for one (20 s limit).
     final class Wakes: @unchecked Sendable {
@@ -12,11 +19,36 @@ import Testing
         private var items: [Leases.Wake] = []
         private let signal = DispatchSemaphore(value: 0)
         func add(_ wake: Leases.Wake) { lock.lock(); items.append(wake); lock.unlock(); signal.signal() }
+        /// Wakes received and not yet taken by `next`.
+        var pending: Int { lock.lock(); defer { lock.unlock() }; return items.count }
         func next() -> Leases.Wake? {
             guard signal.wait(timeout: .now() + 20) == .success else { return nil }
             lock.lock(); defer { lock.unlock() }
             return items.removeFirst()
         }
+    }
+
+    @Test func aWithdrawnCallerIsNeverWokenAndFreesItsPlace() {
+        var limits = Leases.Limits()
+        limits.waitersPerKey = 1
+        let leases = Leases(limits: limits)
+        let wakes = Wakes()
+        let e = leases.epoch
+        guard case .granted = leases.acquire(key: "k", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) else {
+            Issue.record("first caller not granted"); return
+        }
+        guard case .parked(let waiter) = leases.acquire(key: "k", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) else {
+            Issue.record("second caller not parked"); return
+        }
+        #expect(leases.withdraw(key: "k", waiter: waiter))
+        #expect(!leases.withdraw(key: "k", waiter: waiter))
+        #expect(leases.stats.waiting == 0)
+        // Its place under the per-key bound is free again, and a write wakes only the new one.
+        #expect(leases.acquire(key: "k", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
+        leases.written(key: "k")  // wakes synchronously
+        #expect(wakes.pending == 1)
+        #expect(wakes.next() == .written)
+        #expect(leases.stats.waiting == 0)
     }
 
     @Test func boundsWaitersPerKeyAndInTotal() {
@@ -30,12 +62,12 @@ import Testing
             Issue.record("first caller not granted"); return
         }
         #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 0, observed: e, wake: wakes.add) == .held)
-        #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
+        #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
         #expect(leases.acquire(key: "a", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add)
             == .refused(.tooManyLeaseWaitersForKey))
         _ = leases.acquire(key: "b", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
-        #expect(leases.acquire(key: "b", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
-        #expect(leases.acquire(key: "c", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) != .parked)
+        #expect(leases.acquire(key: "b", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
+        #expect(leases.acquire(key: "c", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add).isParked == false)
         _ = leases.acquire(key: "d", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
         #expect(leases.acquire(key: "d", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add)
             == .refused(.tooManyLeaseWaiters))
@@ -51,8 +83,8 @@ import Testing
         let wakes = Wakes()
         let e = leases.epoch
         _ = leases.acquire(key: "k", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add)
-        #expect(leases.acquire(key: "k", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
-        #expect(leases.acquire(key: "k", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add) == .parked)
+        #expect(leases.acquire(key: "k", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
+        #expect(leases.acquire(key: "k", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
         leases.written(key: "k")
         #expect(wakes.next() == .written)
         #expect(wakes.next() == .written)

@@ -210,6 +210,37 @@ def test_released_or_disconnected_lease_passes_on(rev2_daemon: Daemon, key: str)
             time.sleep(0.02)
 
 
+def test_a_cancelled_waiting_lease_call_is_answered_at_once(rev2_daemon: Daemon, key: str) -> None:
+    """$/cancelRequest takes a parked cache.lease out of the lease table and answers it
+    -32800 (started: false) at once, not when its wait runs out; the holder's later write
+    wakes nobody."""
+    import json
+    import socket as sockets
+
+    with halcyon.Client(rev2_daemon.socket) as holder:
+        token = holder.lease(key, "30s").token
+        assert token is not None
+        raw = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        raw.settimeout(10)
+        raw.connect(rev2_daemon.socket)
+        reader = raw.makefile("rb")
+        raw.sendall((json.dumps({"jsonrpc": "2.0", "id": 7, "method": "cache.lease",
+                                 "params": {"key": key, "ttl": {"seconds": 30}, "wait": 60}}) + "\n").encode())
+        assert _wait_for_waiters(rev2_daemon.socket, 1) == 1
+        started = time.monotonic()
+        raw.sendall((json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 7}}) + "\n").encode())
+        reply = json.loads(reader.readline())
+        assert time.monotonic() - started < 5  # the wait was 60 s
+        assert reply["id"] == 7 and reply["error"]["code"] == -32800
+        assert reply["error"]["data"]["started"] is False
+        assert int(holder.stats().get("leaseWaiters", 0)) == 0
+        assert holder.set(key, "computed", lease=token)
+        # Nothing more is written for the cancelled call: the next line answers the ping.
+        raw.sendall((json.dumps({"jsonrpc": "2.0", "id": 8, "method": "server.ping"}) + "\n").encode())
+        assert json.loads(reader.readline())["id"] == 8
+        raw.close()
+
+
 # -------------------------------------------------------------- memoize
 
 def test_memoize_threads_compute_once(rev2_daemon: Daemon) -> None:

@@ -33,9 +33,11 @@ extension Dispatcher {
             let attempt = LeaseAttempt(
                 dispatcher: dispatcher, key: key, owner: call.session.id, ttl: ttl,
                 deadline: Date().addingTimeInterval(wait), encoding: try call.params.encoding("encoding"),
-                options: call.options, responder: call.responder)
+                options: call.options, responder: call.responder, progress: LeaseAttempt.Progress())
             attempt.run()
-            return nil
+            // A cancel takes a parked call out of the lease table and answers it at once,
+            // instead of when its wait ends.
+            return CacheTask.cancellable { attempt.cancel() }
         }
 
         /// `cache.releaseLease`
@@ -55,8 +57,27 @@ extension Dispatcher {
 /// One `cache.lease` request, from its first read to its one reply; re-run when a write
 /// wakes it. Every reply goes through the connection's callback queue.
 ///
-/// Threading: immutable and `Sendable`; `run` may be called from any thread.
+/// Threading: `Sendable`; `run` and `cancel` may be called from any thread. `progress`
+/// (a `Locked`) orders a cancel against parking and waking: it is held across `acquire`
+/// (lock order: `progress`, then the lease table's), so a wake always finds the waiter's
+/// id recorded.
 struct LeaseAttempt: Sendable {
+    /// Where the request stands, for a cancel.
+    enum Step: Sendable {
+        /// Reading the key, or about to.
+        case reading
+        /// In the lease table as this waiter.
+        case parked(UInt64)
+        /// Cancelled while reading: the next step answers `cancelled` instead of parking.
+        case cancelled
+        /// Answered.
+        case done
+    }
+
+    final class Progress: Sendable {
+        let step = Locked(Step.reading)
+    }
+
     let dispatcher: Dispatcher
     let key: String
     let owner: UInt64
@@ -66,6 +87,31 @@ struct LeaseAttempt: Sendable {
     let encoding: ValueEncoding?
     let options: HybridCache.Options
     let responder: Responder
+    let progress: Progress
+
+    /// Withdraws a parked call and answers `cancelled` (nothing was done: no lease taken);
+    /// a call still reading answers so instead of parking. A call being woken answers as
+    /// its wake says, and the transport turns a success into `cancelled`; a lease granted
+    /// to it meanwhile is given back.
+    func cancel() {
+        let withdrawn = progress.step.withLock { step -> Bool in
+            switch step {
+            case .reading:
+                step = .cancelled
+                return false
+            case .parked(let waiter):
+                guard dispatcher.leases.withdraw(key: key, waiter: waiter) else {
+                    step = .cancelled
+                    return false
+                }
+                step = .done
+                return true
+            case .cancelled, .done:
+                return false
+            }
+        }
+        if withdrawn { responder.deliverNow(.error(id: responder.id, .cancelled(started: false))) }
+    }
 
     /// Reads the key; a hit answers, a miss goes to the lease table.
     func run() {
@@ -81,14 +127,22 @@ struct LeaseAttempt: Sendable {
                 })
             case .success:
                 let wait = max(0, deadline.timeIntervalSinceNow)
-                let outcome = leases.acquire(
-                    key: key, owner: owner, ttl: ttl, wait: wait, observed: observed
-                ) { wake in
-                    switch wake {
-                    case .written: run()
-                    case .granted(let token): answerLease(token)
-                    case .timedOut: answerHeld()
+                // Under `progress`: a cancel sees either the call before it parked or its
+                // waiter id, and a wake (on another thread) waits for the id to be recorded.
+                let outcome = progress.step.withLock { step -> Leases.Acquire? in
+                    if case .cancelled = step {
+                        step = .done
+                        return nil
                     }
+                    let outcome = leases.acquire(
+                        key: key, owner: owner, ttl: ttl, wait: wait, observed: observed
+                    ) { wake in woken(wake) }
+                    if case .parked(let waiter) = outcome { step = .parked(waiter) }
+                    return outcome
+                }
+                guard let outcome else {
+                    responder.deliverNow(.error(id: responder.id, .cancelled(started: false)))
+                    return
                 }
                 switch outcome {
                 case .granted(let token): answerLease(token)
@@ -102,6 +156,27 @@ struct LeaseAttempt: Sendable {
                     responder.deliverNow(.error(id: responder.id, .overloaded(reason: reason, limit: limit)))
                 }
             }
+        }
+    }
+
+    /// The lease table woke the parked call.
+    private func woken(_ wake: Leases.Wake) {
+        let cancelled = progress.step.withLock { step -> Bool in
+            defer { step = wake == .written ? .reading : .done }
+            if case .cancelled = step { return true }
+            return false
+        }
+        switch wake {
+        case .written where cancelled:
+            progress.step.withLock { $0 = .done }
+            responder.deliverNow(.error(id: responder.id, .cancelled(started: false)))
+        case .written: run()
+        case .granted(let token) where cancelled:
+            // Nobody will use it: the next parked caller gets it now, not at its ttl.
+            dispatcher.leases.release(key: key, token: token)
+            responder.deliverNow(.error(id: responder.id, .cancelled(started: false)))
+        case .granted(let token): answerLease(token)
+        case .timedOut: answerHeld()
         }
     }
 
