@@ -28,15 +28,24 @@ extension Leases.Acquire {
         }
     }
 
-    @Test func aWithdrawnCallerIsNeverWokenAndFreesItsPlace() {
+    /// A lease table with `limits` whose `key` is held by owner 1, with its epoch; nil
+    /// (recorded) when the first caller is not granted the lease.
+    static func heldLease(_ key: String, waitersPerKey: Int = 1, waiters: Int = 16384, wakes: Wakes) -> (Leases, UInt64)? {
         var limits = Leases.Limits()
-        limits.waitersPerKey = 1
+        limits.waitersPerKey = waitersPerKey
+        limits.waiters = waiters
         let leases = Leases(limits: limits)
-        let wakes = Wakes()
         let e = leases.epoch
-        guard case .granted = leases.acquire(key: "k", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) else {
-            Issue.record("first caller not granted"); return
+        guard case .granted = leases.acquire(key: key, owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) else {
+            Issue.record("first caller not granted")
+            return nil
         }
+        return (leases, e)
+    }
+
+    @Test func aWithdrawnCallerIsNeverWokenAndFreesItsPlace() {
+        let wakes = Wakes()
+        guard let (leases, e) = Self.heldLease("k", wakes: wakes) else { return }
         guard case .parked(let waiter) = leases.acquire(key: "k", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add) else {
             Issue.record("second caller not parked"); return
         }
@@ -52,15 +61,8 @@ extension Leases.Acquire {
     }
 
     @Test func boundsWaitersPerKeyAndInTotal() {
-        var limits = Leases.Limits()
-        limits.waitersPerKey = 1
-        limits.waiters = 2
-        let leases = Leases(limits: limits)
         let wakes = Wakes()
-        let e = leases.epoch
-        guard case .granted = leases.acquire(key: "a", owner: 1, ttl: 60, wait: 0, observed: e, wake: wakes.add) else {
-            Issue.record("first caller not granted"); return
-        }
+        guard let (leases, e) = Self.heldLease("a", waiters: 2, wakes: wakes) else { return }
         #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 0, observed: e, wake: wakes.add) == .held)
         #expect(leases.acquire(key: "a", owner: 2, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
         #expect(leases.acquire(key: "a", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add)
