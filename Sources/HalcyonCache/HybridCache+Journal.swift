@@ -122,31 +122,33 @@ extension HybridCache {
             // Until an append of the rebuilt records succeeds, every append retries it.
             rebuildPending = true
             let entries = table.withLock { Array($0.entries.values) }
-            let rebuilt = entries.map { e -> Journal.Record in
-                guard e.expiresAt > e.countedFrom else { return .delete(key: e.key) }
-                return .set(
-                    key: e.key, flags: e.entry.flags, version: e.entry.version,
-                    expiresAtNanos: HybridCache.nanos(e.expiresAt),
-                    ttlNanos: e.timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
-                    value: e.entry.bytes)
-            }
+            let rebuilt = entries.map(\.journalRecord)
             let all = rebuilt + records
             let end = try appendOnce(all)
             rebuildPending = false
             counters.withLock { $0.journalRebuilds += 1 }
-            var offset = end.offset - UInt64(all.reduce(0) { $0 + Journal.RecordCodec.framedSize($1) })
-            table.withLock { t in
-                for (e, record) in zip(entries, rebuilt) {
-                    let start = Journal.Position(segment: end.segment, offset: offset)
-                    _ = t.update(e.key) { $0.start = start }
-                    offset += UInt64(Journal.RecordCodec.framedSize(record))
-                }
-            }
+            moveStarts(of: entries, to: rebuilt, endingBefore: end, trailing: records)
             let live = Set((try? Journal.SegmentName.list(in: directory)) ?? [end.segment])
             appends.withLock { a in
                 for sequence in Array(a.segmentBytes.keys) where !live.contains(sequence) { a.segmentBytes[sequence] = nil }
             }
             return end
+        }
+
+        /// Points each of `entries` at its record among `restated`, which were appended
+        /// together, followed by `trailing`, ending at `end`.
+        func moveStarts(
+            of entries: [Unwritten], to restated: [Journal.Record], endingBefore end: Journal.Position,
+            trailing: [Journal.Record] = []
+        ) {
+            let size = (restated + trailing).reduce(0) { $0 + Journal.RecordCodec.framedSize($1) }
+            var offset = end.offset - UInt64(size)
+            table.withLock { t in
+                for (e, record) in zip(entries, restated) {
+                    t.moveStart(e.key, to: Journal.Position(segment: end.segment, offset: offset))
+                    offset += UInt64(Journal.RecordCodec.framedSize(record))
+                }
+            }
         }
 
         private func appendOnce(_ records: [Journal.Record]) throws(CacheError) -> Journal.Position {
@@ -182,11 +184,17 @@ extension HybridCache {
 
         /// How full the fuller bound is, 0...1 and beyond. Also kept in `recentPressure`.
         func pressure() -> Double {
-            let unwritten = Double(table.withLock { $0.bytes })
-            let p = max(Double(journalBytes) / Double(max(1, config.maxJournalBytes)),
-                        unwritten / Double(max(1, config.maxUnwrittenBytes)))
-            recentPressure.store(Int(min(p, 1000) * 1000), ordering: .relaxed)
-            return p
+            let (journal, unwritten) = pressures()
+            return max(journal, unwritten)
+        }
+
+        /// How full each bound is: the journal's bytes and the unwritten bytes, 0...1 and
+        /// beyond. Also refreshes `recentPressure` (the fuller of the two).
+        func pressures() -> (journal: Double, unwritten: Double) {
+            let journal = Double(journalBytes) / Double(max(1, config.maxJournalBytes))
+            let unwritten = Double(table.withLock { $0.bytes }) / Double(max(1, config.maxUnwrittenBytes))
+            recentPressure.store(Int(min(max(journal, unwritten), 1000) * 1000), ordering: .relaxed)
+            return (journal, unwritten)
         }
 
         /// `pressure()` as last computed, in thousandths: every group commit and every

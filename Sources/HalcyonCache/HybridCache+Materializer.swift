@@ -59,9 +59,25 @@ extension HybridCache {
             scheduleMaterializer(wb, after: .milliseconds(10))
             return
         }
-        let pressure = wb.pressure()
+        let (journalPressure, unwrittenPressure) = wb.pressures()
+        let pressure = max(journalPressure, unwrittenPressure)
         let lastWrite = wb.appends.withLock { $0.lastWriteNanos }
         let idle = MonotonicClock.nanoseconds() &- lastWrite >= HybridCache.materializerIdleNanos
+        if !idle, journalPressure >= 0.3, unwrittenPressure < 0.3,
+           UInt64(wb.table.withLock { $0.bytes }) * 4 <= wb.journalBytes {
+            // The journal is filling but what it holds unwritten is small (a quarter of it
+            // at most, so copying frees several times what it writes): records of keys
+            // rewritten since are superseded, and the few live old ones that pin the oldest
+            // segment are cheaper to append again than to write to files (a file per key
+            // costs a create or a rewrite; a record, its bytes in one append).
+            if copyForward(wb, limit: 1024) > 0 {
+                checkpointIfUseful(wb, force: false)
+                scheduleMaterializer(wb, after: .milliseconds(1))
+                return
+            }
+            // The oldest entry cannot be copied (it expired, or it is the tombstone of a
+            // value that arrived expired): the files below handle it.
+        }
         // Below 30 % the files wait for a pause in the load; above, the materializer's
         // share of the queue grows with the pressure (one file per millisecond, then a
         // few per queue turn, then many).
@@ -142,6 +158,30 @@ extension HybridCache {
         return handled
     }
 
+    /// Appends anew the records of up to `limit` of the oldest unwritten entries (live,
+    /// with their records in a segment before the one being written), with one append,
+    /// and points the entries at the new records, so the checkpoint can pass the
+    /// segments that held the old ones without their files being written. Replay
+    /// meets the old record, then the new one: the same version and lifetime, applied
+    /// twice to the same result. Returns how many it copied. ioQueue only.
+    @discardableResult
+    func copyForward(_ wb: WriteBehind, limit: Int) -> Int {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        let current = wb.writer.position.segment
+        let entries = wb.table.withLock { $0.oldestLive(limit: limit, at: config.disk.clock.now(), before: current) }
+        guard !entries.isEmpty else { return 0 }
+        let records = entries.map(\.journalRecord)
+        do throws(CacheError) {
+            let end = try wb.append(records)
+            wb.moveStarts(of: entries, to: records, endingBefore: end)
+        } catch {
+            // Counted by the append; the materializer writes files instead meanwhile.
+            return 0
+        }
+        wb.counters.withLock { $0.recordsCopiedForward += entries.count }
+        return entries.count
+    }
+
     /// Writes a checkpoint when it lets a segment go (or when `force` and it moved),
     /// then deletes the segments before it. The files it vouches for are flushed first
     /// unless fsync is `never`, so a checkpoint never outruns the files it covers.
@@ -161,7 +201,12 @@ extension HybridCache {
         let freesSegment = candidate.segment > oldestSegment
         let now = MonotonicClock.nanoseconds()
         guard freesSegment || force else { return }
-        if wb.config.fsync != .never { syncFileSystem(of: diskStorage.directoryPath) }
+        if wb.config.fsync != .never {
+            syncFileSystem(of: diskStorage.directoryPath)
+            // Records copied forward must be on the device before the segments that held
+            // their older copies go (the journal may be on another file system).
+            try? wb.writer.sync()
+        }
         var deleted = 0
         do throws(CacheError) {
             if let explicit, candidate == explicit {

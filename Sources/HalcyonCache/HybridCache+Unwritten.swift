@@ -31,6 +31,17 @@ extension HybridCache {
 
         func isLive(at now: Date) -> Bool { expiresAt > now }
 
+        /// The record that restates this entry in the journal: its set, or a delete for
+        /// one that expired before its file was written (so the older file still goes).
+        var journalRecord: Journal.Record {
+            guard expiresAt > countedFrom else { return .delete(key: key) }
+            return .set(
+                key: key, flags: entry.flags, version: entry.version,
+                expiresAtNanos: HybridCache.nanos(expiresAt),
+                ttlNanos: timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
+                value: entry.bytes)
+        }
+
         /// The meta a file holding this entry would have.
         func meta(url: URL) -> DiskStorage.FileMeta {
             DiskStorage.FileMeta(
@@ -41,7 +52,7 @@ extension HybridCache {
         }
     }
 
-    /// The table, by key, with a FIFO of (key, version) in journal order so the
+    /// The table, by key, with a FIFO of (key, record start) in journal order so the
     /// materializer takes the oldest first (the one pinning the checkpoint). Superseded
     /// FIFO items are skipped when met. By key, not by file name: a set then never hashes
     /// its key to a file name (SHA-256) on its way, and a short key hashes and compares
@@ -50,7 +61,9 @@ extension HybridCache {
     /// Threading: a plain value, kept in `WriteBehind.table` (a `Locked`).
     struct UnwrittenTable {
         private(set) var entries: [String: Unwritten] = [:]
-        private var order: [(key: String, version: UInt64)] = []
+        /// Each entry's record start, in journal order; an item whose entry has since
+        /// moved on (superseded, or its record copied forward) is skipped when met.
+        private var order: [(key: String, start: Journal.Position)] = []
         private var head = 0
         private(set) var bytes = 0
 
@@ -59,7 +72,31 @@ extension HybridCache {
         mutating func put(_ e: Unwritten) {
             if let old = entries.updateValue(e, forKey: e.key) { bytes -= old.bytes }
             bytes += e.bytes
-            order.append((e.key, e.entry.version))
+            order.append((e.key, e.start))
+        }
+
+        /// The entry of `key` now has its record at `start` (appended anew: see
+        /// `HybridCache.copyForward` and `WriteBehind.rebuild`).
+        mutating func moveStart(_ key: String, to start: Journal.Position) {
+            guard entries[key] != nil else { return }
+            entries[key]!.start = start
+            order.append((key, start))
+        }
+
+        /// Up to `limit` entries from the oldest, in journal order, while each is live at
+        /// `now` and its record lies before `before` (the segment being written); stops at
+        /// the first that is not.
+        mutating func oldestLive(limit: Int, at now: Date, before segment: UInt64) -> [Unwritten] {
+            var out: [Unwritten] = []
+            var index = head
+            while out.count < limit, index < order.count {
+                let item = order[index]
+                index += 1
+                guard let e = entries[item.key], e.start == item.start else { continue }
+                guard e.start.segment < segment, e.isLive(at: now), e.expiresAt > e.countedFrom else { break }
+                out.append(e)
+            }
+            return out
         }
 
         @discardableResult
@@ -97,7 +134,7 @@ extension HybridCache {
         mutating func oldest() -> Unwritten? {
             while head < order.count {
                 let item = order[head]
-                if let e = entries[item.key], e.entry.version == item.version { return e }
+                if let e = entries[item.key], e.start == item.start { return e }
                 head += 1
                 if head > 4096, head * 2 > order.count {
                     order.removeFirst(head)

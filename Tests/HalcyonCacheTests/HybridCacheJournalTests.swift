@@ -29,7 +29,8 @@ final class JournalCacheFixture: Sendable {
 
     func open(
         maxUnwritten: UInt64 = 64 << 20, backlogWait: Double = 2, directValueSize: Int = 1 << 20,
-        memoryCostLimit: Int = 1 << 20, diskSizeLimit: UInt64 = 0, held: Locked<Bool>? = nil
+        memoryCostLimit: Int = 1 << 20, diskSizeLimit: UInt64 = 0, segmentSize: UInt64 = 16 << 20,
+        held: Locked<Bool>? = nil
     ) -> HybridCache {
         var memory = MemoryStorage.Config(totalCostLimit: memoryCostLimit)
         memory.clock = clock
@@ -42,6 +43,7 @@ final class JournalCacheFixture: Sendable {
         journal.maxUnwrittenBytes = maxUnwritten
         journal.backlogWait = backlogWait
         journal.directValueSize = directValueSize
+        journal.segmentSize = segmentSize
         let held = held ?? self.held
         journal.materializerHeld = { held.withLock { $0 } }
         config.journal = journal
@@ -302,6 +304,43 @@ struct HybridCacheJournalTests {
 
         let second = f.open()
         #expect(try await Self.read(second, "evicted") == nil)
+    }
+
+    @Test func recordsCopiedForwardLetTheCheckpointPassWithoutFilesAndReplayTheSameValues() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(segmentSize: 1 << 16, held: f.frozen)
+        let pad = String(repeating: "v", count: 500)
+        // Twenty keys written once pin the first segment; one hot key fills the next ones.
+        for i in 0..<20 { _ = try await Self.store(first, "k\(i)", "\(i)" + pad) }
+        for i in 0..<300 { _ = try await Self.store(first, "hot", "\(i)" + pad) }
+        guard let wb = first.writeBehind else {
+            Issue.record("no journal")
+            return
+        }
+        let segmentsBefore = first.ioQueue.sync { wb.writer.position.segment }
+        #expect(segmentsBefore >= 3)
+        let copied = first.ioQueue.sync { () -> Int in
+            let n = first.copyForward(wb, limit: 64)
+            first.checkpointIfUseful(wb, force: false)
+            return n
+        }
+        #expect(copied == 20)  // the hot key's record is already in the segment being written
+        let stats = first.stats().journal
+        #expect(stats?.recordsCopiedForward == 20)
+        #expect(stats?.segmentsDeleted ?? 0 >= 2)
+        #expect(stats?.filesWritten == 0)
+        #expect(!f.fileExists(first, "k1"))
+        // After the copies: a rewrite and a removal, which replay must keep.
+        _ = try await Self.store(first, "k0", "rewritten")
+        _ = try await result { first.remove(forKey: "k1", completion: $0) }.get()
+
+        // kill -9 and a restart: only the segments after the checkpoint are replayed.
+        let second = f.open()
+        #expect(try await Self.read(second, "k0") == "rewritten")
+        #expect(try await Self.read(second, "k1") == nil)
+        for i in 2..<20 { #expect(try await Self.read(second, "k\(i)") == "\(i)" + pad) }
+        #expect(try await Self.read(second, "hot") == "299" + pad)
     }
 
     @Test func atTheBoundWritesWaitThenGetDiskBacklogAndNothingIsLost() async throws {

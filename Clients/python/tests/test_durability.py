@@ -102,10 +102,17 @@ def _kill(d: Daemon) -> None:
     d.proc = None
 
 
-@pytest.mark.parametrize("fsync", ["everysec", "never"])
-def test_acknowledged_writes_survive_kill_9(fsync: str) -> None:
-    d = _start_daemon(["--fsync", fsync])
+@pytest.mark.parametrize("flags", [
+    ["--fsync", "everysec"],
+    ["--fsync", "never"],
+    # A journal this small fills within a round: its oldest live records are copied
+    # forward so checkpoints can pass them (recordsCopiedForward), under the kills.
+    ["--fsync", "everysec", "--journal-limit", "2MiB"],
+], ids=["everysec", "never", "copy-forward"])
+def test_acknowledged_writes_survive_kill_9(flags: List[str]) -> None:
+    d = _start_daemon(flags)
     rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+    copied = 0
     try:
         for round_ in range(3):
             # A clear acknowledged before the load: its keys must stay gone.
@@ -119,6 +126,9 @@ def test_acknowledged_writes_survive_kill_9(fsync: str) -> None:
                 t.start()
             remover.start()
             time.sleep(rng.uniform(0.3, 1.5))
+            if "--journal-limit" in flags:
+                with halcyon.Client(d.socket, timeout=20) as c:
+                    copied = max(copied, int(c.call("cache.stats")["journal"]["recordsCopiedForward"]))
             _kill(d)
             for t in [*loaders, remover]:
                 t.join(timeout=30)
@@ -141,6 +151,8 @@ def test_acknowledged_writes_survive_kill_9(fsync: str) -> None:
                 for i in range(30):
                     assert c.get(f"c{round_}-{i}") is None, "a cleared key came back"
             assert checked > 0
+        if "--journal-limit" in flags:
+            assert copied > 0, "no record was copied forward: the case tests nothing new"
     finally:
         d.stop()
         shutil.rmtree(d.folder, ignore_errors=True)

@@ -184,6 +184,7 @@ extension CacheStats {
             w.field("syncs", j.syncs); w.field("syncFailures", j.syncFailures)
             w.field("lastSyncLagMicros", Int(j.lastSyncLagMillis * 1000)); w.field("maxSyncLagMicros", Int(j.maxSyncLagMillis * 1000))
             w.field("failedAppends", j.failedAppends); w.field("journalRebuilds", j.journalRebuilds)
+            w.field("recordsCopiedForward", j.recordsCopiedForward)
             w.field("stalls", j.stalls); w.field("backlogRefusals", j.backlogRefusals)
             w.field("checkpoints", j.checkpoints); w.field("segmentsDeleted", j.segmentsDeleted)
             w.field("replayedRecords", j.replayedRecords); w.field("replayMicros", Int(j.replayMillis * 1000))
