@@ -106,11 +106,18 @@ public struct JSONWriter: Sendable {
 
     // MARK: Keys
 
-    /// Writes a member name known at compile time. It is escaped like any string, so any
-    /// text is safe; the usual ASCII names cost a plain copy.
+    /// Writes a member name known at compile time: copied as it is, between quotes, so it
+    /// must need no escape (the protocol's names are ASCII identifiers; checked in debug
+    /// builds).
     @inlinable public mutating func key(_ name: StaticString) {
         separator()
-        name.withUTF8Buffer { appendQuoted(UnsafeRawBufferPointer($0)) }
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { utf8 in
+            assert(utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
+                   "a StaticString key needing an escape")
+            bytes.append(contentsOf: utf8)
+        }
+        bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }

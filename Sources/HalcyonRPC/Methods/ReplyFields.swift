@@ -24,17 +24,17 @@ extension JSONWriter {
         }
     }
 
-    mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
-    mutating func field(_ name: String, _ value: Int) { key(name); int(Int64(value)) }
-    mutating func field(_ name: String, _ value: UInt64) { key(name); int(Int64(clamping: value)) }
-    mutating func field(_ name: String, _ value: String) { key(name); string(value) }
-    mutating func field(_ name: String, time value: Date?) { key(name); unixTime(value) }
+    mutating func field(_ name: StaticString, _ value: Bool) { key(name); bool(value) }
+    mutating func field(_ name: StaticString, _ value: Int) { key(name); int(Int64(value)) }
+    mutating func field(_ name: StaticString, _ value: UInt64) { key(name); int(Int64(clamping: value)) }
+    mutating func field(_ name: StaticString, _ value: String) { key(name); string(value) }
+    mutating func field(_ name: StaticString, time value: Date?) { key(name); unixTime(value) }
 
     /// An expiration instant, rounded UP to a whole second. The disk tier stores whole
     /// seconds already (Docs/PROTOCOL.md §5), but the memory tier keeps the exact instant (now + TTL);
     /// rounding up shows it the way the spec says stored instants are, so a client never
     /// sees a fraction and never sees a time earlier than the one the disk copy would show.
-    mutating func field(_ name: String, expiresAt value: Date?) {
+    mutating func field(_ name: StaticString, expiresAt value: Date?) {
         key(name)
         guard let value, value < .distantFuture else { return null() }
         unixTime(Date(timeIntervalSince1970: value.timeIntervalSince1970.rounded(.up)))
@@ -42,7 +42,7 @@ extension JSONWriter {
 
     /// A past instant (a last access, the start), rounded DOWN to a whole second: never
     /// later than the event itself, and whole like every other instant on the wire.
-    mutating func field(_ name: String, roundedDown value: Date?) {
+    mutating func field(_ name: StaticString, roundedDown value: Date?) {
         key(name)
         guard let value, value < .distantFuture else { return null() }
         unixTime(Date(timeIntervalSince1970: value.timeIntervalSince1970.rounded(.down)))
