@@ -74,6 +74,9 @@ struct LeaseAttempt: Sendable {
         case done
     }
 
+    /// The call's `Step`, shared by its runs, its wake and its cancel.
+    ///
+    /// Threading: any thread; `step` is a `Locked`.
     final class Progress: Sendable {
         let step = Locked(Step.reading)
     }
