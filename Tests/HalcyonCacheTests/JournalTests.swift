@@ -233,6 +233,25 @@ struct JournalTests {
         #expect(throws: CacheError.self) { try writer.append([.clear]) }
     }
 
+    @Test func everysecSyncsFullSegmentsInTheBackgroundAndSyncWaitsForThem() throws {
+        let folder = JournalTestFolder()
+        // The timer never fires during the test: only rotations and `sync()` sync.
+        let writer = try Journal.Writer(
+            directory: folder.path, config: .init(fsync: .everysec, segmentSizeLimit: 200, syncInterval: 3600))
+        let records = Self.sampleRecords(40)
+        for record in records { try writer.append([record]) }
+        let retired = writer.stats.segmentsCreated - 1
+        #expect(retired >= 2)
+        // Each full segment is synced by the background queue; `sync()` waits for those,
+        // then syncs the current one.
+        try writer.sync()
+        let stats = writer.stats
+        #expect(stats.syncs == retired + 1)
+        #expect(stats.syncFailures == 0)
+        try writer.close()
+        #expect(try Journal.recover(directory: folder.path).records.map(\.record) == records)
+    }
+
     @Test func noSpaceLeftIsATypedErrorWithErrnoAndTheJournalStaysClean() throws {
         let folder = JournalTestFolder()
         try FileManager.default.createDirectory(atPath: folder.path, withIntermediateDirectories: true)

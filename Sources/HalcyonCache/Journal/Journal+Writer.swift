@@ -60,7 +60,8 @@ extension Journal {
     /// ordered. The hybrid cache calls `append` from its ioQueue only. Under `.everysec`
     /// a timer on the private `syncQueue` ("com.halcyon.Journal.Writer.sync") runs
     /// `fdatasync` on a duplicate of the descriptor, outside the lock, so a sync never
-    /// delays an append. `@unchecked Sendable`: `state` guards all mutable state; the
+    /// delays an append; a full segment, and the folder after a new segment's creation,
+    /// are synced there too, and `sync()` waits for them. `@unchecked Sendable`: `state` guards all mutable state; the
     /// timer is a `let` set in init and only cancelled afterwards.
     public final class Writer: @unchecked Sendable {
         private struct State {
@@ -81,6 +82,9 @@ extension Journal {
             var closed = false
             /// When (monotonic ns) the oldest append not yet covered by a sync was made.
             var dirtySince: UInt64?
+            /// A segment was created since the folder was last synced (`.everysec` leaves
+            /// that to the background sync, like the records in it).
+            var directoryUnsynced = false
             var stats = Stats()
         }
 
@@ -138,7 +142,10 @@ extension Journal {
             try locked { (s: inout State) throws(CacheError) -> Position in
                 guard !s.closed else { throw .cannotWriteJournal(path: directory, errno: EBADF) }
                 if s.fd < 0 || s.broken || s.offset >= config.segmentSizeLimit {
-                    try closeSegment(&s)
+                    // Under `.everysec` a full segment is synced and closed in the
+                    // background: a rotation inside a group would otherwise hold the
+                    // caller (an event loop, for the direct path) for an `fdatasync`.
+                    if config.fsync == .everysec, !s.broken { retireInBackground(&s) } else { try closeSegment(&s) }
                     try openNextSegment(&s)
                 }
                 guard !records.isEmpty else { return Position(segment: s.sequence, offset: s.offset) }
@@ -228,6 +235,8 @@ extension Journal {
         /// Flushes the current segment to the device now (any policy).
         /// - Throws: `.cannotWriteJournal` with errno.
         public func sync() throws(CacheError) {
+            // Full segments still being synced in the background come first.
+            syncQueue.sync {}
             try locked { (s: inout State) throws(CacheError) in
                 guard s.fd >= 0 else { return }
                 let since = s.dirtySince
@@ -340,9 +349,15 @@ extension Journal {
                 unlink(path)
                 throw .cannotWriteJournal(path: path, errno: e.code)
             }
-            if config.fsync != .never {
+            switch config.fsync {
+            case .always:
                 // The new name must survive a power loss before records in it are trusted.
                 try syncDirectory(directory)
+            case .everysec:
+                // As its records: within a second, by the background sync.
+                s.directoryUnsynced = true
+            case .never:
+                break
             }
             s.fd = fd
             s.sequence = sequence
@@ -353,6 +368,31 @@ extension Journal {
             s.stats.bytesWritten += UInt64(SegmentHeader.size)
             s.stats.segmentsCreated += 1
             s.stats.liveSegments += 1
+        }
+
+        /// Hands the current segment to `syncQueue`, which syncs and closes it: the next
+        /// background sync's guarantee (a second at most) covers its last records, and
+        /// `sync()` waits for it.
+        private func retireInBackground(_ s: inout State) {
+            guard s.fd >= 0 else { return }
+            let fd = s.fd
+            let since = s.dirtySince
+            s.fd = -1
+            s.dirtySince = nil
+            syncQueue.async { [weak self] in
+                let ok = fdatasync(fd) == 0
+                let code = errno
+                Glibc.close(fd)
+                self?.state.withLock { s in
+                    if ok {
+                        s.stats.syncs += 1
+                        if let since { self?.recordLag(since: since, in: &s.stats) }
+                    } else {
+                        s.stats.syncFailures += 1
+                        s.stats.lastSyncErrno = code
+                    }
+                }
+            }
         }
 
         private func closeSegment(_ s: inout State) throws(CacheError) {
@@ -415,13 +455,23 @@ extension Journal {
 
         /// The `.everysec` timer: syncs a duplicate descriptor outside the lock.
         private func syncInBackground() {
-            let taken = state.withLock { s -> (fd: Int32, since: UInt64)? in
+            let taken = state.withLock { s -> (fd: Int32, since: UInt64, directory: Bool)? in
                 guard !s.closed, s.fd >= 0, let since = s.dirtySince else { return nil }
                 s.dirtySince = nil
-                return (dup(s.fd), since)
+                defer { s.directoryUnsynced = false }
+                return (dup(s.fd), since, s.directoryUnsynced)
             }
             guard let taken, taken.fd >= 0 else { return }
-            let (fd, since) = taken
+            let (fd, since, directory) = taken
+            if directory {
+                // The segment's name first: its records are trusted only once it is there.
+                do throws(CacheError) { try syncDirectory(self.directory) } catch {
+                    state.withLock { s in
+                        s.stats.syncFailures += 1
+                        s.directoryUnsynced = true
+                    }
+                }
+            }
             let ok = fdatasync(fd) == 0
             let code = errno
             Glibc.close(fd)
