@@ -61,8 +61,9 @@ extension Journal {
     /// a timer on the private `syncQueue` ("com.halcyon.Journal.Writer.sync") runs
     /// `fdatasync` on a duplicate of the descriptor, outside the lock, so a sync never
     /// delays an append; a full segment, and the folder after a new segment's creation,
-    /// are synced there too, and `sync()` waits for them. `@unchecked Sendable`: `state` guards all mutable state; the
-    /// timer is a `let` set in init and only cancelled afterwards.
+    /// are synced there too, and `sync()` waits for them.
+    // @unchecked Sendable: the `state` lock guards all mutable state; the timer is a `let`
+    // set in init and only cancelled afterwards.
     public final class Writer: @unchecked Sendable {
         private struct State {
             var fd: Int32 = -1
@@ -239,15 +240,13 @@ extension Journal {
             syncQueue.sync {}
             try locked { (s: inout State) throws(CacheError) in
                 guard s.fd >= 0 else { return }
+                try syncDirectoryIfNeeded(&s)
                 let since = s.dirtySince
-                if fdatasync(s.fd) != 0 {
-                    s.stats.syncFailures += 1
-                    s.stats.lastSyncErrno = errno
-                    throw .cannotWriteJournal(path: segmentPath(s.sequence), errno: errno)
-                }
+                let ok = fdatasync(s.fd) == 0
+                let code = errno
+                noteSync(ok: ok, errno: code, since: since, in: &s.stats)
+                guard ok else { throw .cannotWriteJournal(path: segmentPath(s.sequence), errno: code) }
                 s.dirtySince = nil
-                s.stats.syncs += 1
-                if let since { recordLag(since: since, in: &s.stats) }
             }
         }
 
@@ -383,15 +382,8 @@ extension Journal {
                 let ok = fdatasync(fd) == 0
                 let code = errno
                 Glibc.close(fd)
-                self?.state.withLock { s in
-                    if ok {
-                        s.stats.syncs += 1
-                        if let since { self?.recordLag(since: since, in: &s.stats) }
-                    } else {
-                        s.stats.syncFailures += 1
-                        s.stats.lastSyncErrno = code
-                    }
-                }
+                guard let self else { return }
+                state.withLock { s in noteSync(ok: ok, errno: code, since: since, in: &s.stats) }
             }
         }
 
@@ -406,11 +398,40 @@ extension Journal {
                     Glibc.close(fd)
                     throw .cannotWriteJournal(path: segmentPath(s.sequence), errno: code)
                 }
-                s.stats.syncs += 1
+                noteSync(ok: true, errno: 0, since: since, in: &s.stats)
                 s.dirtySince = nil
-                if let since { recordLag(since: since, in: &s.stats) }
+                Glibc.close(fd)
+                // A closed segment's records are synced only once its name is.
+                try syncDirectoryIfNeeded(&s)
+                return
             }
             Glibc.close(fd)
+        }
+
+        /// Syncs the folder when a segment was created in it since it was last synced
+        /// (`.everysec` leaves that to the background sync; a caller who needs it now
+        /// does it here). Under the lock.
+        private func syncDirectoryIfNeeded(_ s: inout State) throws(CacheError) {
+            guard s.directoryUnsynced else { return }
+            do throws(CacheError) {
+                try syncDirectory(directory)
+            } catch {
+                s.stats.syncFailures += 1
+                throw error
+            }
+            s.directoryUnsynced = false
+        }
+
+        /// Counts an `fdatasync` that covered the appends made since `since` (nil: none
+        /// were pending): a sync and its lag, or a failure and its errno.
+        private func noteSync(ok: Bool, errno code: Int32, since: UInt64?, in stats: inout Stats) {
+            if ok {
+                stats.syncs += 1
+                if let since { recordLag(since: since, in: &stats) }
+            } else {
+                stats.syncFailures += 1
+                stats.lastSyncErrno = code
+            }
         }
 
         private func write(heads: [UInt8], pieces: [(head: Range<Int>, value: [UInt8])], fd: Int32) -> POSIX.Errno? {
@@ -476,14 +497,8 @@ extension Journal {
             let code = errno
             Glibc.close(fd)
             state.withLock { s in
-                if ok {
-                    s.stats.syncs += 1
-                    recordLag(since: since, in: &s.stats)
-                } else {
-                    s.stats.syncFailures += 1
-                    s.stats.lastSyncErrno = code
-                    if s.dirtySince == nil { s.dirtySince = since }  // try again next tick
-                }
+                noteSync(ok: ok, errno: code, since: since, in: &s.stats)
+                if !ok, s.dirtySince == nil { s.dirtySince = since }  // try again next tick
             }
         }
 
