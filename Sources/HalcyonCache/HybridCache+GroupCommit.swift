@@ -248,10 +248,7 @@ extension HybridCache {
             guard s.forcedExtension == nil else { return nil }
             guard s.toDisk else { return .delete(key: s.key) }
             guard s.entry.bytes.count < wb.config.directValueSize else { return nil }
-            return .set(
-                key: s.key, flags: s.entry.flags, version: s.entry.version,
-                expiresAtNanos: HybridCache.nanos(s.expiresAt!), ttlNanos: s.timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
-                value: s.entry.bytes)
+            return HybridCache.setRecord(key: s.key, entry: s.entry, expiresAt: s.expiresAt!, timeToLive: s.timeToLive)
         case .touch(let t):
             guard t.forcedExtension == nil else { return nil }
             return .touch(key: t.key, expiresAtNanos: HybridCache.nanos(t.expiresAt!))
@@ -275,6 +272,14 @@ extension HybridCache {
         let n = seconds * 1e9
         guard n.isFinite else { return n > 0 ? .max : .min }
         return n >= 9.2e18 ? .max - 1 : n <= -9.2e18 ? .min + 1 : Int64(n)
+    }
+
+    /// The journal record of a set of `entry` under `key` with this lifetime (`expiresAt`
+    /// `.distantFuture`: never) and original TTL.
+    static func setRecord(key: String, entry: CacheEntry, expiresAt: Date, timeToLive: TimeInterval?) -> Journal.Record {
+        .set(
+            key: key, flags: entry.flags, version: entry.version, expiresAtNanos: nanos(expiresAt),
+            ttlNanos: timeToLive.map { clampedNanos(max(0, $0)) } ?? -1, value: entry.bytes)
     }
 
     /// Applies a write of a group being committed, in the group's order.

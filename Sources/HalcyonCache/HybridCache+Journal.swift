@@ -86,7 +86,10 @@ extension HybridCache {
         /// Whether the file `name` was evicted with records of its key perhaps still to
         /// replay. Any thread.
         func mayReplayEvicted(name: @autoclosure () -> String) -> Bool {
-            evicted.withLock { $0.isEmpty ? false : $0[name()] != nil }
+            guard !evicted.withLock({ $0.isEmpty }) else { return false }
+            // The name (a SHA-256) is computed outside the lock.
+            let name = name()
+            return evicted.withLock { $0[name] != nil }
         }
 
         /// The journal lost its segments and the table's entries are not in it again yet
@@ -128,11 +131,17 @@ extension HybridCache {
             rebuildPending = false
             counters.withLock { $0.journalRebuilds += 1 }
             moveStarts(of: entries, to: rebuilt, endingBefore: end, trailing: records)
-            let live = Set((try? Journal.SegmentName.list(in: directory)) ?? [end.segment])
+            forgetGoneSegments()
+            return end
+        }
+
+        /// Stops counting the bytes of segments no longer in the folder (deleted behind a
+        /// checkpoint, or lost with the folder).
+        func forgetGoneSegments() {
+            guard let live = try? Set(Journal.SegmentName.list(in: directory)) else { return }
             appends.withLock { a in
                 for sequence in Array(a.segmentBytes.keys) where !live.contains(sequence) { a.segmentBytes[sequence] = nil }
             }
-            return end
         }
 
         /// Points each of `entries` at its record among `restated`, which were appended

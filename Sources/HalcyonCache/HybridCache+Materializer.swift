@@ -222,12 +222,7 @@ extension HybridCache {
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }
         }
-        if deleted > 0 {
-            let live = Set((try? Journal.SegmentName.list(in: wb.directory)) ?? [])
-            wb.appends.withLock { a in
-                for sequence in Array(a.segmentBytes.keys) where !live.contains(sequence) { a.segmentBytes[sequence] = nil }
-            }
-        }
+        if deleted > 0 { wb.forgetGoneSegments() }
         wb.counters.withLock {
             $0.checkpoints += wb.lastCheckpointNanos == now ? 1 : 0
             $0.segmentsDeleted += deleted

@@ -35,11 +35,7 @@ extension HybridCache {
         /// one that expired before its file was written (so the older file still goes).
         var journalRecord: Journal.Record {
             guard expiresAt > countedFrom else { return .delete(key: key) }
-            return .set(
-                key: key, flags: entry.flags, version: entry.version,
-                expiresAtNanos: HybridCache.nanos(expiresAt),
-                ttlNanos: timeToLive.map { HybridCache.clampedNanos(max(0, $0)) } ?? -1,
-                value: entry.bytes)
+            return HybridCache.setRecord(key: key, entry: entry, expiresAt: expiresAt, timeToLive: timeToLive)
         }
 
         /// The meta a file holding this entry would have.
@@ -83,6 +79,13 @@ extension HybridCache {
             order.append((key, start))
         }
 
+        /// The entry a FIFO item stands for, unless it has moved on since (superseded, or
+        /// its record copied forward).
+        private func current(_ item: (key: String, start: Journal.Position)) -> Unwritten? {
+            guard let e = entries[item.key], e.start == item.start else { return nil }
+            return e
+        }
+
         /// Up to `limit` entries from the oldest, in journal order, while each is live at
         /// `now` and its record lies before `before` (the segment being written); stops at
         /// the first that is not.
@@ -92,7 +95,7 @@ extension HybridCache {
             while out.count < limit, index < order.count {
                 let item = order[index]
                 index += 1
-                guard let e = entries[item.key], e.start == item.start else { continue }
+                guard let e = current(item) else { continue }
                 guard e.start.segment < segment, e.isLive(at: now), e.expiresAt > e.countedFrom else { break }
                 out.append(e)
             }
@@ -134,7 +137,7 @@ extension HybridCache {
         mutating func oldest() -> Unwritten? {
             while head < order.count {
                 let item = order[head]
-                if let e = entries[item.key], e.start == item.start { return e }
+                if let e = current(item) { return e }
                 head += 1
                 if head > 4096, head * 2 > order.count {
                     order.removeFirst(head)
