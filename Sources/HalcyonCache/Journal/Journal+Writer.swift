@@ -401,8 +401,10 @@ extension Journal {
                 noteSync(ok: true, errno: 0, since: since, in: &s.stats)
                 s.dirtySince = nil
                 Glibc.close(fd)
-                // A closed segment's records are synced only once its name is.
-                try syncDirectoryIfNeeded(&s)
+                // A closed segment's records are synced only once its name is; a broken
+                // one (unlinked with its folder, or not cut back) is abandoned, its name
+                // of no use.
+                if !s.broken { try syncDirectoryIfNeeded(&s) }
                 return
             }
             Glibc.close(fd)
