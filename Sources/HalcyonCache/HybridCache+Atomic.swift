@@ -1,7 +1,8 @@
 // The conditional and read-modify-write stores: add (set-if-absent), cas
-// (compare-and-set on the version) and incr. Each is one ioQueue job that decides on the
-// queue, from the key's live entry, and then applies a plain `.store` through `perform`,
-// so it is atomic with every other write and journals like any store.
+// (compare-and-set on the version) and incr. Each is one step on the ioQueue (a job of
+// its own, or a step of its caller's direct commit, `commitDirect`) that decides from the
+// key's live entry and then applies a plain `.store` through `perform`, so it is atomic
+// with every other write and journals like any store.
 
 import Foundation
 
@@ -74,32 +75,76 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(write: .key(key), callbackQueue, options.priority, completion) { [self] () -> Result<IncrementOutcome, CacheError> in
-            let live: LiveEntry?
-            do throws(CacheError) {
-                live = try liveEntry(forKey: key, forcedExtension: options.forcedExtension)
-            } catch {
-                return .failure(error)
+        enqueue(
+            write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: 20), completion
+        ) { [self] in
+            applyUpdate(forKey: key, forcedExtension: options.forcedExtension) {
+                decideIncrement(forKey: key, by: delta, initial: initial, flags: flags, options: options, live: $0)
             }
-            var current = initial
-            if let live {
-                guard let parsed = HybridCache.decimalInteger(live.entry.bytes) else { return .success(.notAnInteger) }
-                current = parsed
+        }
+    }
+
+    /// What an update (`add`, `compareAndStore`, `increment`) decided from its key's live
+    /// entry: its answer, or the store to apply and how the store's result reads.
+    enum UpdateDecision<T> {
+        case answer(T)
+        case store(WriteOperation, (StoreResult) -> T)
+    }
+
+    /// `increment`'s decision on the key's live entry.
+    func decideIncrement(
+        forKey key: String, by delta: Int64, initial: Int64, flags: UInt32, options: Options, live: LiveEntry?
+    ) -> UpdateDecision<IncrementOutcome> {
+        var current = initial
+        if let live {
+            guard let parsed = HybridCache.decimalInteger(live.entry.bytes) else { return .answer(.notAnInteger) }
+            current = parsed
+        }
+        let (sum, overflow) = current.addingReportingOverflow(delta)
+        if overflow { return .answer(.overflow) }
+        var storeOptions = options
+        if storeOptions.diskExpiration == nil, let live {
+            storeOptions.diskExpiration = live.expiresAt == .distantFuture ? .never : .date(live.expiresAt)
+            if storeOptions.memoryExpiration == nil, !storeOptions.toDisk {
+                storeOptions.memoryExpiration = storeOptions.diskExpiration
             }
-            let (sum, overflow) = current.addingReportingOverflow(delta)
-            if overflow { return .success(.overflow) }
-            var storeOptions = options
-            if storeOptions.diskExpiration == nil, let live {
-                storeOptions.diskExpiration = live.expiresAt == .distantFuture ? .never : .date(live.expiresAt)
-                if storeOptions.memoryExpiration == nil, !storeOptions.toDisk {
-                    storeOptions.memoryExpiration = storeOptions.diskExpiration
-                }
-            }
-            let entry = CacheEntry(bytes: Array(String(sum).utf8), flags: flags)
-            return applyInJob([storeOperation(entry, forKey: key, options: storeOptions)])[0].map { outcome in
-                let r = HybridCache.storeResult(outcome)
-                return .incremented(value: sum, version: r.version ?? 0, expiresAt: r.expiresAt)
-            }
+        }
+        let entry = CacheEntry(bytes: Array(String(sum).utf8), flags: flags)
+        return .store(storeOperation(entry, forKey: key, options: storeOptions)) { r in
+            .incremented(value: sum, version: r.version ?? 0, expiresAt: r.expiresAt)
+        }
+    }
+
+    /// `add`'s and `compareAndStore`'s decision: store `entry` when `condition` holds for
+    /// the key's live entry.
+    func decideConditionalStore(
+        _ entry: CacheEntry, forKey key: String, options: Options, live: LiveEntry?, when condition: (LiveEntry?) -> Bool
+    ) -> UpdateDecision<ConditionalStoreResult> {
+        guard condition(live) else {
+            return .answer(ConditionalStoreResult(
+                stored: false, version: live?.entry.version, expiresAt: live.flatMap { HybridCache.optionalDate($0.expiresAt) }))
+        }
+        return .store(storeOperation(entry, forKey: key, options: options)) { r in
+            ConditionalStoreResult(stored: r.stored, version: r.version, expiresAt: r.expiresAt)
+        }
+    }
+
+    /// An update's step in its own ioQueue job: decides on the key's live entry, then
+    /// applies the store it decided on. ioQueue only, from a job counted in the write book.
+    func applyUpdate<T>(
+        forKey key: String, forcedExtension: String?, _ decide: (LiveEntry?) -> UpdateDecision<T>
+    ) -> Result<T, CacheError> {
+        let live: LiveEntry?
+        do throws(CacheError) {
+            live = try liveEntry(forKey: key, forcedExtension: forcedExtension)
+        } catch {
+            return .failure(error)
+        }
+        switch decide(live) {
+        case .answer(let answer):
+            return .success(answer)
+        case .store(let operation, let read):
+            return applyInJob([operation])[0].map { read(HybridCache.storeResult($0)) }
         }
     }
 
@@ -110,21 +155,12 @@ extension HybridCache {
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)?,
         when condition: @escaping @Sendable (LiveEntry?) -> Bool
     ) -> CacheTask {
-        enqueue(write: .key(key), callbackQueue, options.priority, completion) { [self] () -> Result<ConditionalStoreResult, CacheError> in
-            let live: LiveEntry?
-            do throws(CacheError) {
-                live = try liveEntry(forKey: key, forcedExtension: options.forcedExtension)
-            } catch {
-                return .failure(error)
-            }
-            guard condition(live) else {
-                return .success(ConditionalStoreResult(
-                    stored: false, version: live?.entry.version,
-                    expiresAt: live.flatMap { HybridCache.optionalDate($0.expiresAt) }))
-            }
-            return applyInJob([storeOperation(entry, forKey: key, options: options)])[0].map { outcome in
-                let r = HybridCache.storeResult(outcome)
-                return ConditionalStoreResult(stored: r.stored, version: r.version, expiresAt: r.expiresAt)
+        enqueue(
+            write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: entry.bytes.count),
+            completion
+        ) { [self] in
+            applyUpdate(forKey: key, forcedExtension: options.forcedExtension) {
+                decideConditionalStore(entry, forKey: key, options: options, live: $0, when: condition)
             }
         }
     }

@@ -3,8 +3,9 @@
 // to run takes the whole queue, appends the records with one write (Redis's rule: one
 // turn, one write, replies after), applies each in order and answers them; the jobs of
 // the others find their write done. A caller that gathers its own writes (the transport,
-// the sets of one read burst) commits them itself with `commitStores`, on the ioQueue,
-// waiting on its own thread: no hop to the ioQueue's thread and back.
+// the writes of one read burst) commits them itself with `commitDirect` (in
+// `HybridCache+DirectWrites.swift`), on the ioQueue, waiting on its own thread: no hop to
+// the ioQueue's thread and back.
 //
 // The invariant both keep: journal order is apply order. Every write is applied by the
 // same call that appended its record, before any later record is appended.
@@ -47,26 +48,6 @@ extension HybridCache {
         }
     }
 
-    /// A set that its caller commits itself with `commitStores`.
-    ///
-    /// A class: a set passes from the transport's group through the dispatcher to the
-    /// commit, and a struct of this size would be copied (and every reference in it
-    /// retained) at each step.
-    ///
-    /// Threading: immutable; any thread.
-    public final class DirectStore: Sendable {
-        public let key: String
-        public let entry: CacheEntry
-        /// `diskExpiration` and `memoryExpiration` apply; see `canCommitStore`.
-        public let options: Options
-
-        public init(key: String, entry: CacheEntry, options: Options) {
-            self.key = key
-            self.entry = entry
-            self.options = options
-        }
-    }
-
     /// Queues a write with the journal on. The pending write joins the write book's
     /// journal queue under the same lock as its ioQueue job, so a job finds every write
     /// queued before it in the queue or already done.
@@ -98,49 +79,6 @@ extension HybridCache {
             }
         }
         return task
-    }
-
-    /// Whether `commitStores` would take a store with these options now without making
-    /// its caller wait: the ioQueue has no job queued or running (a sweep, a disk read,
-    /// `debug.sleep`; only other callers' commits, which are short), the journal is on,
-    /// its fsync policy never makes a commit wait for the device, the value goes in the
-    /// journal, and the bounds are far enough that the commit will not wait for the
-    /// materializer. Otherwise use `store`, whose waits happen on the ioQueue.
-    public func canCommitStore(valueSize: Int, options: Options) -> Bool {
-        guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle else { return false }
-        return WriteOperation.journalsValue(
-            toDisk: options.toDisk, forcedExtension: options.forcedExtension, size: valueSize,
-            directValueSize: wb.config.directValueSize)
-            && wb.recentPressure.load(ordering: .relaxed) < 900
-    }
-
-    /// Stores every entry of `stores`, in order, as one group: on the ioQueue after every
-    /// write queued before, with one journal append, waiting on the caller's thread
-    /// (`DispatchQueue.sync`; when the queue is idle the work runs on this thread). The
-    /// writes are applied and uncounted when this returns, so the caller may answer them
-    /// at once and its next read sees them. Results are in `stores`' order, as `store`
-    /// gives them.
-    ///
-    /// - Important: never on the ioQueue, nor from work the ioQueue waits for (a
-    ///   completion delivered `.untouch`): the ioQueue would wait for itself. Check
-    ///   `canCommitStore` first; a store it refuses is still applied correctly here, but
-    ///   may wait on the caller's thread (for a bound, for the device).
-    public func commitStores(_ stores: [DirectStore]) -> [Result<StoreResult, CacheError>] {
-        dispatchPrecondition(condition: .notOnQueue(ioQueue))
-        let group = stores.map { s in
-            PendingWrite(storeOperation(s.entry, forKey: s.key, options: s.options), scope: .direct, task: nil, finish: nil)
-        }
-        let outcomes = ioQueue.sync { [self] () -> [Result<WriteOutcome, CacheError>?] in
-            // What other threads queued first keeps its place ahead of this group.
-            commitQueuedWrites()
-            writes.withLock { book in
-                for p in group { register(p.scope, in: &book) }
-            }
-            return commit(group)
-        }
-        return outcomes.map { outcome -> Result<StoreResult, CacheError> in
-            (outcome ?? .failure(CacheError.cancelled(started: false))).map(HybridCache.storeResult)
-        }
     }
 
     /// Applies `operations`, in order, from inside a job already counted in the write book
@@ -179,7 +117,7 @@ extension HybridCache {
     /// tasks, appends their records with one write, applies each in order, then uncounts
     /// them all. Returns each write's outcome (nil for one cancelled before it began).
     /// A failed append fails every write of the group; none of them is applied.
-    private func commit(_ group: [PendingWrite]) -> [Result<WriteOutcome, CacheError>?] {
+    func commit(_ group: [PendingWrite]) -> [Result<WriteOutcome, CacheError>?] {
         dispatchPrecondition(condition: .onQueue(ioQueue))
         for p in group {
             p.taken = true

@@ -18,7 +18,7 @@ import Synchronization
 /// ```
 ///
 /// Threading: every method may be called from any thread and never blocks on the ioQueue,
-/// except `commitStores`, whose caller waits for it (see there).
+/// except `commitDirect`, whose caller waits for it (see there).
 /// - Writes (`store`, `touch`, `remove`, `clear`, `removeExpired`, `trim`, the sweep,
 ///   write-backs) are `WriteOperation` values applied by `perform` on `ioQueue` in call
 ///   order, changing both tiers there as one step. Exception: a `store` with
@@ -158,12 +158,12 @@ public final class HybridCache: @unchecked Sendable {
     /// The disk tier. Thread-safe; using it directly bypasses the ioQueue's ordering.
     public let diskStorage: DiskStorage.Backend
     /// The one serial queue that runs every write, every queued disk read, the sweep and
-    /// `debugSleep`, in the order they were asked for. Only `commitStores` runs `sync` on
+    /// `debugSleep`, in the order they were asked for. Only `commitDirect` runs `sync` on
     /// it, and only when nothing else is queued (`ioJobs`). Not public: other modules
     /// reach it only through the methods named for what they need.
     let ioQueue: DispatchQueue
     /// The ioQueue's jobs queued or running; every job goes through `submit` (or, for
-    /// timers, `ioJobs.counting`), so `commitStores` can see whether it would wait.
+    /// timers, `ioJobs.counting`), so `commitDirect` can see whether it would wait.
     let ioJobs = IOQueueJobs()
 
     /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
@@ -205,7 +205,7 @@ public final class HybridCache: @unchecked Sendable {
 
         /// Journaled writes queued and not yet taken by a group commit, in queue order.
         var journalQueue: [PendingWrite] = []
-        /// Sets of a direct commit (`commitStores`) under way. Their keys are not counted
+        /// Sets of a direct commit (`commitDirect`) under way. Their keys are not counted
         /// one by one: a commit runs as one step inside the ioQueue, its writes are not
         /// acknowledged before it ends, and a read that races them may see either value,
         /// as a read racing any unacknowledged write may. Only an inline store must not
@@ -360,8 +360,14 @@ public final class HybridCache: @unchecked Sendable {
     /// Queues `work` on the ioQueue. A write (`scope` non-nil) is counted in the write
     /// book from enqueue until its effects are in place, which is what makes later reads
     /// of its key queue behind it. A cancelled job is skipped and still uncounted.
+    ///
+    /// `short`: the job touches at most one small file (an update whose store goes to the
+    /// journal), so it is counted in `ioJobs` only while it runs, like a materializer
+    /// slice: counted from its queueing, one update that had to be queued would keep the
+    /// next ones off the direct path for as long as they keep coming.
     func enqueue<T: Sendable>(
         write scope: WriteScope?, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        short: Bool = false,
         _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
         _ work: @escaping @Sendable () -> Result<T, CacheError>
     ) -> CacheTask {
@@ -376,7 +382,7 @@ public final class HybridCache: @unchecked Sendable {
             // which they were counted, and a reader that saw the count queues after the write.
             writes.withLock { book in
                 register(scope, in: &book)
-                submit(job)
+                if short { ioQueue.async(execute: ioJobs.counting(job)) } else { submit(job) }
             }
         } else {
             submit(job)

@@ -1,6 +1,7 @@
-// The direct write path: a `cache.set` the journal can take at once is not queued on its
-// own. The transport gathers the sets of one read burst and commits them as one group
-// from its own thread (`HybridCache.commitStores`), then writes their replies straight
+// The direct write path: a write the journal can take at once (`cache.set`, and the
+// read-modify-writes `cache.add`, `cache.cas` and `cache.incr`) is not queued on its
+// own. The transport gathers the writes of one read burst and commits them as one group
+// from its own thread (`HybridCache.commitDirect`), then writes their replies straight
 // into its reply buffer: no storage task, no responder, no hop to the ioQueue's thread
 // and back. Anything else (bad params, a value too large for the journal, a forced
 // extension, `toDisk: false`, `--fsync always`, bounds nearly full) is left to `handle`,
@@ -10,39 +11,49 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// A `cache.set` waiting to be committed with the others of its burst.
+    /// A write waiting to be committed with the others of its burst.
     public struct DirectWrite: Sendable {
         let id: RPCID
-        let store: HybridCache.DirectStore
+        let write: HybridCache.DirectWrite
 
-        /// The value's bytes (the transport bounds a group by them).
-        public var valueSize: Int { store.entry.bytes.count }
+        /// The bytes of the value it may store (the transport bounds a group by them).
+        public var valueSize: Int { write.valueSize }
         /// The key it writes.
-        public var key: String { store.key }
+        public var key: String { write.key }
     }
+
+    /// A method's direct write, from its checked params and the connection's options.
+    /// Throws what `handle` would refuse the request with (which then answers it).
+    typealias DirectWriteBuilder = @Sendable (_ params: Params, _ options: HybridCache.Options)
+        throws(RPCError) -> HybridCache.DirectWrite
+
+    /// The methods with a direct path; each must be a `write` line of the table.
+    static let directWrites: [(String, DirectWriteBuilder)] = [
+        ("cache.set", WriteMethods.directSet),
+        ("cache.add", AtomicMethods.directAdd),
+        ("cache.cas", AtomicMethods.directCas),
+        ("cache.incr", AtomicMethods.directIncr),
+    ]
 
     /// The request as a direct write, or nil: then hand it to `handle` (which refuses bad
     /// params with the same error). Only for requests with an id.
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
     public func directWrite(_ request: RPCRequest, id: RPCID, session: ConnectionSession) -> DirectWrite? {
-        guard let spec = request.route?.spec, spec.name == Self.directWriteMethod else { return nil }
+        guard let route = request.route, let build = route.directWrite else { return nil }
         do throws(RPCError) {
-            let (params, options) = try prepare(spec, request, session: session)
-            let set = try WriteMethods.SetParams(params, options)
-            guard cache.canCommitStore(valueSize: set.entry.bytes.count, options: set.options) else { return nil }
-            return DirectWrite(id: id, store: .init(key: set.key, entry: set.entry, options: set.options))
+            let (params, options) = try prepare(route.spec, request, session: session)
+            let write = try build(params, options)
+            guard cache.canCommitDirect(write) else { return nil }
+            return DirectWrite(id: id, write: write)
         } catch {
             return nil
         }
     }
 
-    /// The one method with a direct path.
-    static let directWriteMethod = "cache.set"
-
-    /// Whether requests of `method` may take the direct path (`directWrite` decides).
-    public func hasDirectWrite(_ method: String) -> Bool {
-        method == Self.directWriteMethod
+    /// Whether `request`'s method may take the direct path (`directWrite` decides).
+    public func hasDirectWrite(_ request: RPCRequest) -> Bool {
+        request.route?.directWrite != nil
     }
 
     /// What a memory-answered read of `request` depends on, for a transport holding
@@ -58,30 +69,51 @@ extension Dispatcher {
     /// A committed direct write: what its reply says.
     public struct DirectOutcome: Sendable {
         let write: DirectWrite
-        let result: Result<HybridCache.StoreResult, CacheError>
+        let result: HybridCache.DirectOutcome
+
+        /// Whether the write may have changed its key, so the key's lease ends: a refusal
+        /// (`stored: false`, not an integer, an overflow) or a failure did not.
+        var mayHaveWritten: Bool {
+            switch result {
+            case .stored(let r): Leases.mayHaveWritten(r) { _ in true }
+            case .conditional(let r): Leases.mayHaveWritten(r) { $0.stored }
+            case .incremented(let r): Leases.mayHaveWritten(r) { if case .incremented = $0 { true } else { false } }
+            }
+        }
     }
 
-    /// Commits `writes` as one group, in order (one journal append; see
-    /// `HybridCache.commitStores`). Write each reply with `writeReply`, then call
-    /// `endLeases` once they are all written.
+    /// Commits `writes` as one group, in order (see `HybridCache.commitDirect`). Write
+    /// each reply with `writeReply`, then call `endLeases` once they are all written.
     ///
     /// Threading: on an event loop thread; it waits there for the ioQueue.
     public func commitDirectWrites(_ writes: [DirectWrite]) -> [DirectOutcome] {
-        let results = cache.commitStores(writes.map(\.store))
+        let results = cache.commitDirect(writes.map(\.write))
         return zip(writes, results).map { DirectOutcome(write: $0, result: $1) }
     }
 
     /// Appends the reply line of `outcome` to `writer`; returns its error (nil for a
-    /// success).
+    /// success). The same line `handle` would have answered with.
     public func writeReply(_ outcome: DirectOutcome, into writer: inout JSONWriter) -> RPCError? {
+        let id = outcome.write.id
         switch outcome.result {
-        case .success(let r):
-            return RPCResponseWriter.success(id: outcome.write.id, into: &writer) { (w: inout JSONWriter) in
-                WriteMethods.writeSet(r, into: &w)
+        case .stored(let r): return Self.reply(r, id: id, into: &writer, WriteMethods.writeSet)
+        case .conditional(let r): return Self.reply(r, id: id, into: &writer) { r, w in w.conditionalStore(r) }
+        case .incremented(let r): return Self.reply(r, id: id, into: &writer, AtomicMethods.writeIncrement)
+        }
+    }
+
+    private static func reply<T>(
+        _ result: Result<T, CacheError>, id: RPCID, into writer: inout JSONWriter,
+        _ write: (T, inout JSONWriter) throws(RPCError) -> Void
+    ) -> RPCError? {
+        switch result {
+        case .success(let value):
+            return RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+                try write(value, &w)
             }
         case .failure(let failure):
             let error = RPCError(failure)
-            RPCResponseWriter.error(id: outcome.write.id, error, into: &writer)
+            RPCResponseWriter.error(id: id, error, into: &writer)
             return error
         }
     }
@@ -90,8 +122,8 @@ extension Dispatcher {
     /// answered on this thread before this returns, so call it after the replies of the
     /// outcomes are written and with no reply buffer borrowed.
     public func endLeases(_ outcomes: [DirectOutcome]) {
-        for outcome in outcomes where Leases.mayHaveWritten(outcome.result, { _ in true }) {
-            leases.written(key: outcome.write.store.key)
+        for outcome in outcomes where outcome.mayHaveWritten {
+            leases.written(key: outcome.write.key)
         }
     }
 }

@@ -484,7 +484,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private func mustFollowDirectWrites(_ element: RPCElement, batch: BatchReply?) -> Bool {
         guard batch == nil, case .untouch = session.callbackQueue, case .request(let request) = element,
               request.id != nil else { return true }
-        return !dispatcher.hasDirectWrite(request.method) && !readsNoPendingKey(request)
+        return !dispatcher.hasDirectWrite(request) && !readsNoPendingKey(request)
     }
 
     /// `request` has a memory answer that reads no key of the direct sets waiting.

@@ -4,7 +4,8 @@ import HalcyonRPC
 import HalcyonCache
 import NIOCore
 
-/// The `cache.set`s the connections of one event loop gathered during one turn of the
+/// The direct writes (`cache.set`, `cache.add`, `cache.cas`, `cache.incr`: see
+/// `Dispatcher.directWrites`) the connections of one event loop gathered during one turn of the
 /// loop, committed as one group when the turn's reads are done (a task queued on the loop
 /// runs after every channel's reads of the turn): Redis's rule, the writes of one turn of
 /// the event loop share one `write(2)`. A connection gathering its own sets made groups of
@@ -42,7 +43,7 @@ final class DirectWriteGroup {
         self.eventLoop = eventLoop
     }
 
-    /// Gathers a set of `handler`'s; committed at the end of this turn at the latest.
+    /// Gathers a write of `handler`'s; committed at the end of this turn at the latest.
     func add(_ write: Dispatcher.DirectWrite, observed: Observer.Request?, from handler: ConnectionHandler) {
         entries.append(Entry(handler: handler, write: write, observed: observed))
         bytes += write.valueSize
@@ -59,7 +60,7 @@ final class DirectWriteGroup {
         }
     }
 
-    /// Commits every set gathered so far, of every connection (see the type's comment).
+    /// Commits every write gathered so far, of every connection (see the type's comment).
     func commit() {
         guard !entries.isEmpty else { return }
         let taken = entries

@@ -231,6 +231,71 @@ struct HybridCacheJournalTests {
         }
     }
 
+    /// A direct commit (what an event loop runs for the writes of one read burst): each
+    /// update decides on the writes before it in the same commit, refusals change
+    /// nothing, and a crash replays exactly the values the outcomes reported.
+    @Test func aDirectCommitDecidesEachUpdateOnTheWritesBeforeItAndReplaysThem() async throws {
+        let f = JournalCacheFixture()
+        f.held.withLock { $0 = true }
+        let first = f.open(held: f.frozen)
+        func entry(_ text: String) -> CacheEntry { CacheEntry(bytes: Array(text.utf8)) }
+        func store(_ key: String, _ text: String) -> HybridCache.DirectWrite {
+            .store(.init(key: key, entry: entry(text), options: .init()))
+        }
+        func update(_ key: String, _ change: HybridCache.DirectUpdate.Change) -> HybridCache.DirectWrite {
+            .update(.init(key: key, change: change, options: .init()))
+        }
+        let outcomes = first.commitDirect([
+            store("n", "5"),
+            update("n", .increment(by: 2, initial: 0, flags: 0)),
+            update("n", .add(entry("x"))),
+            update("fresh", .add(entry("1"))),
+            update("fresh", .increment(by: 10, initial: 0, flags: 0)),
+            store("text", "abc"),
+            update("text", .increment(by: 1, initial: 0, flags: 0)),
+            update("counter", .increment(by: -3, initial: 100, flags: 0)),
+        ])
+        #expect(outcomes.count == 8)
+        guard case .stored(.success(let set)) = outcomes[0], let setVersion = set.version,
+              case .incremented(.success(.incremented(let seven, let sevenVersion, _))) = outcomes[1],
+              case .conditional(.success(let refused)) = outcomes[2],
+              case .conditional(.success(let added)) = outcomes[3],
+              case .incremented(.success(.incremented(let eleven, _, _))) = outcomes[4],
+              case .incremented(.success(let notInteger)) = outcomes[6],
+              case .incremented(.success(.incremented(let ninetySeven, _, _))) = outcomes[7]
+        else {
+            Issue.record("unexpected outcomes: \(outcomes)")
+            return
+        }
+        #expect(seven == 7 && sevenVersion > setVersion)
+        #expect(!refused.stored && refused.version == sevenVersion)
+        #expect(added.stored)
+        #expect(eleven == 11)
+        #expect(notInteger == .notAnInteger)
+        #expect(ninetySeven == 97)
+
+        // A compare-and-set on the version the increment reported wins once; the second,
+        // on the same (now old) version, is refused.
+        let swaps = first.commitDirect([
+            update("n", .compareAndStore(entry("100"), version: sevenVersion)),
+            update("n", .compareAndStore(entry("200"), version: sevenVersion)),
+        ])
+        guard case .conditional(.success(let won)) = swaps[0], case .conditional(.success(let lost)) = swaps[1] else {
+            Issue.record("unexpected outcomes: \(swaps)")
+            return
+        }
+        #expect(won.stored && !lost.stored && lost.version == won.version)
+        #expect(try await Self.read(first, "n") == "100")
+
+        // kill -9 and a restart: nothing reached a file; the journal gives back every value.
+        for key in ["n", "fresh", "text", "counter"] { #expect(!f.fileExists(first, key), "\(key)") }
+        let second = f.open()
+        #expect(try await Self.read(second, "n") == "100")
+        #expect(try await Self.read(second, "fresh") == "11")
+        #expect(try await Self.read(second, "text") == "abc")
+        #expect(try await Self.read(second, "counter") == "97")
+    }
+
     /// Removals that do not go through group commit (removePrefix, a `toDisk: false`
     /// store of setMany) journal their own delete: after a crash the journal's older set
     /// records must not bring the keys back.

@@ -74,6 +74,62 @@ struct DirectWritesEndToEndTests {
         #expect(replies[8]?["result"]?["size"]?.int64 == 5)
     }
 
+    /// Atomic writes sent in one burst with sets and reads: each decides on everything
+    /// before it on the line stream, refusals come back in their places, and another
+    /// connection's increments of the same counter are never lost.
+    @Test func pipelinedAtomicWritesDecideOnWhatCameBefore() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        let other = try daemon.client()
+        _ = try client.result("debug.sleep", #"{"seconds":0}"#)
+        let lines = [
+            #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"n","value":"5"}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"cache.incr","params":{"key":"n","by":2}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"cache.get","params":{"key":"n"}}"#,
+            #"{"jsonrpc":"2.0","id":4,"method":"cache.add","params":{"key":"n","value":"x"}}"#,
+            #"{"jsonrpc":"2.0","id":5,"method":"cache.add","params":{"key":"a","value":"first"}}"#,
+            #"{"jsonrpc":"2.0","id":6,"method":"cache.add","params":{"key":"a","value":"second"}}"#,
+            #"{"jsonrpc":"2.0","id":7,"method":"cache.incr","params":{"key":"a"}}"#,
+            #"{"jsonrpc":"2.0","id":8,"method":"cache.incr","params":{"key":"n","by":9223372036854775807}}"#,
+            #"{"jsonrpc":"2.0","id":9,"method":"cache.get","params":{"key":"a"}}"#,
+            #"{"jsonrpc":"2.0","id":10,"method":"cache.incr","params":{"key":"n"}}"#,
+        ]
+        try client.sendRaw(Array((lines.joined(separator: "\n") + "\n").utf8))
+        let replies = try client.readReplies(10)
+        #expect(replies[1]?["result"]?["stored"]?.bool == true)
+        #expect(replies[2]?["result"]?["value"]?.int64 == 7)
+        #expect(replies[3]?["result"]?["value"]?.int64 == 7)
+        #expect(replies[4]?["result"]?["stored"]?.bool == false)
+        #expect(replies[4]?["result"]?["version"]?.int64 == replies[2]?["result"]?["version"]?.int64)
+        #expect(replies[5]?["result"]?["stored"]?.bool == true)
+        #expect(replies[6]?["result"]?["stored"]?.bool == false)
+        #expect(replies[7]?["error"]?["data"]?["reason"]?.string == "notAnInteger")
+        #expect(replies[8]?["error"]?["data"]?["reason"]?.string == "integerOverflow")
+        #expect(replies[9]?["result"]?["value"]?.string == "first")
+        #expect(replies[10]?["result"]?["value"]?.int64 == 8)
+
+        // A compare-and-set with the version the last increment reported wins; then both
+        // connections pipeline increments of one counter: every one counts.
+        let version = replies[10]?["result"]?["version"]?.int64 ?? -1
+        let swapped = try client.result("cache.cas", #"{"key":"n","value":"0","version":\#(version)}"#)
+        #expect(swapped["stored"]?.bool == true)
+        let increments = (1...200).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"cache.incr","params":{"key":"n"}}"# }
+        let burst = Array((increments.joined(separator: "\n") + "\n").utf8)
+        try client.sendRaw(burst)
+        try other.sendRaw(burst)
+        var seen = Set<Int64>()
+        for connection in [client, other] {
+            let answers = try connection.readReplies(200)
+            for id in 1...200 {
+                if let value = answers[Int64(id)]?["result"]?["value"]?.int64 { seen.insert(value) }
+            }
+        }
+        // 400 distinct values from 1 to 400: every increment counted once.
+        #expect(seen.count == 400 && seen.min() == 1 && seen.max() == 400, "\(seen.count) distinct values")
+        #expect(try client.result("cache.get", #"{"key":"n"}"#)["value"]?.int64 == 400)
+    }
+
     /// Versions grow in the order of the sets, within a group and across groups.
     @Test func versionsFollowTheOrderOfTheSets() throws {
         let daemon = try DaemonProcess()

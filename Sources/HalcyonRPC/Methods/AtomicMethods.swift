@@ -1,6 +1,7 @@
 // The atomic writes: cache.add (set-if-absent), cache.cas (compare-and-set on the
 // version) and cache.incr. Each is one step on the ioQueue, in order with every other
-// write; a stored value ends the key's lease like any write.
+// write (queued, or in its burst's direct commit); a stored value ends the key's lease
+// like any write.
 
 import Foundation
 import HalcyonCache
@@ -23,11 +24,11 @@ extension Dispatcher {
         /// `cache.cas`
         static func cas(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, entry, options) = try call.storeRequest()
-            guard let version = try call.params.int64("version") else { throw .missingParam("version") }
+            let version = try casVersion(call.params)
             let responder = call.responder
             let leases = dispatcher.leases
             return dispatcher.cache.compareAndStore(
-                entry, forKey: key, version: UInt64(bitPattern: version), options: options,
+                entry, forKey: key, version: version, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
                 if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
@@ -37,37 +38,77 @@ extension Dispatcher {
 
         /// `cache.incr`
         static func incr(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            let key = try call.params.key()
-            let by = try call.params.int64("by") ?? 1
-            let initial = try call.params.int64("initial") ?? 0
-            var options = try call.optionsWithExpirations()
-            options.toDisk = try call.params.bool("toDisk", default: true)
+            let p = try IncrParams(call.params, call.options)
             let responder = call.responder
             let leases = dispatcher.leases
             return dispatcher.cache.increment(
-                forKey: key, by: by, initial: initial, flags: ValueEncoding.json.flags, options: options,
+                forKey: p.key, by: p.by, initial: p.initial, flags: ValueEncoding.json.flags, options: p.options,
                 callbackQueue: call.callbackQueue
             ) { result in
                 if Leases.mayHaveWritten(result, { if case .incremented = $0 { true } else { false } }) {
-                    leases.written(key: key)
+                    leases.written(key: p.key)
                 }
-                responder.finish(result) { (outcome, w) throws(RPCError) in
-                    switch outcome {
-                    case .incremented(let value, let version, let expiresAt):
-                        w.beginObject()
-                        w.field("value", Int(value))
-                        w.field("version", version)
-                        w.field("expiresAt", expiresAt: expiresAt)
-                        w.endObject()
-                    case .notAnInteger:
-                        throw .invalidParams(reason: .notAnInteger, param: "key",
-                                             message: "the value under the key is not a JSON integer")
-                    case .overflow:
-                        throw .invalidParams(reason: .integerOverflow, param: "by",
-                                             message: "the result does not fit a signed 64-bit integer")
-                    }
-                }
+                responder.finish(result, writeIncrement)
             }
+        }
+
+        /// What `cache.incr` takes.
+        struct IncrParams: Sendable {
+            var key: String
+            var by: Int64
+            var initial: Int64
+            var options: HybridCache.Options
+
+            init(_ params: Params, _ connectionOptions: HybridCache.Options) throws(RPCError) {
+                key = try params.key()
+                by = try params.int64("by") ?? 1
+                initial = try params.int64("initial") ?? 0
+                options = try MethodCall.optionsWithExpirations(params, connectionOptions)
+                options.toDisk = try params.bool("toDisk", default: true)
+            }
+        }
+
+        /// `cache.incr`'s result, or its refusal.
+        @Sendable static func writeIncrement(_ outcome: HybridCache.IncrementOutcome, into w: inout JSONWriter) throws(RPCError) {
+            switch outcome {
+            case .incremented(let value, let version, let expiresAt):
+                w.beginObject()
+                w.field("value", Int(value))
+                w.field("version", version)
+                w.field("expiresAt", expiresAt: expiresAt)
+                w.endObject()
+            case .notAnInteger:
+                throw .invalidParams(reason: .notAnInteger, param: "key",
+                                     message: "the value under the key is not a JSON integer")
+            case .overflow:
+                throw .invalidParams(reason: .integerOverflow, param: "by",
+                                     message: "the result does not fit a signed 64-bit integer")
+            }
+        }
+
+        // The direct paths (`Dispatcher.directWrites`): the same params, read the same way.
+
+        @Sendable static func directAdd(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
+            let s = try WriteMethods.SetParams(params, options)
+            return .update(.init(key: s.key, change: .add(s.entry), options: s.options))
+        }
+
+        @Sendable static func directCas(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
+            let s = try WriteMethods.SetParams(params, options)
+            let version = try casVersion(params)
+            return .update(.init(key: s.key, change: .compareAndStore(s.entry, version: version), options: s.options))
+        }
+
+        @Sendable static func directIncr(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
+            let p = try IncrParams(params, options)
+            return .update(.init(
+                key: p.key, change: .increment(by: p.by, initial: p.initial, flags: ValueEncoding.json.flags), options: p.options))
+        }
+
+        /// `cache.cas`'s `version`.
+        static func casVersion(_ params: Params) throws(RPCError) -> UInt64 {
+            guard let version = try params.int64("version") else { throw .missingParam("version") }
+            return UInt64(bitPattern: version)
         }
     }
 
@@ -83,14 +124,8 @@ extension MethodCall {
 
     /// The key, the entry and the options of a set-shaped request, read in cache.set's order.
     func storeRequest() throws(RPCError) -> (key: String, entry: CacheEntry, options: HybridCache.Options) {
-        let key = try params.key()
-        let encoding = try params.encoding("encoding") ?? .utf8
-        let bytes = try params.valueBytes(encoding: encoding)
-        var options = try optionsWithExpirations()
-        options.toDisk = try params.bool("toDisk", default: true)
-        options.forcedExtension = try params.string("forcedExtension")
-        _ = try params.string("lease")  // any write of the key ends its lease
-        return (key, CacheEntry(bytes: bytes, flags: encoding.flags), options)
+        let s = try Dispatcher.WriteMethods.SetParams(params, options)
+        return (s.key, s.entry, s.options)
     }
 }
 

@@ -11,25 +11,33 @@ public final class MethodRoute: Sendable {
     let spec: MethodSpec
     /// The synchronous answer from memory (`Dispatcher.memoryAnswers`), if the method has one.
     let memoryAnswer: Dispatcher.MemoryAnswer?
+    /// The direct write (`Dispatcher.directWrites`), if the method has one.
+    let directWrite: Dispatcher.DirectWriteBuilder?
     /// The method's position in `Dispatcher.methodNames`.
     public let index: Int
 
     public var flags: MethodFlags { spec.flags }
 
-    private init(spec: MethodSpec, memoryAnswer: Dispatcher.MemoryAnswer?, index: Int) {
+    private init(
+        spec: MethodSpec, memoryAnswer: Dispatcher.MemoryAnswer?, directWrite: Dispatcher.DirectWriteBuilder?, index: Int
+    ) {
         self.spec = spec
         self.memoryAnswer = memoryAnswer
+        self.directWrite = directWrite
         self.index = index
     }
 
     /// The position of `name` in `Dispatcher.methodNames`; nil for a name the table lacks.
     public static func index(of name: String) -> Int? { byName[name]?.index }
 
-    /// Every line of the table by name; checked once, when first used: no name twice,
-    /// and a memory answer only for a `fast` method that is not a debug method.
+    /// Every line of the table by name; checked once, when first used: no name twice, a
+    /// memory answer only for a `fast` method that is not a debug method, a direct write
+    /// only for a `write` method.
     static let byName: [String: MethodRoute] = {
         var answers: [String: Dispatcher.MemoryAnswer] = [:]
         for (name, answer) in Dispatcher.memoryAnswers { answers[name] = answer }
+        var directs: [String: Dispatcher.DirectWriteBuilder] = [:]
+        for (name, build) in Dispatcher.directWrites { directs[name] = build }
         var routes: [String: MethodRoute] = [:]
         for (index, spec) in Dispatcher.methodTable.enumerated() {
             precondition(routes[spec.name] == nil, "method table: \(spec.name) twice")
@@ -38,9 +46,14 @@ public final class MethodRoute: Sendable {
                 precondition(spec.flags.contains(.fast) && !spec.flags.contains(.debug),
                              "memory answers: \(spec.name) is not a fast method of the table")
             }
-            routes[spec.name] = MethodRoute(spec: spec, memoryAnswer: answer, index: index)
+            let direct = directs.removeValue(forKey: spec.name)
+            if direct != nil {
+                precondition(spec.flags.contains(.write), "direct writes: \(spec.name) is not a write method of the table")
+            }
+            routes[spec.name] = MethodRoute(spec: spec, memoryAnswer: answer, directWrite: direct, index: index)
         }
         precondition(answers.isEmpty, "memory answers: \(answers.keys.sorted()) not in the method table")
+        precondition(directs.isEmpty, "direct writes: \(directs.keys.sorted()) not in the method table")
         return routes
     }()
 }

@@ -41,6 +41,12 @@ extension Dispatcher {
             }
         }
 
+        /// `cache.set`'s direct path (`Dispatcher.directWrites`).
+        @Sendable static func directSet(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
+            let s = try SetParams(params, options)
+            return .store(.init(key: s.key, entry: s.entry, options: s.options))
+        }
+
         /// `cache.set`'s result.
         @Sendable static func writeSet(_ r: HybridCache.StoreResult, into w: inout JSONWriter) {
             w.beginObject()

@@ -1,0 +1,315 @@
+// The direct commit: writes a caller gathers itself (the transport, the writes of one
+// read burst) and commits on the ioQueue while it waits on its own thread, instead of
+// queueing a job per write and being called back. Sets go to the journal as one group
+// (`commit`); an add, a compare-and-set or an increment decides from what the writes
+// before it in the same commit left, then appends its own record (`applyInJob`), exactly
+// as its queued job would.
+
+import Foundation
+
+extension HybridCache {
+    /// A set that its caller commits itself with `commitDirect`.
+    ///
+    /// A class: a set passes from the transport's group through the dispatcher to the
+    /// commit, and a struct of this size would be copied (and every reference in it
+    /// retained) at each step.
+    ///
+    /// Threading: immutable; any thread.
+    public final class DirectStore: Sendable {
+        public let key: String
+        public let entry: CacheEntry
+        /// `diskExpiration` and `memoryExpiration` apply; see `canCommitDirect`.
+        public let options: Options
+
+        public init(key: String, entry: CacheEntry, options: Options) {
+            self.key = key
+            self.entry = entry
+            self.options = options
+        }
+    }
+
+    /// An add, a compare-and-set or an increment that its caller commits itself with
+    /// `commitDirect`: the same step as `add`, `compareAndStore` and `increment` take in
+    /// their own ioQueue jobs.
+    ///
+    /// Threading: immutable; any thread.
+    public final class DirectUpdate: Sendable {
+        public enum Change: Sendable {
+            /// `add`: store when the key holds no live entry.
+            case add(CacheEntry)
+            /// `compareAndStore`: store when the live entry has this version.
+            case compareAndStore(CacheEntry, version: UInt64)
+            /// `increment`.
+            case increment(by: Int64, initial: Int64, flags: UInt32)
+        }
+
+        public let key: String
+        public let change: Change
+        /// As for the method the change stands for; see `canCommitDirect`.
+        public let options: Options
+
+        public init(key: String, change: Change, options: Options) {
+            self.key = key
+            self.change = change
+            self.options = options
+        }
+
+        /// The bytes of the value it may store (an increment's are a few digits).
+        var valueSize: Int {
+            switch change {
+            case .add(let entry), .compareAndStore(let entry, _): entry.bytes.count
+            case .increment: 20
+            }
+        }
+    }
+
+    /// One write of a direct commit.
+    public enum DirectWrite: Sendable {
+        case store(DirectStore)
+        case update(DirectUpdate)
+
+        /// The key it writes.
+        public var key: String {
+            switch self {
+            case .store(let s): s.key
+            case .update(let u): u.key
+            }
+        }
+
+        /// The bytes of the value it may store.
+        public var valueSize: Int {
+            switch self {
+            case .store(let s): s.entry.bytes.count
+            case .update(let u): u.valueSize
+            }
+        }
+
+        var options: Options {
+            switch self {
+            case .store(let s): s.options
+            case .update(let u): u.options
+            }
+        }
+    }
+
+    /// What a write of a direct commit did: what `store`, `add`/`compareAndStore` or
+    /// `increment` would have given its completion.
+    public enum DirectOutcome: Sendable {
+        case stored(Result<StoreResult, CacheError>)
+        case conditional(Result<ConditionalStoreResult, CacheError>)
+        case incremented(Result<IncrementOutcome, CacheError>)
+    }
+
+    /// Whether `commitDirect` would take `write` now without making its caller wait: the
+    /// ioQueue has no job queued or running (a sweep, a disk read, `debug.sleep`; only
+    /// other callers' commits, which are short), the journal is on, its fsync policy never
+    /// makes a commit wait for the device, the value goes in the journal, and the bounds
+    /// are far enough that the commit will not wait for the materializer. Otherwise use
+    /// the method the write stands for, whose waits happen on the ioQueue.
+    ///
+    /// An update may still read its key's file inside the commit, when the key is in
+    /// neither memory nor the unwritten table: one small read, like the one file
+    /// operation a commit may wait behind (a materializer slice).
+    public func canCommitDirect(_ write: DirectWrite) -> Bool {
+        guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle else { return false }
+        return journalsDirectly(write.options, valueSize: write.valueSize) && wb.recentPressure.load(ordering: .relaxed) < 900
+    }
+
+    /// Whether a store with these options goes to the journal, its file written behind
+    /// (no file work before the reply).
+    func journalsDirectly(_ options: Options, valueSize: Int) -> Bool {
+        guard let wb = writeBehind else { return false }
+        return WriteOperation.journalsValue(
+            toDisk: options.toDisk, forcedExtension: options.forcedExtension, size: valueSize,
+            directValueSize: wb.config.directValueSize)
+    }
+
+    /// Applies every write of `group`, in order: on the ioQueue after every write queued
+    /// before, waiting on the caller's thread (`DispatchQueue.sync`; when the queue is
+    /// idle the work runs on this thread). Each run of sets shares one journal append,
+    /// and so does each run of updates: an update decides on every write before it (the
+    /// sets before its run are applied first; the updates before it in its run are seen
+    /// as they will be stored). The writes are applied and uncounted when this returns,
+    /// so the caller may answer them at once and its next read sees them. Outcomes are in
+    /// `group`'s order.
+    ///
+    /// - Important: never on the ioQueue, nor from work the ioQueue waits for (a
+    ///   completion delivered `.untouch`): the ioQueue would wait for itself. Check
+    ///   `canCommitDirect` first; a write it refuses is still applied correctly here, but
+    ///   may wait on the caller's thread (for a bound, for the device).
+    public func commitDirect(_ group: [DirectWrite]) -> [DirectOutcome] {
+        dispatchPrecondition(condition: .notOnQueue(ioQueue))
+        return ioQueue.sync { [self] () -> [DirectOutcome] in
+            // What other threads queued first keeps its place ahead of this group.
+            commitQueuedWrites()
+            var commit = DirectCommit(cache: self, count: group.count)
+            for (index, write) in group.enumerated() {
+                switch write {
+                case .store(let s): commit.add(s, at: index)
+                case .update(let u): commit.add(u, at: index)
+                }
+            }
+            return commit.finish()
+        }
+    }
+
+    /// The state of one `commitDirect`: the run of sets or of updates not yet applied,
+    /// and the outcomes so far. ioQueue only, inside that call.
+    private struct DirectCommit {
+        let cache: HybridCache
+        var outcomes: [DirectOutcome?]
+        var sets: [(index: Int, write: PendingWrite)] = []
+        var updates: [(index: Int, step: UpdateStep)] = []
+        /// What the run's updates decided to store on disk, as the key's live entry will
+        /// then be (nil: the key will hold nothing).
+        var decided: [String: LiveEntry?] = [:]
+
+        init(cache: HybridCache, count: Int) {
+            self.cache = cache
+            outcomes = Array(repeating: nil, count: count)
+        }
+
+        mutating func add(_ s: DirectStore, at index: Int) {
+            applyUpdates()
+            let operation = cache.storeOperation(s.entry, forKey: s.key, options: s.options)
+            sets.append((index, PendingWrite(operation, scope: .direct, task: nil, finish: nil)))
+        }
+
+        mutating func add(_ u: DirectUpdate, at index: Int) {
+            // It decides on what the sets before it stored: they go first.
+            applySets()
+            let live: LiveEntry?
+            if let known = decided[u.key] {
+                live = known
+            } else {
+                do throws(CacheError) {
+                    live = try cache.liveEntry(forKey: u.key, forcedExtension: u.options.forcedExtension)
+                } catch {
+                    updates.append((index, .answered(DirectOutcome.failure(of: u.change, error))))
+                    return
+                }
+            }
+            let step = cache.step(u, live: live)
+            guard case .store(let operation, let read) = step else {
+                updates.append((index, step))
+                return
+            }
+            guard case .store(let s) = operation, s.toDisk else {
+                // What memory makes of a memory-only entry is memory's to say: applied
+                // before anything after it decides.
+                updates.append((index, step))
+                applyUpdates()
+                return
+            }
+            // Stamped now, in order, so the next update of the key sees its version.
+            let now = cache.config.disk.clock.now()
+            let stamped = operation.stamped(now, versions: cache.versions)
+            decided[u.key] = HybridCache.liveEntry(after: stamped, now: now)
+            updates.append((index, .store(stamped, read)))
+        }
+
+        mutating func finish() -> [DirectOutcome] {
+            applySets()
+            applyUpdates()
+            return outcomes.map { $0! }
+        }
+
+        private mutating func applySets() {
+            guard !sets.isEmpty else { return }
+            cache.writes.withLock { book in
+                for s in sets { cache.register(s.write.scope, in: &book) }
+            }
+            for (s, outcome) in zip(sets, cache.commit(sets.map(\.write))) {
+                let result = outcome ?? .failure(CacheError.cancelled(started: false))
+                outcomes[s.index] = .stored(result.map(HybridCache.storeResult))
+            }
+            sets.removeAll(keepingCapacity: true)
+        }
+
+        /// Appends the stores the run's updates decided on with one write and applies
+        /// them (`applyInJob`). A failed append fails them all, and the answers decided
+        /// after the first of them too: those were decided on stores that never happened.
+        private mutating func applyUpdates() {
+            guard !updates.isEmpty else { return }
+            cache.writes.withLock { cache.register(.direct, in: &$0) }
+            let stores = updates.compactMap { u -> WriteOperation? in
+                if case .store(let operation, _) = u.step { operation } else { nil }
+            }
+            var results = (stores.isEmpty ? [] : cache.applyInJob(stores)).makeIterator()
+            cache.writes.withLock { $0.unregister(.direct) }
+            var failure: CacheError?
+            for u in updates {
+                switch u.step {
+                case .answered(let outcome):
+                    outcomes[u.index] = failure.map { outcome.failed($0) } ?? outcome
+                case .store(_, let read):
+                    let result = results.next()!.map(HybridCache.storeResult)
+                    if case .failure(let error) = result, failure == nil { failure = error }
+                    outcomes[u.index] = read(result)
+                }
+            }
+            updates.removeAll(keepingCapacity: true)
+            decided.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// An update of a direct commit, decided: its outcome, or the store to apply and how
+    /// the store's result reads.
+    private enum UpdateStep {
+        case answered(DirectOutcome)
+        case store(WriteOperation, (Result<StoreResult, CacheError>) -> DirectOutcome)
+
+        init<T>(_ decision: UpdateDecision<T>, _ wrap: @escaping (Result<T, CacheError>) -> DirectOutcome) {
+            switch decision {
+            case .answer(let answer): self = .answered(wrap(.success(answer)))
+            case .store(let operation, let read): self = .store(operation) { wrap($0.map(read)) }
+            }
+        }
+    }
+
+    /// The decision of `u` on `live`, the key's live entry.
+    private func step(_ u: DirectUpdate, live: LiveEntry?) -> UpdateStep {
+        switch u.change {
+        case .add(let entry):
+            return UpdateStep(decideConditionalStore(entry, forKey: u.key, options: u.options, live: live) { $0 == nil },
+                              DirectOutcome.conditional)
+        case .compareAndStore(let entry, let version):
+            return UpdateStep(
+                decideConditionalStore(entry, forKey: u.key, options: u.options, live: live) { $0?.entry.version == version },
+                DirectOutcome.conditional)
+        case .increment(let delta, let initial, let flags):
+            return UpdateStep(
+                decideIncrement(forKey: u.key, by: delta, initial: initial, flags: flags, options: u.options, live: live),
+                DirectOutcome.incremented)
+        }
+    }
+
+    /// The live entry a stamped disk store leaves under its key, as `liveEntry` will then
+    /// read it (nil: the store leaves the key empty, its lifetime being over already; see
+    /// `storeUnwritten`).
+    static func liveEntry(after operation: WriteOperation, now: Date) -> LiveEntry? {
+        guard case .store(let s) = operation, let expiresAt = s.expiresAt,
+              !s.expiration.isExpired, expiresAt > now
+        else { return nil }
+        return LiveEntry(entry: s.entry, expiresAt: expiresAt)
+    }
+}
+
+extension HybridCache.DirectOutcome {
+    /// A failure of the kind `change` answers with.
+    static func failure(of change: HybridCache.DirectUpdate.Change, _ error: CacheError) -> Self {
+        switch change {
+        case .add, .compareAndStore: .conditional(.failure(error))
+        case .increment: .incremented(.failure(error))
+        }
+    }
+
+    /// The same kind of outcome, failed with `error`.
+    func failed(_ error: CacheError) -> Self {
+        switch self {
+        case .stored: .stored(.failure(error))
+        case .conditional: .conditional(.failure(error))
+        case .incremented: .incremented(.failure(error))
+        }
+    }
+}
