@@ -43,9 +43,8 @@ extension HybridCache {
         _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        conditionalStore(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
-            $0 == nil
-        }
+        conditionalStore(
+            entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion, when: HybridCache.isAbsent)
     }
 
     /// Stores `entry` only when the version of `key`'s live entry is `version`
@@ -58,9 +57,9 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        conditionalStore(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
-            $0?.entry.version == version
-        }
+        conditionalStore(
+            entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion,
+            when: HybridCache.hasVersion(version))
     }
 
     /// Adds `delta` to the integer under `key`, atomically. A missing or expired key
@@ -76,13 +75,25 @@ extension HybridCache {
         completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         enqueue(
-            write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: 20), completion
+            write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: HybridCache.incrementValueSize),
+            completion
         ) { [self] in
             applyUpdate(forKey: key, forcedExtension: options.forcedExtension) {
                 decideIncrement(forKey: key, by: delta, initial: initial, flags: flags, options: options, live: $0)
             }
         }
     }
+
+    /// `add`'s condition: the key holds no live entry.
+    @Sendable static func isAbsent(_ live: LiveEntry?) -> Bool { live == nil }
+
+    /// `compareAndStore`'s condition: the live entry has `version`.
+    static func hasVersion(_ version: UInt64) -> @Sendable (LiveEntry?) -> Bool {
+        { $0?.entry.version == version }
+    }
+
+    /// The most bytes an increment stores: an Int64 in decimal, with its sign.
+    static let incrementValueSize = 20
 
     /// What an update (`add`, `compareAndStore`, `increment`) decided from its key's live
     /// entry: its answer, or the store to apply and how the store's result reads.

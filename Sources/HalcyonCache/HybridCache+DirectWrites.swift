@@ -58,7 +58,7 @@ extension HybridCache {
         var valueSize: Int {
             switch change {
             case .add(let entry), .compareAndStore(let entry, _): entry.bytes.count
-            case .increment: 20
+            case .increment: HybridCache.incrementValueSize
             }
         }
     }
@@ -271,11 +271,13 @@ extension HybridCache {
     private func step(_ u: DirectUpdate, live: LiveEntry?) -> UpdateStep {
         switch u.change {
         case .add(let entry):
-            return UpdateStep(decideConditionalStore(entry, forKey: u.key, options: u.options, live: live) { $0 == nil },
-                              DirectOutcome.conditional)
+            return UpdateStep(
+                decideConditionalStore(entry, forKey: u.key, options: u.options, live: live, when: HybridCache.isAbsent),
+                DirectOutcome.conditional)
         case .compareAndStore(let entry, let version):
             return UpdateStep(
-                decideConditionalStore(entry, forKey: u.key, options: u.options, live: live) { $0?.entry.version == version },
+                decideConditionalStore(
+                    entry, forKey: u.key, options: u.options, live: live, when: HybridCache.hasVersion(version)),
                 DirectOutcome.conditional)
         case .increment(let delta, let initial, let flags):
             return UpdateStep(
