@@ -71,8 +71,9 @@ extension Dispatcher {
         let write: DirectWrite
         let result: HybridCache.DirectOutcome
 
-        /// Whether the write may have changed its key, so the key's lease ends: a refusal
-        /// (`stored: false`, not an integer, an overflow) or a failure did not.
+        /// Whether the write may have changed its key, so the key's lease ends (the rule of
+        /// `Leases.mayHaveWritten`): a refusal (`stored: false`, not an integer, an
+        /// overflow) did not.
         var mayHaveWritten: Bool {
             switch result {
             case .stored(let r): Leases.mayHaveWritten(r) { _ in true }

@@ -32,15 +32,16 @@ enum ShutdownEvent: Sendable {
 /// `operationQueue`, whose deliveries are ordered by each request's priority, which only
 /// the ordinary path carries.
 ///
-/// The direct write path: a `cache.set` with an id under `untouch` that the journal can
-/// take at once (`Dispatcher.directWrite`) is not dispatched on its own. It joins its
-/// loop's `DirectWriteGroup`, committed as one group on this loop (waiting for the
-/// ioQueue only when nothing else is queued there) once the turn's reads are done, or
-/// before this connection handles anything but another set or a memory read of a key
-/// none of its waiting sets writes; the replies go into `outbound` at once. So a read
-/// sees the sets before it, replies to queued work keep their order after the sets, and
-/// no cancel can concern them. (A memory read of another key may be answered before the
-/// sets that came before it: memory answers are not ordered with queued work anyway.)
+/// The direct write path: a `cache.set` (or `cache.add`, `cache.cas`, `cache.incr`) with
+/// an id under `untouch` that the journal can take at once (`Dispatcher.directWrite`) is
+/// not dispatched on its own. It joins its loop's `DirectWriteGroup`, committed as one
+/// group on this loop (waiting for the ioQueue only when nothing else is queued there)
+/// once the turn's reads are done, or before this connection handles anything but
+/// another direct write or a memory read of a key none of its waiting writes touches;
+/// the replies go into `outbound` at once. So a read sees the writes before it, replies
+/// to queued work keep their order after them, and no cancel can concern them. (A memory
+/// read of another key may be answered before the writes that came before it: memory
+/// answers are not ordered with queued work anyway.)
 ///
 /// Every reply line is appended to `outbound`, which is handed to the channel as one
 /// buffer at the end of each read burst (`channelReadComplete`), with the flush of the
