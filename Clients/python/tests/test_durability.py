@@ -1,10 +1,12 @@
 """Durability of acknowledged writes across kill -9 of a real ``halcyond``.
 
 Several rounds: pipelined multi-connection set load (each connection owns its keys, so
-per-key order is the connection's order), plus removes and a clear; SIGKILL at a random
-moment; restart on the same folder; then every acknowledged key must read back whole,
-with its acknowledged value or one sent later on its connection, and every acknowledged
-remove or clear must still hold. Every wait is bounded.
+per-key order is the connection's order), pipelined increments of counters, plus removes
+and a clear; SIGKILL at a random moment; restart on the same folder; then every
+acknowledged key must read back whole, with its acknowledged value or one sent later on
+its connection, every counter must hold at least its highest acknowledged value (and no
+more than was sent), and every acknowledged remove or clear must still hold. Every wait
+is bounded.
 """
 
 from __future__ import annotations
@@ -95,6 +97,53 @@ class Remover(threading.Thread):
             return
 
 
+class Incrementer(threading.Thread):
+    """One connection sending pipelined increments of its own counters until the daemon
+    dies (the event loop commits them itself: the direct path)."""
+
+    COUNTERS = 8
+
+    def __init__(self, path: str, prefix: str, rng: random.Random) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.prefix = prefix
+        self.rng = rng
+        self.sent: Dict[str, int] = {}  # counter -> increments sent
+        self.acked: Dict[str, int] = {}  # counter -> highest acknowledged value
+        self.error: Optional[str] = None
+
+    def run(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(20)
+        try:
+            sock.connect(self.path)
+            reader = sock.makefile("rb")
+            inflight: Dict[int, str] = {}
+            seq = 0
+            while True:
+                while len(inflight) < WINDOW:
+                    seq += 1
+                    key = f"{self.prefix}-{self.rng.randrange(self.COUNTERS)}"
+                    self.sent[key] = self.sent.get(key, 0) + 1
+                    line = json.dumps({"jsonrpc": "2.0", "id": seq, "method": "cache.incr", "params": {"key": key}})
+                    sock.sendall(line.encode() + b"\n")
+                    inflight[seq] = key
+                line = reader.readline()
+                if not line:
+                    return
+                reply = json.loads(line)
+                key = inflight.pop(reply["id"])
+                if "result" in reply:
+                    self.acked[key] = max(self.acked.get(key, 0), int(reply["result"]["value"]))
+                else:
+                    self.error = json.dumps(reply)
+                    return
+        except (OSError, ValueError):
+            return  # the kill
+        finally:
+            sock.close()
+
+
 def _kill(d: Daemon) -> None:
     assert d.proc is not None
     d.proc.kill()
@@ -122,15 +171,17 @@ def test_acknowledged_writes_survive_kill_9(flags: List[str]) -> None:
                 c.clear()
             loaders = [Loader(d.socket, f"r{round_}c{n}", random.Random(rng.random())) for n in range(4)]
             remover = Remover(d.socket, f"r{round_}rm")
+            incrementer = Incrementer(d.socket, f"r{round_}n", random.Random(rng.random()))
             for t in loaders:
                 t.start()
             remover.start()
+            incrementer.start()
             time.sleep(rng.uniform(0.3, 1.5))
             if "--journal-limit" in flags:
                 with halcyon.Client(d.socket, timeout=20) as c:
                     copied = max(copied, int(c.call("cache.stats")["journal"]["recordsCopiedForward"]))
             _kill(d)
-            for t in [*loaders, remover]:
+            for t in [*loaders, remover, incrementer]:
                 t.join(timeout=30)
                 assert not t.is_alive()
             d.start()
@@ -148,6 +199,14 @@ def test_acknowledged_writes_survive_kill_9(flags: List[str]) -> None:
                         checked += 1
                 for key in remover.removed:
                     assert c.get(key) is None, f"removed {key} came back"
+                # A counter holds at least its highest acknowledged value, and never more
+                # than the increments sent to it.
+                assert incrementer.error is None, incrementer.error
+                assert incrementer.acked, "no increment was acknowledged: the case tests nothing"
+                for key, sent in incrementer.sent.items():
+                    value = int(c.get(key) or 0)
+                    acked = incrementer.acked.get(key, 0)
+                    assert acked <= value <= sent, f"{key}: {value} after restart, acknowledged {acked}, sent {sent}"
                 for i in range(30):
                     assert c.get(f"c{round_}-{i}") is None, "a cleared key came back"
             assert checked > 0
