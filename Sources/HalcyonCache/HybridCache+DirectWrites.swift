@@ -149,7 +149,9 @@ extension HybridCache {
                 case .update(let u): commit.add(u, at: index)
                 }
             }
-            return commit.finish()
+            let outcomes = commit.finish()
+            writeBehind?.noteWriteActivity()
+            return outcomes
         }
     }
 

@@ -99,6 +99,7 @@ extension HybridCache {
 
         struct Appends {
             var segmentBytes: [UInt64: UInt64] = [:]
+            /// The last append, or direct commit (see `noteWriteActivity`).
             var lastWriteNanos: UInt64 = 0
             var journalBytes: UInt64 { segmentBytes.values.reduce(0, +) }
         }
@@ -170,6 +171,15 @@ extension HybridCache {
             }
             noteAppend(ending: end)
             return end
+        }
+
+        /// Notes a direct commit that may have appended nothing (updates that were all
+        /// refused): the write path is busy all the same, so the materializer must not
+        /// take it for idle and write files back to back, each of which the next commit
+        /// would wait behind.
+        func noteWriteActivity() {
+            let now = MonotonicClock.nanoseconds()
+            appends.withLock { $0.lastWriteNanos = now }
         }
 
         func noteAppend(ending end: Journal.Position) {
