@@ -18,7 +18,7 @@ import shutil
 import socket
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, cast
 
 import pytest
 
@@ -30,17 +30,23 @@ WINDOW = 16
 KEYS_PER_CONNECTION = 150
 
 
-class Loader(threading.Thread):
-    """One connection sending pipelined sets of its own keys until the daemon dies."""
+class Pipelined(threading.Thread):
+    """One connection keeping WINDOW requests in flight until the daemon dies. A subclass
+    says what to send next (`request`) and what an acknowledgement means (`acknowledged`)."""
 
     def __init__(self, path: str, prefix: str, rng: random.Random) -> None:
         super().__init__(daemon=True)
         self.path = path
         self.prefix = prefix
         self.rng = rng
-        self.sent: Dict[Tuple[str, int], str] = {}
-        self.acked: Dict[str, int] = {}  # key -> highest acknowledged sequence
         self.error: Optional[str] = None
+
+    def request(self, seq: int) -> Tuple[str, Dict[str, object], object]:
+        """The method, the params and what `acknowledged` is given back for request `seq`."""
+        raise NotImplementedError
+
+    def acknowledged(self, tag: object, result: Dict[str, object]) -> None:
+        raise NotImplementedError
 
     def run(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -48,25 +54,22 @@ class Loader(threading.Thread):
         try:
             sock.connect(self.path)
             reader = sock.makefile("rb")
-            inflight: Dict[int, Tuple[str, int]] = {}
+            inflight: Dict[int, object] = {}
             seq = 0
             while True:
                 while len(inflight) < WINDOW:
                     seq += 1
-                    key = f"{self.prefix}-{self.rng.randrange(KEYS_PER_CONNECTION)}"
-                    value = f"{self.prefix}:{seq}:" + "x" * self.rng.randrange(0, 400)
-                    self.sent[(key, seq)] = value
-                    line = json.dumps({"jsonrpc": "2.0", "id": seq, "method": "cache.set",
-                                       "params": {"key": key, "value": value}})
-                    sock.sendall(line.encode() + b"\n")
-                    inflight[seq] = (key, seq)
-                line = reader.readline()
-                if not line:
+                    method, params, tag = self.request(seq)
+                    sent = json.dumps({"jsonrpc": "2.0", "id": seq, "method": method, "params": params})
+                    sock.sendall(sent.encode() + b"\n")
+                    inflight[seq] = tag
+                received = reader.readline()
+                if not received:
                     return
-                reply = json.loads(line)
-                key, s = inflight.pop(reply["id"])
+                reply = json.loads(received)
+                tag = inflight.pop(reply["id"])
                 if "result" in reply:
-                    self.acked[key] = max(self.acked.get(key, 0), s)
+                    self.acknowledged(tag, reply["result"])
                 else:
                     self.error = json.dumps(reply)
                     return
@@ -74,6 +77,25 @@ class Loader(threading.Thread):
             return  # the kill
         finally:
             sock.close()
+
+
+class Loader(Pipelined):
+    """Pipelined sets of the connection's own keys."""
+
+    def __init__(self, path: str, prefix: str, rng: random.Random) -> None:
+        super().__init__(path, prefix, rng)
+        self.sent: Dict[Tuple[str, int], str] = {}
+        self.acked: Dict[str, int] = {}  # key -> highest acknowledged sequence
+
+    def request(self, seq: int) -> Tuple[str, Dict[str, object], object]:
+        key = f"{self.prefix}-{self.rng.randrange(KEYS_PER_CONNECTION)}"
+        value = f"{self.prefix}:{seq}:" + "x" * self.rng.randrange(0, 400)
+        self.sent[(key, seq)] = value
+        return "cache.set", {"key": key, "value": value}, (key, seq)
+
+    def acknowledged(self, tag: object, result: Dict[str, object]) -> None:
+        key, seq = cast(Tuple[str, int], tag)
+        self.acked[key] = max(self.acked.get(key, 0), seq)
 
 
 class Remover(threading.Thread):
@@ -97,51 +119,25 @@ class Remover(threading.Thread):
             return
 
 
-class Incrementer(threading.Thread):
-    """One connection sending pipelined increments of its own counters until the daemon
-    dies (the event loop commits them itself: the direct path)."""
+class Incrementer(Pipelined):
+    """Pipelined increments of the connection's own counters (the event loop commits them
+    itself: the direct path)."""
 
     COUNTERS = 8
 
     def __init__(self, path: str, prefix: str, rng: random.Random) -> None:
-        super().__init__(daemon=True)
-        self.path = path
-        self.prefix = prefix
-        self.rng = rng
+        super().__init__(path, prefix, rng)
         self.sent: Dict[str, int] = {}  # counter -> increments sent
         self.acked: Dict[str, int] = {}  # counter -> highest acknowledged value
-        self.error: Optional[str] = None
 
-    def run(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(20)
-        try:
-            sock.connect(self.path)
-            reader = sock.makefile("rb")
-            inflight: Dict[int, str] = {}
-            seq = 0
-            while True:
-                while len(inflight) < WINDOW:
-                    seq += 1
-                    key = f"{self.prefix}-{self.rng.randrange(self.COUNTERS)}"
-                    self.sent[key] = self.sent.get(key, 0) + 1
-                    line = json.dumps({"jsonrpc": "2.0", "id": seq, "method": "cache.incr", "params": {"key": key}})
-                    sock.sendall(line.encode() + b"\n")
-                    inflight[seq] = key
-                line = reader.readline()
-                if not line:
-                    return
-                reply = json.loads(line)
-                key = inflight.pop(reply["id"])
-                if "result" in reply:
-                    self.acked[key] = max(self.acked.get(key, 0), int(reply["result"]["value"]))
-                else:
-                    self.error = json.dumps(reply)
-                    return
-        except (OSError, ValueError):
-            return  # the kill
-        finally:
-            sock.close()
+    def request(self, seq: int) -> Tuple[str, Dict[str, object], object]:
+        key = f"{self.prefix}-{self.rng.randrange(self.COUNTERS)}"
+        self.sent[key] = self.sent.get(key, 0) + 1
+        return "cache.incr", {"key": key}, key
+
+    def acknowledged(self, tag: object, result: Dict[str, object]) -> None:
+        key = str(tag)
+        self.acked[key] = max(self.acked.get(key, 0), cast(int, result["value"]))
 
 
 def _kill(d: Daemon) -> None:
@@ -181,9 +177,9 @@ def test_acknowledged_writes_survive_kill_9(flags: List[str]) -> None:
                 with halcyon.Client(d.socket, timeout=20) as c:
                     copied = max(copied, int(c.call("cache.stats")["journal"]["recordsCopiedForward"]))
             _kill(d)
-            for t in [*loaders, remover, incrementer]:
-                t.join(timeout=30)
-                assert not t.is_alive()
+            for thread in [*loaders, remover, incrementer]:
+                thread.join(timeout=30)
+                assert not thread.is_alive()
             d.start()
             checked = 0
             with halcyon.Client(d.socket, timeout=20) as c:
