@@ -103,16 +103,26 @@ extension HybridCache {
     /// Whether `commitDirect` would take `write` now without making its caller wait: the
     /// ioQueue has no job queued or running (a sweep, a disk read, `debug.sleep`; only
     /// other callers' commits, which are short), the journal is on, its fsync policy never
-    /// makes a commit wait for the device, the value goes in the journal, and the bounds
-    /// are far enough that the commit will not wait for the materializer. Otherwise use
-    /// the method the write stands for, whose waits happen on the ioQueue.
-    ///
-    /// An update may still read its key's file inside the commit, when the key is in
-    /// neither memory nor the unwritten table: one small read, like the one file
-    /// operation a commit may wait behind (a materializer slice).
+    /// makes a commit wait for the device, the value goes in the journal, the bounds are
+    /// far enough that the commit will not wait for the materializer, and an update can
+    /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
+    /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
-        guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle else { return false }
-        return journalsDirectly(write.options, valueSize: write.valueSize) && wb.recentPressure.load(ordering: .relaxed) < 900
+        guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle,
+              journalsDirectly(write.options, valueSize: write.valueSize), wb.recentPressure.load(ordering: .relaxed) < 900
+        else { return false }
+        if case .update(let u) = write { return decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension) }
+        return true
+    }
+
+    /// Whether an update of `key` can decide without opening a file (`liveEntry`): memory
+    /// or the unwritten table holds the key, or no file can exist for it. A key memory
+    /// evicts between this and the commit still costs its caller one small read: rare, and
+    /// no longer than the one file operation a commit may wait behind (a materializer slice).
+    func decidesWithoutFiles(_ key: String, forcedExtension: String?) -> Bool {
+        if memoryStorage.isCached(forKey: key) { return true }
+        if let wb = writeBehind, wb.table.withLock({ $0.entries[key] != nil }) { return true }
+        return !diskStorage.mayHold(key: key, forcedExtension: forcedExtension)
     }
 
     /// Whether a store with these options goes to the journal, its file written behind

@@ -325,6 +325,36 @@ struct HybridCacheJournalTests {
         #expect(wb.appends.withLock { $0.lastWriteNanos } > before)
     }
 
+    /// An update takes the direct path (decided on an event loop) only when it can decide
+    /// without opening a file: its key in memory or in the unwritten table, or no file
+    /// possible for it. A key only its file knows goes the queued way, so the loop never
+    /// reads a file for it.
+    @Test func anUpdateIsDirectOnlyWhenItDecidesWithoutAFile() async throws {
+        let f = JournalCacheFixture()
+        let cache = f.open()
+        cache.diskStorage.waitForInitialScan()
+        _ = try await Self.store(cache, "cold", "1")
+        await Self.materialize(cache)
+        _ = try await result { cache.remove(forKey: "cold", fromMemory: true, fromDisk: false, completion: $0) }.get()
+        #expect(f.fileExists(cache, "cold"))
+        _ = try await Self.store(cache, "hot", "1")
+        f.held.withLock { $0 = true }
+        _ = try await Self.store(cache, "unwritten", "1")
+        _ = try await result { cache.remove(forKey: "unwritten", fromMemory: true, fromDisk: false, completion: $0) }.get()
+
+        #expect(!cache.decidesWithoutFiles("cold", forcedExtension: nil), "only its file knows it")
+        #expect(cache.decidesWithoutFiles("hot", forcedExtension: nil), "memory holds it")
+        #expect(cache.decidesWithoutFiles("unwritten", forcedExtension: nil), "the unwritten table holds it")
+        #expect(cache.decidesWithoutFiles("never", forcedExtension: nil), "no file can exist")
+        // The queued way gives the answer the file holds.
+        let outcome = try await result { cache.increment(forKey: "cold", by: 1, flags: 0, completion: $0) }.get()
+        guard case .incremented(let value, _, _) = outcome else {
+            Issue.record("unexpected outcome: \(outcome)")
+            return
+        }
+        #expect(value == 2)
+    }
+
     /// Removals that do not go through group commit (removePrefix, a `toDisk: false`
     /// store of setMany) journal their own delete: after a crash the journal's older set
     /// records must not bring the keys back.
