@@ -1,9 +1,9 @@
 // The direct commit: writes a caller gathers itself (the transport, the writes of one
 // read burst) and commits on the ioQueue while it waits on its own thread, instead of
-// queueing a job per write and being called back. Sets go to the journal as one group
-// (`commit`); an add, a compare-and-set or an increment decides from what the writes
-// before it in the same commit left, then appends its own record (`applyInJob`), exactly
-// as its queued job would.
+// queueing a job per write and being called back. A run of sets goes to the journal as
+// one group (`commit`); a run of adds, compare-and-sets and increments is decided in
+// order by the functions their queued jobs use, each seeing what the writes before it in
+// the same commit left, and its stores share one append (`applyInJob`).
 
 import Foundation
 
