@@ -26,6 +26,11 @@ extension HybridCache {
         case notAnInteger
         /// The sum does not fit a signed 64-bit integer; nothing was stored.
         case overflow
+
+        /// Whether the sum was stored (a refusal stores nothing).
+        public var stored: Bool {
+            if case .incremented = self { true } else { false }
+        }
     }
 
     /// What `liveEntry` found.

@@ -78,7 +78,7 @@ extension Dispatcher {
             switch result {
             case .stored(let r): Leases.mayHaveWritten(r) { _ in true }
             case .conditional(let r): Leases.mayHaveWritten(r) { $0.stored }
-            case .incremented(let r): Leases.mayHaveWritten(r) { if case .incremented = $0 { true } else { false } }
+            case .incremented(let r): Leases.mayHaveWritten(r) { $0.stored }
             }
         }
     }

@@ -45,9 +45,7 @@ extension Dispatcher {
                 forKey: p.key, by: p.by, initial: p.initial, flags: ValueEncoding.json.flags, options: p.options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if Leases.mayHaveWritten(result, { if case .incremented = $0 { true } else { false } }) {
-                    leases.written(key: p.key)
-                }
+                if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: p.key) }
                 responder.finish(result, writeIncrement)
             }
         }
