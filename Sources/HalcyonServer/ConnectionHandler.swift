@@ -1,6 +1,7 @@
 // One client connection: turns request lines into dispatcher calls, keeps the table of
 // requests in flight (for cancellation and back-pressure), and writes every reply.
 
+import Dispatch
 import HalcyonCache
 import HalcyonJSON
 import HalcyonRPC
@@ -65,6 +66,15 @@ enum ShutdownEvent: Sendable {
 /// counted (`outputBufferOverflows`), as Redis does at its client-output-buffer hard limit.
 /// A single reply larger than the bound still goes out when nothing else waits.
 ///
+/// Long lines: jansson takes about 15 ns a byte, so a line of `offLoopParseBytes` (64 KiB)
+/// or more is parsed on `parseQueue`, never on the loop, where a 1 MiB value held every
+/// other connection of the loop for about 15 ms (a 64 MiB line, a second). The line keeps
+/// its place: until it comes back parsed, this connection reads no more, and the lines
+/// already read after it are parsed at once but wait in `queuedLines`, in order. A
+/// cancel alone on a line does not wait: it is carried out at once, and also reaches the
+/// requests of the lines waiting (they are read before it, and have not started, so they
+/// are answered `-32800` with `started: false` when their turn comes).
+///
 /// Drain: on `ShutdownEvent.drain` reads resume whatever the pressure, every line already
 /// read or still in the socket is answered (`-32005 shuttingDown` for what has not
 /// started), and the connection closes once nothing is in flight and the socket has been
@@ -113,6 +123,31 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    /// A line read while a long line of this connection is parsed off the loop, or that
+    /// long line itself: handled once every line before it has been (see the type's
+    /// comment).
+    private final class QueuedLine {
+        let token: UInt64
+        /// A long line's bytes until its parse comes back (`.close` parses them here).
+        var bytes: ByteBuffer?
+        var incoming: RPCIncoming?
+        /// Requests cancelled by lines read after this one: withdrawn, not run.
+        var cancelled: Set<RPCID> = []
+
+        init(token: UInt64, bytes: ByteBuffer? = nil, incoming: RPCIncoming? = nil) {
+            self.token = token
+            self.bytes = bytes
+            self.incoming = incoming
+        }
+    }
+
+    /// The shortest line parsed off the event loop: about 1 ms of jansson.
+    static let defaultOffLoopParseBytes = 64 << 10
+
+    /// Where long lines are parsed: concurrent, so connections do not wait for each
+    /// other's, and as wide as the machine (a default-priority global target).
+    static let parseQueue = DispatchQueue(label: "halcyon.parse", attributes: .concurrent)
+
     /// How long a draining connection waits for more bytes from the client, once nothing is
     /// in flight, before it closes: enough for what the kernel already holds to be read.
     static let drainQuietPeriod = TimeAmount.milliseconds(100)
@@ -127,6 +162,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private let maxBatch: Int
     /// Only to name the limit in `lineTooLong` errors; the framing layer enforces it.
     private let maxLineBytes: Int
+    /// Lines of at least this many bytes are parsed on `parseQueue`; with no queue, in a
+    /// later task of the loop (transport tests: an `EmbeddedEventLoop` may not be
+    /// touched from another thread).
+    private let offLoopParseBytes: Int
+    private let parseQueue: DispatchQueue?
     /// Unsent reply bytes above which a client that is not reading is disconnected.
     private let maxOutputBuffer: Int
     /// Only to name the limit in `inputBufferFull` errors; the framing layer enforces it.
@@ -147,6 +187,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var draining = false
     /// Elements read but not started while back-pressure holds, in arrival order.
     private var held = CircularBuffer<Held>()
+    /// From a long line being parsed off the loop on: the lines read, in arrival order.
+    private var queuedLines = CircularBuffer<QueuedLine>()
+    private var nextLineToken: UInt64 = 0
     /// Bumped on every read while draining, so a quiet-period timer knows it is stale.
     private var drainReads = 0
     private var closing = false
@@ -169,8 +212,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
         maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
         maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil,
-        directGroups: DirectWriteGroups? = nil, inputBudget: InputBudget? = nil
+        directGroups: DirectWriteGroups? = nil, inputBudget: InputBudget? = nil,
+        offLoopParseBytes: Int = ConnectionHandler.defaultOffLoopParseBytes,
+        parseQueue: DispatchQueue? = ConnectionHandler.parseQueue
     ) {
+        self.offLoopParseBytes = offLoopParseBytes
+        self.parseQueue = parseQueue
         self.framer = LineFrameDecoder(maxLineBytes: maxLineBytes, budget: inputBudget)
         self.observer = observer
         self.directGroups = directGroups
@@ -216,6 +263,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let entries = inFlight
         inFlight.removeAll()
         held.removeAll()
+        queuedLines.removeAll()
         loopCounters.requestsFinished(entries.count)
         for entry in entries.values { entry.task?.cancel() }
         dispatcher.connectionClosed(session)
@@ -226,12 +274,16 @@ final class ConnectionHandler: ChannelDuplexHandler {
         insideRead = true
         if draining { drainReads &+= 1 }
         var buffer = unwrapInboundIn(data)
+        // Whether `buffer` is this connection's own copy rather than the read buffer.
+        var owned = false
         if var earlier = unfinished {
             // The new bytes continue the unfinished line: the framer has already scanned
-            // the earlier ones and resumes where it stopped.
+            // the earlier ones and resumes where it stopped. Appended in place (the copy
+            // is unique), so a line read in many pieces is copied once, not once a read.
             unfinished = nil
             earlier.writeBuffer(&buffer)
             buffer = earlier
+            owned = true
         }
         while true {
             switch framer.step(&buffer) {
@@ -246,10 +298,18 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 continue
             case .needMoreData:
                 if buffer.readableBytes > 0 {
-                    // Kept compact, so the read buffer it came in can be reused by the next read.
-                    var kept = context.channel.allocator.buffer(capacity: buffer.readableBytes)
-                    kept.writeBuffer(&buffer)
-                    unfinished = kept
+                    if owned {
+                        // Lines framed from its front are dropped; what is left of a
+                        // long line is not copied again.
+                        buffer.discardReadBytes()
+                        unfinished = buffer
+                    } else {
+                        // Copied out, so the read buffer it came in can be reused by the
+                        // next read.
+                        var kept = context.channel.allocator.buffer(capacity: buffer.readableBytes)
+                        kept.writeBuffer(&buffer)
+                        unfinished = kept
+                    }
                 }
                 return
             }
@@ -269,7 +329,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if !draining, mustHold(context: context) {
+        if !draining, mustHold(context: context) || !queuedLines.isEmpty {
             readPending = true
         } else {
             context.read()
@@ -303,6 +363,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
             closeIfDrained(context: context)
         case .close:
             draining = true
+            // Long lines still being parsed are parsed here: every line read is answered.
+            for line in queuedLines where line.incoming == nil {
+                if let bytes = line.bytes { line.incoming = Self.parse(bytes, maxBatch: maxBatch) }
+                line.bytes = nil
+            }
+            takeQueuedLines(context: context)
             startHeldIfPossible(context: context)
             // Sequence order is arrival order, so the slots of a batch fill as they came.
             let entries = inFlight.sorted { $0.key < $1.key }.map(\.value)
@@ -327,23 +393,101 @@ final class ConnectionHandler: ChannelDuplexHandler {
     // MARK: Requests
 
     private func handleLine(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        let incoming = buffer.withUnsafeReadableBytes { bytes in
-            RPCMessageParser.parse(line: bytes, maxBatch: maxBatch)
+        if buffer.readableBytes >= offLoopParseBytes {
+            parseOffLoop(buffer, context: context)
+            return
         }
+        let incoming = Self.parse(buffer, maxBatch: maxBatch)
+        guard !queuedLines.isEmpty else {
+            take(incoming, context: context)
+            return
+        }
+        // Behind a long line: a cancel alone on its line is carried out now, and reaches
+        // the requests of the lines waiting, all read before it. Anything else waits.
+        if case .single(.request(let request)) = incoming, request.flags.contains(.transport) {
+            cancel(request, context: context)
+            if case .cancel(let target)? = try? dispatcher.transportAction(for: request) {
+                for line in queuedLines { line.cancelled.insert(target) }
+            }
+            return
+        }
+        queuedLines.append(QueuedLine(token: nextLineToken, incoming: incoming))
+        nextLineToken &+= 1
+    }
+
+    private static func parse(_ line: ByteBuffer, maxBatch: Int) -> RPCIncoming {
+        line.withUnsafeReadableBytes { RPCMessageParser.parse(line: $0, maxBatch: maxBatch) }
+    }
+
+    /// Queues a long line and parses it on `parseQueue`; it is handled back on the loop.
+    private func parseOffLoop(_ line: ByteBuffer, context: ChannelHandlerContext) {
+        let token = nextLineToken
+        nextLineToken &+= 1
+        queuedLines.append(QueuedLine(token: token, bytes: line))
+        let maxBatch = self.maxBatch
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let parse: @Sendable () -> Void = {
+            let incoming = Self.parse(line, maxBatch: maxBatch)
+            eventLoop.execute { bound.value.parsedOffLoop(token, incoming) }
+        }
+        if let parseQueue { parseQueue.async(execute: parse) } else { parse() }
+    }
+
+    /// A long line came back parsed: it and the lines behind it are handled, up to the
+    /// next long line still being parsed. (Gone when the connection closed meanwhile.)
+    private func parsedOffLoop(_ token: UInt64, _ incoming: RPCIncoming) {
+        guard let context, let line = queuedLines.first(where: { $0.token == token }), line.incoming == nil else {
+            return
+        }
+        line.incoming = incoming
+        line.bytes = nil
+        takeQueuedLines(context: context)
+    }
+
+    /// Handles the queued lines that are parsed, oldest first, up to one that is not.
+    private func takeQueuedLines(context: ChannelHandlerContext) {
+        while let line = queuedLines.first, let incoming = line.incoming {
+            queuedLines.removeFirst()
+            take(incoming, withdrawing: line.cancelled, context: context)
+        }
+        if !insideRead {
+            commitDirectWrites()
+            scheduleFlush(context: context)
+        }
+        resumeReadingIfPossible(context: context)
+        if draining { closeIfDrained(context: context) }
+    }
+
+    /// Admits what a line holds; a request whose id is in `cancelled` was cancelled
+    /// before it could start and is answered so instead.
+    private func take(_ incoming: RPCIncoming, withdrawing cancelled: Set<RPCID> = [], context: ChannelHandlerContext) {
         switch incoming {
         case .failure(let error):
             write(RPCReply.error(id: nil, error).bytes, context: context)
         case .single(let element):
-            admit(element, batch: nil, slot: 0, context: context)
+            admit(element, batch: nil, slot: 0, withdrawing: cancelled, context: context)
         case .batch(let elements):
             let expecting = elements.filter(expectsReply).count
             let batch = expecting > 0 ? BatchReply(count: expecting) : nil
             var slot = 0
             for element in elements {
                 let expects = expectsReply(element)
-                admit(element, batch: expects ? batch : nil, slot: slot, context: context)
+                admit(element, batch: expects ? batch : nil, slot: slot, withdrawing: cancelled, context: context)
                 if expects { slot += 1 }
             }
+        }
+    }
+
+    private func admit(
+        _ element: RPCElement, batch: BatchReply?, slot: Int, withdrawing cancelled: Set<RPCID>,
+        context: ChannelHandlerContext
+    ) {
+        if !cancelled.isEmpty, expectsReply(element), case .request(let request) = element, let id = request.id,
+           cancelled.contains(id) {
+            deliver(RPCReply.error(id: id, .cancelled(started: false)), batch: batch, slot: slot, context: context)
+        } else {
+            admit(element, batch: batch, slot: slot, context: context)
         }
     }
 
@@ -664,13 +808,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// Closes a draining connection once nothing is held or in flight and the client has
     /// sent nothing for `drainQuietPeriod`.
     private func closeIfDrained(context: ChannelHandlerContext) {
-        guard draining, !closing, inFlight.isEmpty, held.isEmpty else { return }
+        guard draining, !closing, inFlight.isEmpty, held.isEmpty, queuedLines.isEmpty else { return }
         let reads = drainReads
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: Self.drainQuietPeriod) {
             let handler = bound.value
             guard let context = handler.context, !handler.closing, handler.drainReads == reads,
-                  handler.inFlight.isEmpty, handler.held.isEmpty else { return }
+                  handler.inFlight.isEmpty, handler.held.isEmpty, handler.queuedLines.isEmpty else { return }
             handler.closeAfterFlush(context: context)
         }
     }
@@ -705,7 +849,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     private func resumeReadingIfPossible(context: ChannelHandlerContext) {
-        guard readPending, draining || (held.isEmpty && !mustHold(context: context)) else { return }
+        guard readPending, draining || (held.isEmpty && queuedLines.isEmpty && !mustHold(context: context)) else {
+            return
+        }
         readPending = false
         context.read()
     }

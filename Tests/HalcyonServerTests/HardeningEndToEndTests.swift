@@ -269,4 +269,30 @@ struct HardeningEndToEndTests {
         #expect(Date().timeIntervalSince(started) < 4)
         #expect(try sleeper.readReply(timeout: 15)["result"]?["slept"]?.double == 6)
     }
+
+    // A long line is parsed off the event loop: jansson takes about 15 ns a byte, so on the
+    // loop a 32 MiB line held every connection of that loop for about half a second.
+    @Test func aLongLineDoesNotHoldOtherConnections() throws {
+        let daemon = try DaemonProcess(arguments: ["--event-loop-threads", "1"])
+        defer { daemon.cleanUp() }
+        let writer = try daemon.client()
+        let other = try daemon.client()
+        #expect(try other.result("server.ping")["pong"]?.bool == true)
+        // Answered on the loop as soon as it is parsed (an unknown member), so with the
+        // parse on the loop its reply would be written before the loop reads anything else.
+        // Built as bytes: a 32 MiB String through `utf8` costs seconds in a debug build.
+        let head = Array(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":""#.utf8)
+        let tail = Array(#"","bogus":1}}"#.utf8) + [0x0A]
+        try writer.sendRaw(head + [UInt8](repeating: UInt8(ascii: "v"), count: 32 << 20) + tail)
+        // Until the daemon has read the whole line (so its parse has begun).
+        let deadline = Date().addingTimeInterval(20)
+        while writer.unreadByPeer != 0, Date() < deadline { usleep(1000) }
+        #expect(writer.unreadByPeer == 0, "the daemon did not read the line")
+        #expect(try other.result("server.ping")["pong"]?.bool == true)
+        #expect(!writer.hasReplyWaiting, "the other connection was answered only after the long line was parsed")
+        let reply = try writer.readReply()
+        #expect(reply["error"]?["code"]?.int64 == -32602)
+        #expect(reply["id"]?.int64 == 1)
+    }
 }
+

@@ -73,7 +73,8 @@ struct ConnectionHandlerTests {
         let cache: HybridCache
         let channel: EmbeddedChannel
 
-        init(maxInFlight: Int = 16) throws {
+        /// `longLine`: the shortest line parsed apart, in a later task of the loop.
+        init(maxInFlight: Int = 16, longLine: Int = ConnectionHandler.defaultOffLoopParseBytes) throws {
             folder = URL(fileURLWithPath: NSTemporaryDirectory())
                 .appendingPathComponent("hc-transport-\(UUID().uuidString.prefix(8))")
             cache = HybridCache(config: .init(memory: .init(), disk: .init(directory: folder)))
@@ -85,7 +86,8 @@ struct ConnectionHandlerTests {
             let handler = ConnectionHandler(
                 dispatcher: Dispatcher(cache: cache, facts: facts), counters: ServerCounters(),
                 maxInFlight: maxInFlight, maxBatch: 10, maxLineBytes: 1 << 20,
-                session: ConnectionSession(peerDescription: "test"), logger: Logger(label: "test")
+                session: ConnectionSession(peerDescription: "test"), logger: Logger(label: "test"),
+                offLoopParseBytes: longLine, parseQueue: nil
             )
             channel = EmbeddedChannel()
             try channel.pipeline.syncOperations.addHandler(handler)
@@ -95,6 +97,13 @@ struct ConnectionHandlerTests {
         deinit { try? FileManager.default.removeItem(at: folder) }
 
         func send(_ text: String) throws { try channel.writeInbound(ByteBuffer(string: text)) }
+
+        /// Delivers one read burst without running the loop's tasks afterwards, so a long
+        /// line's parse has not come back yet.
+        func read(_ text: String) {
+            channel.pipeline.fireChannelRead(ByteBuffer(string: text))
+            channel.pipeline.fireChannelReadComplete()
+        }
 
         /// Every reply line written so far, parsed.
         func replies() throws -> [JSONValue] {
@@ -183,4 +192,56 @@ struct ConnectionHandlerTests {
         #expect(replies.first?[1]?["error"]?["data"]?["reason"]?.string == "shuttingDown")
         #expect(!h.channel.isActive)
     }
+
+    /// A ping padded with spaces to `bytes` bytes (its `\n` not counted).
+    private static func longPing(_ id: Int, bytes: Int = 300) -> String {
+        let short = #"{"jsonrpc":"2.0","id":\#(id),"method":"server.ping"}"#
+        return "{" + String(repeating: " ", count: bytes - short.count) + short.dropFirst() + "\n"
+    }
+
+    private static func cancel(_ id: Int) -> String {
+        #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":\#(id)}}"# + "\n"
+    }
+
+    @Test func linesBehindALongLineWaitForItAndKeepTheirOrder() throws {
+        let h = try Harness(longLine: 200)
+        h.read(Self.longPing(1) + Self.ping(2) + "[" + Self.ping(3).dropLast() + "," + Self.ping(4).dropLast() + "]\n"
+               + Self.longPing(5) + Self.ping(6))
+        #expect(try h.replies().isEmpty, "a line behind a long one was answered before it")
+        h.channel.embeddedEventLoop.run()
+        let replies = try h.replies()
+        #expect(replies.map { $0["id"]?.int64 ?? $0[0]?["id"]?.int64 } == [1, 2, 3, 5, 6])
+        #expect(replies[safe: 2]?[1]?["id"]?.int64 == 4)
+        // Once nothing waits, a short line is answered during its read again.
+        h.read(Self.ping(7))
+        #expect(try h.replies().compactMap { $0["id"]?.int64 } == [7])
+    }
+
+    @Test func aCancelReadBehindALongLineWithdrawsItsRequest() throws {
+        let h = try Harness(longLine: 200)
+        h.read(Self.longPing(7) + Self.ping(8) + Self.cancel(8) + Self.cancel(7) + Self.ping(9))
+        h.channel.embeddedEventLoop.run()
+        let replies = try h.replies()
+        #expect(replies.map { $0["id"]?.int64 } == [7, 8, 9])
+        for withdrawn in replies.prefix(2) {
+            #expect(withdrawn["error"]?["code"]?.int64 == -32800)
+            #expect(withdrawn["error"]?["data"]?["started"]?.bool == false)
+        }
+        #expect(replies.last?["result"] != nil)
+    }
+
+    @Test func closeAnswersALongLineStillBeingParsed() throws {
+        let h = try Harness(longLine: 200)
+        h.read(Self.longPing(1) + Self.ping(2))
+        h.channel.pipeline.fireUserInboundEventTriggered(ShutdownEvent.close)
+        h.channel.embeddedEventLoop.run()
+        let replies = try h.replies()
+        #expect(replies.map { $0["id"]?.int64 } == [1, 2])
+        #expect(replies.allSatisfy { $0["error"]?["data"]?["reason"]?.string == "shuttingDown" })
+        #expect(!h.channel.isActive)
+    }
+}
+
+extension Array {
+    fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

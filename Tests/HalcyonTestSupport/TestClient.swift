@@ -67,6 +67,21 @@ public final class TestClient {
 
     public func send(_ line: String) throws { try sendRaw(Array((line + "\n").utf8)) }
 
+    /// Bytes this client sent that the daemon has not read yet (`SIOCOUTQ`).
+    public var unreadByPeer: Int {
+        var queued: Int32 = 0
+        // SIOCOUTQ (= TIOCOUTQ, 0x5411): for a Unix stream socket, what the peer has not
+        // taken from the queue yet.
+        return ioctl(fd, 0x5411, &queued) == 0 ? Int(queued) : -1
+    }
+
+    /// Whether reply bytes wait to be read, without waiting for any.
+    public var hasReplyWaiting: Bool {
+        if !pending.isEmpty { return true }
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&pfd, 1, 0) > 0
+    }
+
     /// Reads one reply line; nil on EOF or when nothing arrives within `timeout`.
     public func readLine(timeout: TimeInterval = 20) throws -> String? {
         let deadline = Date().addingTimeInterval(timeout)
