@@ -298,14 +298,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 continue
             case .needMoreData:
                 if buffer.readableBytes > 0 {
-                    if owned {
-                        // Lines framed from its front are dropped; what is left of a
-                        // long line is not copied again.
+                    if owned, buffer.readableBytes * 2 >= buffer.capacity {
+                        // Most of our own copy is a line still arriving: kept in place
+                        // (lines framed from its front dropped), not copied again.
                         buffer.discardReadBytes()
                         unfinished = buffer
                     } else {
-                        // Copied out, so the read buffer it came in can be reused by the
-                        // next read.
+                        // Copied out, compact: the read buffer it came in can be reused by
+                        // the next read, and an idle connection holds only its fragment.
                         var kept = context.channel.allocator.buffer(capacity: buffer.readableBytes)
                         kept.writeBuffer(&buffer)
                         unfinished = kept
