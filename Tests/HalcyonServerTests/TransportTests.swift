@@ -230,6 +230,19 @@ struct ConnectionHandlerTests {
         #expect(replies.last?["result"] != nil)
     }
 
+    @Test func drainAnswersALongLineBeingParsedThenCloses() throws {
+        let h = try Harness(longLine: 200)
+        h.read(Self.longPing(1) + Self.ping(2))
+        h.channel.pipeline.fireUserInboundEventTriggered(ShutdownEvent.drain)
+        h.channel.embeddedEventLoop.run()
+        #expect(h.channel.isActive)
+        let replies = try h.replies()
+        #expect(replies.map { $0["id"]?.int64 } == [1, 2])
+        #expect(replies.allSatisfy { $0["error"]?["data"]?["reason"]?.string == "shuttingDown" })
+        h.channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.drainQuietPeriod)
+        #expect(!h.channel.isActive, "an idle draining connection stayed open")
+    }
+
     @Test func closeAnswersALongLineStillBeingParsed() throws {
         let h = try Harness(longLine: 200)
         h.read(Self.longPing(1) + Self.ping(2))
