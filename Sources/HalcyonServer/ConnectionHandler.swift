@@ -73,7 +73,11 @@ enum ShutdownEvent: Sendable {
 /// already read after it are parsed at once but wait in `queuedLines`, in order. A
 /// cancel alone on a line does not wait: it is carried out at once, and also reaches the
 /// requests of the lines waiting (they are read before it, and have not started, so they
-/// are answered `-32800` with `started: false` when their turn comes).
+/// are answered `-32800` with `started: false` when their turn comes). The lines waiting
+/// for or in a parse off the loop are bounded across connections (`parseBudget`, as much
+/// again as `--max-input-buffer`): a loop no longer busy parsing reads on, and a complete
+/// line has left the input budget. Past the bound, a long line is parsed on its loop as
+/// before, which holds that loop's reads meanwhile.
 ///
 /// Drain: on `ShutdownEvent.drain` reads resume whatever the pressure, every line already
 /// read or still in the socket is answered (`-32005 shuttingDown` for what has not
@@ -167,6 +171,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// touched from another thread).
     private let offLoopParseBytes: Int
     private let parseQueue: DispatchQueue?
+    /// Bytes of long lines parsing off the loop, all connections; nil: unbounded.
+    private let parseBudget: InputBudget?
     /// Unsent reply bytes above which a client that is not reading is disconnected.
     private let maxOutputBuffer: Int
     /// Only to name the limit in `inputBufferFull` errors; the framing layer enforces it.
@@ -213,9 +219,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
         maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
         maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil,
         directGroups: DirectWriteGroups? = nil, inputBudget: InputBudget? = nil,
-        offLoopParseBytes: Int = ConnectionHandler.defaultOffLoopParseBytes,
+        parseBudget: InputBudget? = nil, offLoopParseBytes: Int = ConnectionHandler.defaultOffLoopParseBytes,
         parseQueue: DispatchQueue? = ConnectionHandler.parseQueue
     ) {
+        self.parseBudget = parseBudget
         self.offLoopParseBytes = offLoopParseBytes
         self.parseQueue = parseQueue
         self.framer = LineFrameDecoder(maxLineBytes: maxLineBytes, budget: inputBudget)
@@ -393,7 +400,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     // MARK: Requests
 
     private func handleLine(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        if buffer.readableBytes >= offLoopParseBytes {
+        if buffer.readableBytes >= offLoopParseBytes, parseBudget?.charge(buffer.readableBytes) ?? true {
             parseOffLoop(buffer, context: context)
             return
         }
@@ -427,9 +434,13 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let maxBatch = self.maxBatch
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let budget = parseBudget
         let parse: @Sendable () -> Void = {
             let incoming = Self.parse(line, maxBatch: maxBatch)
-            eventLoop.execute { bound.value.parsedOffLoop(token, incoming) }
+            eventLoop.execute {
+                budget?.release(line.readableBytes)
+                bound.value.parsedOffLoop(token, incoming)
+            }
         }
         if let parseQueue { parseQueue.async(execute: parse) } else { parse() }
     }

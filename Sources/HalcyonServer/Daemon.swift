@@ -51,6 +51,9 @@ public final class Daemon: Sendable {
     private let listenerFD = Locked<Int32>(-1)
     /// Unfinished request lines of all connections together (`--max-input-buffer`).
     private let inputBudget: InputBudget
+    /// Long lines waiting for or in a parse off the event loops, all connections together
+    /// (as much again as `--max-input-buffer`; see `ConnectionHandler`).
+    private let parseBudget: InputBudget
     /// The summary logger, kept so shutdown can write a last summary.
     private let pressureMonitor = Locked<PressureMonitor?>(nil)
     public static let version = HalcyonVersion.current
@@ -67,6 +70,7 @@ public final class Daemon: Sendable {
         self.observer = Observer(metrics: metrics, logger: logger)
         self.metricsListen = metricsListen
         self.inputBudget = InputBudget(limit: configuration.maxInputBuffer)
+        self.parseBudget = InputBudget(limit: configuration.maxInputBuffer)
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }
 
@@ -299,6 +303,7 @@ public final class Daemon: Sendable {
             channels.withLock { _ = $0.removeValue(forKey: key) }
         }
         let inputBudget = self.inputBudget
+        let parseBudget = self.parseBudget
         let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)")
         let c = configuration
         let logger = self.logger
@@ -310,7 +315,7 @@ public final class Daemon: Sendable {
                     maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
                     maxInputBuffer: c.maxInputBuffer,
                     session: session, logger: logger, observer: observer, directGroups: directGroups,
-                    inputBudget: inputBudget
+                    inputBudget: inputBudget, parseBudget: parseBudget
                 ),
             ])
         }

@@ -74,7 +74,10 @@ struct ConnectionHandlerTests {
         let channel: EmbeddedChannel
 
         /// `longLine`: the shortest line parsed apart, in a later task of the loop.
-        init(maxInFlight: Int = 16, longLine: Int = ConnectionHandler.defaultOffLoopParseBytes) throws {
+        init(
+            maxInFlight: Int = 16, longLine: Int = ConnectionHandler.defaultOffLoopParseBytes,
+            parseBudget: InputBudget? = nil
+        ) throws {
             folder = URL(fileURLWithPath: NSTemporaryDirectory())
                 .appendingPathComponent("hc-transport-\(UUID().uuidString.prefix(8))")
             cache = HybridCache(config: .init(memory: .init(), disk: .init(directory: folder)))
@@ -87,7 +90,7 @@ struct ConnectionHandlerTests {
                 dispatcher: Dispatcher(cache: cache, facts: facts), counters: ServerCounters(),
                 maxInFlight: maxInFlight, maxBatch: 10, maxLineBytes: 1 << 20,
                 session: ConnectionSession(peerDescription: "test"), logger: Logger(label: "test"),
-                offLoopParseBytes: longLine, parseQueue: nil
+                parseBudget: parseBudget, offLoopParseBytes: longLine, parseQueue: nil
             )
             channel = EmbeddedChannel()
             try channel.pipeline.syncOperations.addHandler(handler)
@@ -228,6 +231,21 @@ struct ConnectionHandlerTests {
             #expect(withdrawn["error"]?["data"]?["started"]?.bool == false)
         }
         #expect(replies.last?["result"] != nil)
+    }
+
+    @Test func longLinesPastTheParseBudgetAreParsedOnTheLoop() throws {
+        let budget = InputBudget(limit: 700)
+        let h = try Harness(longLine: 200, parseBudget: budget)
+        h.read(Self.longPing(1) + Self.longPing(2) + Self.longPing(3, bytes: 600) + Self.ping(4))
+        #expect(try h.replies().isEmpty)
+        #expect(budget.inUse == 600, "the first two lines are not both charged, or the third is")
+        h.channel.embeddedEventLoop.run()
+        #expect(try h.replies().map { $0["id"]?.int64 } == [1, 2, 3, 4])
+        #expect(budget.inUse == 0, "a parsed line still holds its share of the budget")
+        // With no room left, a long line is parsed during its read, as a short one is.
+        #expect(budget.charge(700))
+        h.read(Self.longPing(5) + Self.ping(6))
+        #expect(try h.replies().map { $0["id"]?.int64 } == [5, 6])
     }
 
     @Test func drainAnswersALongLineBeingParsedThenCloses() throws {
