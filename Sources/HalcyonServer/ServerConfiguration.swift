@@ -67,7 +67,8 @@ public struct ServerConfiguration: Sendable {
     public var maxOutputBuffer = 64 << 20
     /// Bytes of unfinished request lines all connections may hold together
     /// (`--max-input-buffer`). Default 512 MiB; a line that would pass it is dropped and
-    /// answered `-32005 inputBufferFull`.
+    /// answered `-32005 inputBufferFull`. As much again bounds the long lines waiting for a
+    /// parse off the event loops (past it they are parsed on their loop; nothing refused).
     public var maxInputBuffer = 512 << 20
     /// Seconds between sweeps that remove expired entries and enforce the size limits
     /// (`--sweep-interval`). Default 600 (10 minutes); 0 turns the periodic sweep off.
