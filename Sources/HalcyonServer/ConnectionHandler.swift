@@ -412,8 +412,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         // Behind a long line: a cancel alone on its line is carried out now, and reaches
         // the requests of the lines waiting, all read before it. Anything else waits.
         if case .single(.request(let request)) = incoming, request.flags.contains(.transport) {
-            cancel(request, context: context)
-            if case .cancel(let target)? = try? dispatcher.transportAction(for: request) {
+            if let target = cancel(request, context: context) {
                 for line in queuedLines { line.cancelled.insert(target) }
             }
             return
@@ -692,9 +691,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func cancel(_ request: RPCRequest, context: ChannelHandlerContext) {
+    /// Carries out a `$/cancelRequest`; returns the id it cancels (nil for a malformed one).
+    @discardableResult
+    private func cancel(_ request: RPCRequest, context: ChannelHandlerContext) -> RPCID? {
         // The table's only transport method today is $/cancelRequest.
-        guard case .cancel(let target)? = try? dispatcher.transportAction(for: request) else { return }
+        guard case .cancel(let target)? = try? dispatcher.transportAction(for: request) else { return nil }
         // A held request never started: withdraw it and answer as an unstarted cancel.
         if held.contains(where: { $0.requestID == target }) {
             var kept = CircularBuffer<Held>(initialCapacity: held.count)
@@ -716,6 +717,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             // (started: false) through the callback queue.
             entry.task?.cancel()
         }
+        return target
     }
 
     // MARK: Replies
