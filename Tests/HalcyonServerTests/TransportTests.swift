@@ -221,8 +221,9 @@ struct ConnectionHandlerTests {
     }
 
     @Test func aCancelReadBehindALongLineWithdrawsItsRequest() throws {
-        let h = try Harness(longLine: 200)
-        h.read(Self.longPing(7) + Self.ping(8) + Self.cancel(8) + Self.cancel(7) + Self.ping(9))
+        // Cancels are under a quarter of the bound, so they are never handed off.
+        let h = try Harness(longLine: 400)
+        h.read(Self.longPing(7, bytes: 450) + Self.ping(8) + Self.cancel(8) + Self.cancel(7) + Self.ping(9))
         h.channel.embeddedEventLoop.run()
         let replies = try h.replies()
         #expect(replies.map { $0["id"]?.int64 } == [7, 8, 9])
@@ -231,6 +232,19 @@ struct ConnectionHandlerTests {
             #expect(withdrawn["error"]?["data"]?["started"]?.bool == false)
         }
         #expect(replies.last?["result"] != nil)
+    }
+
+    @Test func aReadBurstParsesAQuarterOfTheBoundOnTheLoopThenHandsLinesOff() throws {
+        let h = try Harness(longLine: 400)
+        // 300 + 300 bytes parsed on the loop reach the bound: the next line of 100 bytes
+        // or more goes off the loop, and a short one behind it waits for it.
+        h.read(Self.longPing(1) + Self.longPing(2) + Self.longPing(3, bytes: 150) + Self.ping(4))
+        #expect(try h.replies().map { $0["id"]?.int64 } == [1, 2])
+        h.channel.embeddedEventLoop.run()
+        #expect(try h.replies().map { $0["id"]?.int64 } == [3, 4])
+        // The next burst starts its count again.
+        h.read(Self.longPing(5))
+        #expect(try h.replies().map { $0["id"]?.int64 } == [5])
     }
 
     @Test func longLinesPastTheParseBudgetAreParsedOnTheLoop() throws {
