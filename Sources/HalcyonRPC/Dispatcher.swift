@@ -105,6 +105,23 @@ public struct RPCReply: Sendable {
     }
 }
 
+/// The transport's own counters, as `cache.stats` reports them.
+public struct LiveCounters: Sendable, Equatable {
+    /// Connections open now.
+    public var connections = 0
+    /// Requests read and not yet answered, all connections.
+    public var inFlight = 0
+    /// Connections refused: by the peer check, over `--max-connections`, or for want of
+    /// file descriptors.
+    public var refusedPeers = 0
+    /// Clients disconnected because their unsent replies passed `--max-output-buffer`.
+    public var outputBufferOverflows = 0
+    /// Request lines parsed off the event loops because they were long.
+    public var linesParsedOffLoop = 0
+
+    public init() {}
+}
+
 /// Facts about the running daemon that `server.info` and `cache.stats` report, provided by
 /// the transport, which owns them.
 public struct ServerFacts: Sendable {
@@ -115,8 +132,8 @@ public struct ServerFacts: Sendable {
     public var diskExpiration: StorageExpiration
     public var memoryExpiration: StorageExpiration
     public var debugMethodsEnabled: Bool
-    /// Live counters of the transport: open connections and requests in flight.
-    public var liveCounters: @Sendable () -> (connections: Int, inFlight: Int, refusedPeers: Int)
+    /// Live counters of the transport: open connections, requests in flight, refusals.
+    public var liveCounters: @Sendable () -> LiveCounters
     /// The daemon's metrics in the Prometheus text format, for `server.metrics`; set by the
     /// transport, which owns the metrics registry. Default: no series.
     public var metricsText: @Sendable () -> String = { "" }
@@ -125,7 +142,7 @@ public struct ServerFacts: Sendable {
         version: String, socketPath: String, startedAt: Date, limits: [(String, Int64)],
         diskExpiration: StorageExpiration, memoryExpiration: StorageExpiration,
         debugMethodsEnabled: Bool,
-        liveCounters: @escaping @Sendable () -> (connections: Int, inFlight: Int, refusedPeers: Int)
+        liveCounters: @escaping @Sendable () -> LiveCounters
     ) {
         self.version = version
         self.socketPath = socketPath

@@ -442,6 +442,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let token = nextLineToken
         nextLineToken &+= 1
         queuedLines.append(QueuedLine(token: token, bytes: line))
+        counters.lineParsedOffLoop()
         let maxBatch = self.maxBatch
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)

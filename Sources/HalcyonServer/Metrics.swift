@@ -85,6 +85,8 @@ public final class Metrics: Sendable {
         count("halcyon_cache_removals_total", [], stats.removals, &last)
         count("halcyon_cache_maintenance_errors_total", [], stats.maintenanceErrors, &last)
         count("halcyon_refused_peers_total", [], live.refusedPeers, &last)
+        count("halcyon_output_buffer_overflows_total", [], live.outputBufferOverflows, &last)
+        count("halcyon_lines_parsed_off_loop_total", [], live.linesParsedOffLoop, &last)
         // Every read asks memory first; a memory miss that disk answers is still a hit.
         let lookups = stats.memoryHits + stats.memoryMisses
         let ratio = lookups == 0 ? 0 : Double(stats.memoryHits + stats.diskHits) / Double(lookups)

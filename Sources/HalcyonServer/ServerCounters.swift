@@ -1,6 +1,7 @@
 // Live counters the transport keeps for cache.stats and for its own limits.
 
 import HalcyonCache
+import HalcyonRPC
 import NIOCore
 import Synchronization
 
@@ -44,6 +45,7 @@ final class ServerCounters: Sendable {
         var storageErrors = 0
         var lastStorageError = ""
         var outputBufferOverflows = 0
+        var linesParsedOffLoop = 0
     }
 
     private let state = Locked(State())
@@ -73,8 +75,8 @@ final class ServerCounters: Sendable {
     func peerRefused() { state.withLock { $0.refusedPeers += 1 } }
     /// A client was disconnected because its unsent replies passed `--max-output-buffer`.
     func outputBufferOverflowed() { state.withLock { $0.outputBufferOverflows += 1 } }
-    /// Clients disconnected so far for not reading their replies.
-    var outputBufferOverflows: Int { state.withLock { $0.outputBufferOverflows } }
+    /// A request line was handed to the parse queue (once per long line, never per request).
+    func lineParsedOffLoop() { state.withLock { $0.linesParsedOffLoop += 1 } }
 
     /// A request failed in the storage engine (not ready, cannot write, cannot read).
     func storageErrorReplied(_ description: String) {
@@ -93,9 +95,15 @@ final class ServerCounters: Sendable {
     /// daemon's life, so sums over them never go back).
     var loops: [LoopCounters] { state.withLock { Array($0.loops.values) } }
 
-    var snapshot: (connections: Int, inFlight: Int, refusedPeers: Int) {
+    var snapshot: LiveCounters {
         state.withLock { s in
-            (s.connections, s.loops.values.reduce(0) { $0 + $1.inFlight.load(ordering: .relaxed) }, s.refusedPeers)
+            var live = LiveCounters()
+            live.connections = s.connections
+            live.inFlight = s.loops.values.reduce(0) { $0 + $1.inFlight.load(ordering: .relaxed) }
+            live.refusedPeers = s.refusedPeers
+            live.outputBufferOverflows = s.outputBufferOverflows
+            live.linesParsedOffLoop = s.linesParsedOffLoop
+            return live
         }
     }
 }

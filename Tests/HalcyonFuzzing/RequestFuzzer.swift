@@ -31,7 +31,7 @@ public final class RequestFuzzer: Sendable {
         let facts = ServerFacts(
             version: "fuzz", socketPath: "/nowhere", startedAt: Date(), limits: [],
             diskExpiration: .days(1), memoryExpiration: .seconds(300), debugMethodsEnabled: false,
-            liveCounters: { (0, 0, 0) }
+            liveCounters: { LiveCounters() }
         )
         dispatcher = Dispatcher(cache: cache, facts: facts)
     }

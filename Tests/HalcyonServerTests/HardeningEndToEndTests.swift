@@ -67,8 +67,9 @@ struct HardeningEndToEndTests {
         var replies = 0
         while let _ = try client.readLine(timeout: 10) { replies += 1 }
         #expect(replies < 8, "a non-reading client got all \(replies) replies buffered")
-        // The daemon carries on.
+        // The daemon carries on, and counts the disconnection.
         #expect(try daemon.client().result("server.ping")["pong"]?.bool == true)
+        #expect(try daemon.client().result("cache.stats")["outputBufferOverflows"]?.int64 == 1)
         daemon.stop()
         #expect(daemon.stderrText().contains("disconnected a client that does not read its replies"))
     }
@@ -293,6 +294,7 @@ struct HardeningEndToEndTests {
         let reply = try writer.readReply()
         #expect(reply["error"]?["code"]?.int64 == -32602)
         #expect(reply["id"]?.int64 == 1)
+        #expect(try other.result("cache.stats")["linesParsedOffLoop"]?.int64 == 1)
     }
 }
 

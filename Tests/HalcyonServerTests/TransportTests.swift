@@ -84,7 +84,7 @@ struct ConnectionHandlerTests {
             let facts = ServerFacts(
                 version: "test", socketPath: "/nowhere", startedAt: Date(), limits: [],
                 diskExpiration: .never, memoryExpiration: .never, debugMethodsEnabled: true,
-                liveCounters: { (0, 0, 0) }
+                liveCounters: { LiveCounters() }
             )
             let handler = ConnectionHandler(
                 dispatcher: Dispatcher(cache: cache, facts: facts), counters: ServerCounters(),

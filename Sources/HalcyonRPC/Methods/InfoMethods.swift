@@ -29,6 +29,8 @@ extension Dispatcher {
                 w.field("inFlight", live.inFlight)
                 w.field("connections", live.connections)
                 w.field("refusedPeers", live.refusedPeers)
+                w.field("outputBufferOverflows", live.outputBufferOverflows)
+                w.field("linesParsedOffLoop", live.linesParsedOffLoop)
                 w.field("uptime", Int(uptime.rounded(.down)))
                 let leases = dispatcher.leases.stats
                 w.field("leases", leases.held)
