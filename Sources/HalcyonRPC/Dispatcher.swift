@@ -118,6 +118,11 @@ public struct LiveCounters: Sendable, Equatable {
     public var outputBufferOverflows = 0
     /// Request lines parsed off the event loops because they were long.
     public var linesParsedOffLoop = 0
+    /// Request lines refused unread: longer than `--max-line-bytes` (`lineTooLong`).
+    public var lineTooLongRefusals = 0
+    /// Request lines refused because all connections' unfinished lines filled
+    /// `--max-input-buffer` (`inputBufferFull`).
+    public var inputBufferFullRefusals = 0
 
     public init() {}
 }

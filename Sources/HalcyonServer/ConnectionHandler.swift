@@ -300,8 +300,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
             case .frame(.line(let line)):
                 handleLine(line, context: context)
             case .frame(.tooLong):
+                counters.lineTooLongRefused()
                 write(RPCReply.error(id: nil, .lineTooLong(limit: maxLineBytes)).bytes, context: context)
             case .frame(.overBudget):
+                counters.inputBufferFullRefused()
                 write(RPCReply.error(id: nil, .overloaded(reason: .inputBufferFull, limit: maxInputBuffer)).bytes,
                       context: context)
             case .skipped:

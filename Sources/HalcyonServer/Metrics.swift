@@ -87,6 +87,8 @@ public final class Metrics: Sendable {
         count("halcyon_refused_peers_total", [], live.refusedPeers, &last)
         count("halcyon_output_buffer_overflows_total", [], live.outputBufferOverflows, &last)
         count("halcyon_lines_parsed_off_loop_total", [], live.linesParsedOffLoop, &last)
+        count("halcyon_refused_lines_total", [("reason", "lineTooLong")], live.lineTooLongRefusals, &last)
+        count("halcyon_refused_lines_total", [("reason", "inputBufferFull")], live.inputBufferFullRefusals, &last)
         // Every read asks memory first; a memory miss that disk answers is still a hit.
         let lookups = stats.memoryHits + stats.memoryMisses
         let ratio = lookups == 0 ? 0 : Double(stats.memoryHits + stats.diskHits) / Double(lookups)

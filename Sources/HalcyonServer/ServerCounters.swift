@@ -46,6 +46,8 @@ final class ServerCounters: Sendable {
         var lastStorageError = ""
         var outputBufferOverflows = 0
         var linesParsedOffLoop = 0
+        var lineTooLongRefusals = 0
+        var inputBufferFullRefusals = 0
     }
 
     private let state = Locked(State())
@@ -77,6 +79,10 @@ final class ServerCounters: Sendable {
     func outputBufferOverflowed() { state.withLock { $0.outputBufferOverflows += 1 } }
     /// A request line was handed to the parse queue (once per long line, never per request).
     func lineParsedOffLoop() { state.withLock { $0.linesParsedOffLoop += 1 } }
+    /// A request line was refused unread, too long for `--max-line-bytes`.
+    func lineTooLongRefused() { state.withLock { $0.lineTooLongRefusals += 1 } }
+    /// A request line was refused unread, `--max-input-buffer` being full.
+    func inputBufferFullRefused() { state.withLock { $0.inputBufferFullRefusals += 1 } }
 
     /// A request failed in the storage engine (not ready, cannot write, cannot read).
     func storageErrorReplied(_ description: String) {
@@ -103,6 +109,8 @@ final class ServerCounters: Sendable {
             live.refusedPeers = s.refusedPeers
             live.outputBufferOverflows = s.outputBufferOverflows
             live.linesParsedOffLoop = s.linesParsedOffLoop
+            live.lineTooLongRefusals = s.lineTooLongRefusals
+            live.inputBufferFullRefusals = s.inputBufferFullRefusals
             return live
         }
     }

@@ -101,6 +101,7 @@ struct ErrorsEndToEndTests {
         expectError(reply, code: -32600, reason: "lineTooLong")
         #expect(reply["id"]?.isNull == true)
         #expect(try client.result("server.ping")["pong"]?.bool == true)
+        #expect(try client.result("cache.stats")["lineTooLongRefusals"]?.int64 == 1)
     }
 
     @Test func batchesAndNotifications() throws {

@@ -89,6 +89,10 @@ struct HardeningEndToEndTests {
         // The connection stays usable from its next line on.
         try second.sendRaw(Array("\n".utf8))
         #expect(try second.result("server.ping")["pong"]?.bool == true)
+        // Counted once, as the one refusal it is.
+        let stats = try second.result("cache.stats")
+        #expect(stats["inputBufferFullRefusals"]?.int64 == 1)
+        #expect(stats["lineTooLongRefusals"]?.int64 == 0)
         // The first line was within the bound and is parsed when it ends.
         try first.sendRaw(Array("\n".utf8))
         #expect(try first.readReply(timeout: 10)["error"]?["code"]?.int64 == -32700)

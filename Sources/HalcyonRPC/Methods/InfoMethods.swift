@@ -31,6 +31,8 @@ extension Dispatcher {
                 w.field("refusedPeers", live.refusedPeers)
                 w.field("outputBufferOverflows", live.outputBufferOverflows)
                 w.field("linesParsedOffLoop", live.linesParsedOffLoop)
+                w.field("lineTooLongRefusals", live.lineTooLongRefusals)
+                w.field("inputBufferFullRefusals", live.inputBufferFullRefusals)
                 w.field("uptime", Int(uptime.rounded(.down)))
                 let leases = dispatcher.leases.stats
                 w.field("leases", leases.held)
