@@ -261,6 +261,11 @@ if want reads; then
         r="${med[redis]}"; h="${med[halcyon]}"
         echo "| $v | $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $(notes "$h") |" >>"$report"
     done
+    # The floor under every cell above: `server.ping` against PING is the socket, the
+    # envelope's parse and the reply, with no cache work.
+    cell redis,halcyon "${common[@]}" --op ping --conns 8 --pipeline 16 --no-prefill
+    r="${med[redis]}"; h="${med[halcyon]}"
+    echo "| ping | 8 | 16 | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | \`server.ping\` / PING: the transport alone $(notes "$h") |" >>"$report"
     echo >>"$report"
 fi
 

@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 enum proto { P_HALCYON, P_REDIS, P_MEMCACHED };
-enum op { OP_GET, OP_SET, OP_MIXED, OP_MGET, OP_INCR };
-enum req { R_GET, R_SET, R_EVICT, R_MGET, R_INCR };
+enum op { OP_GET, OP_SET, OP_MIXED, OP_MGET, OP_INCR, OP_PING };
+enum req { R_GET, R_SET, R_EVICT, R_MGET, R_INCR, R_PING };
 
 /* Outcome of one framed reply. */
 enum status { S_OK, S_HIT, S_MISS, S_ERROR };
@@ -204,6 +204,10 @@ static void put_request(conn_t *c, enum req kind, long key) {
             buf_printf(o, "]%s%s}}\n", opt.get_params ? "," : "", opt.get_params ? opt.get_params : "");
             break;
         }
+        if (kind == R_PING) {
+            buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"server.ping\"}\n", (unsigned long long)id);
+            break;
+        }
         if (kind == R_INCR) {
             buf_printf(o, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"cache.incr\",\"params\":{\"key\":\"%s\"%s%s}}\n",
                        (unsigned long long)id, k, opt.set_params ? "," : "", opt.set_params ? opt.set_params : "");
@@ -232,6 +236,8 @@ static void put_request(conn_t *c, enum req kind, long key) {
                 int kkl = snprintf(kk, sizeof kk, "%s%ld", opt.key_prefix, (key + i) % opt.keys);
                 buf_printf(o, "$%d\r\n%s\r\n", kkl, kk);
             }
+        } else if (kind == R_PING) {
+            buf_printf(o, "*1\r\n$4\r\nPING\r\n");
         } else if (kind == R_INCR) {
             buf_printf(o, "*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", kl, k);
         } else if (kind == R_GET) {
@@ -245,7 +251,7 @@ static void put_request(conn_t *c, enum req kind, long key) {
         }
         break;
     case P_MEMCACHED:
-        if (kind == R_MGET || kind == R_INCR) die("--op mget/incr: halcyon and redis only");
+        if (kind == R_MGET || kind == R_INCR || kind == R_PING) die("--op mget/incr/ping: halcyon and redis only");
         if (kind == R_GET) {
             buf_printf(o, "get %s\r\n", k);
         } else if (kind == R_SET) {
@@ -429,6 +435,7 @@ static enum req next_kind(conn_t *c) {
     case OP_MIXED: return (long)(xorshift(&c->rng) % 100) < opt.mixed_set_pct ? R_SET : R_GET;
     case OP_MGET: return R_MGET;
     case OP_INCR: return R_INCR;
+    case OP_PING: return R_PING;
     }
     return R_GET;
 }
@@ -483,8 +490,9 @@ static void configure(conn_t *c) {
 static void usage(void) {
     fprintf(stderr,
         "usage: loadgen --proto halcyon|redis|memcached --socket PATH [options]\n"
-        "  --op get|set|mixed|mget|incr  request mix (mixed: --set-pct %% sets, default 10;\n"
-        "                          mget: cache.getMany / MGET of --batch-keys keys; incr: cache.incr / INCR)\n"
+        "  --op get|set|mixed|mget|incr|ping  request mix (mixed: --set-pct %% sets, default 10;\n"
+        "                          mget: cache.getMany / MGET of --batch-keys keys; incr: cache.incr / INCR;\n"
+        "                          ping: server.ping / PING, the transport alone)\n"
         "  --batch-keys N          keys per mget request (100)\n"
         "  --conns N               connections, one thread each (1)\n"
         "  --pipeline P            requests in flight per connection (1)\n"
@@ -538,6 +546,7 @@ int main(int argc, char **argv) {
             else if (!strcmp(optarg, "mixed")) opt.op = OP_MIXED;
             else if (!strcmp(optarg, "mget")) opt.op = OP_MGET;
             else if (!strcmp(optarg, "incr")) opt.op = OP_INCR;
+            else if (!strcmp(optarg, "ping")) opt.op = OP_PING;
             else die("unknown --op %s", optarg);
             break;
         case 'c': opt.conns = atoi(optarg); break;
@@ -645,7 +654,7 @@ int main(int argc, char **argv) {
     double p99 = all.n ? all.v[(size_t)((double)(all.n - 1) * 0.99)] / 1e3 : 0;
     double secs = total_ns / 1e9;
     static const char *pn[] = {"halcyon", "redis", "memcached"};
-    static const char *on[] = {"get", "set", "mixed", "mget", "incr"};
+    static const char *on[] = {"get", "set", "mixed", "mget", "incr", "ping"};
     printf("proto=%s op=%s conns=%d pipeline=%d value=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f p99_us=%.1f "
            "hits=%llu misses=%llu errors=%llu disk_hits=%llu replies=%llu%s%s\n",
            pn[opt.proto], on[opt.op], opt.conns, opt.pipeline, opt.value_size, (unsigned long long)total_done, secs,
