@@ -13,11 +13,17 @@
 //   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
 //                              metrics (swift-metrics, Prometheus text) and log formats
 //   halcyond, halcyon          thin executables: the daemon and the command-line client
+import Foundation
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
 ]
+
+// ThreadSanitizer brings its own malloc, and jemalloc's would fight it: a daemon built for
+// ThreadSanitizer (scripts/tsan-daemon sets this) links the system's malloc instead.
+let daemonMalloc: [Target.Dependency] =
+    ProcessInfo.processInfo.environment["HALCYON_SYSTEM_MALLOC"] == nil ? ["CJemalloc"] : []
 
 let package = Package(
     name: "Halcyon",
@@ -90,10 +96,10 @@ let package = Package(
         .executableTarget(
             name: "halcyond",
             dependencies: [
-                "HalcyonServer", "HalcyonVersion", "CJemalloc",
+                "HalcyonServer", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
+            ] + daemonMalloc,
             swiftSettings: swiftSettings
         ),
         .executableTarget(
