@@ -287,7 +287,7 @@ class CannotLoadDataFromDiskError(CannotReadError):
     """``cannotLoadDataFromDisk``: a stored file could not be read."""
 
 
-class CannotRemoveCacheFileError(StorageError):
+class CannotRemoveCacheFileError(CannotWriteError):
     """``cannotRemoveCacheFile``: a stored file could not be removed."""
 
 
