@@ -78,10 +78,11 @@ struct HybridCacheUnwritableTests {
         let first = f.open(held: frozen, plainNames: true)
         _ = try await HybridCacheJournalTests.store(first, "good", "1")
         for key in Self.badKeys { _ = try await HybridCacheJournalTests.store(first, key, "bad") }
-        _ = try await result { first.remove(forKey: "../escape", completion: $0) }
-        _ = try await result { first.touch(forKey: "../escape", completion: $0) }
+        _ = await result { first.remove(forKey: "../escape", completion: $0) }
+        _ = await result { first.touch(forKey: "../escape", completion: $0) }
 
         let reports = Reports()
+        f.held.withLock { $0 = true }
         let second = f.open(plainNames: true, onDroppedEntry: reports.hook)
         let journal = try #require(second.stats().journal)
         #expect(journal.droppedEntries == Self.badKeys.count)
@@ -89,6 +90,7 @@ struct HybridCacheUnwritableTests {
         #expect(journal.unwrittenEntries == 1)
         #expect(try await HybridCacheJournalTests.read(second, "good") == "1")
         #expect(try String(contentsOf: outside, encoding: .utf8) == "outside the cache folder")
+        f.held.withLock { $0 = false }
         await HybridCacheJournalTests.materialize(second)
         #expect(second.stats().journal?.unwrittenEntries == 0)
         #expect(f.fileExists(second, "good"))

@@ -35,7 +35,7 @@ struct DaemonMessagesEndToEndTests {
         chmod(shared.path, 0o777)
         let daemon = try DaemonProcess(arguments: ["--cache-dir", shared.path], root: root, waitUntilReady: false)
         defer { daemon.cleanUp() }
-        #expect(daemon.waitForExit())
+        try #require(daemon.waitForExit())
         #expect(daemon.process.terminationStatus == 1)
         let text = daemon.stderrText()
         let lines = text.split(separator: "\n").filter { $0.contains(shared.path) }
@@ -46,7 +46,7 @@ struct DaemonMessagesEndToEndTests {
     func aLineLimitNoRequestFitsInIsRefused(value: String) throws {
         let daemon = try DaemonProcess(arguments: ["--max-line-bytes", value], waitUntilReady: false)
         defer { daemon.cleanUp() }
-        #expect(daemon.waitForExit())
+        try #require(daemon.waitForExit())
         #expect(daemon.process.terminationStatus == 2)
         #expect(daemon.stderrText().contains("--max-line-bytes"))
     }

@@ -114,7 +114,7 @@ EXAMPLES = [b for b in ALL if b.tag == "indented" or b.tag in SHELL_TAGS]
 
 def test_the_walk_finds_the_examples() -> None:
     # A change of the docs' layout must not leave the walk with nothing to run.
-    assert len([b for b in EXAMPLES if b.not_run is None]) >= 8
+    assert len([b for b in EXAMPLES if b.not_run is None]) >= 7
     assert {b.doc for b in EXAMPLES} >= {"README.md", "Docs/CLI.md", "Docs/CLIENTS.md", "Docs/OPERATIONS.md"}
 
 
