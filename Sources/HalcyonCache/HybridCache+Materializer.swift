@@ -149,7 +149,10 @@ extension HybridCache {
                 wb.counters.withLock { $0.filesWritten += 1 }
             } catch {
                 if !dropIfNeverWritable(e, error, wb) {
-                    wb.counters.withLock { $0.fileWriteFailures += 1 }
+                    wb.counters.withLock {
+                        $0.fileWriteFailures += 1
+                        $0.lastFileWriteFailure = error
+                    }
                     counters.withLock { $0.maintenanceErrors += 1 }
                     break
                 }
