@@ -81,21 +81,18 @@ struct DaemonMessagesEndToEndTests {
                 "\(logged)")
     }
 
-    static let setpriv = "/usr/bin/setpriv"
-    static let python = "/usr/bin/python3"
-
     @Test(.enabled(if: geteuid() == 0, "needs root to run a client as nobody"),
-          .enabled(if: FileManager.default.isExecutableFile(atPath: setpriv), "needs setpriv"),
-          .enabled(if: FileManager.default.isExecutableFile(atPath: python), "needs /usr/bin/python3"))
+          .enabled(if: FileManager.default.isExecutableFile(atPath: ForeignPeerTests.setpriv), "needs setpriv"),
+          .enabled(if: FileManager.default.isExecutableFile(atPath: ForeignPeerTests.python), "needs /usr/bin/python3"))
     func aRefusedPeerIsToldWhyBeforeTheClose() throws {
         let daemon = try DaemonProcess(arguments: ["--socket-mode", "0666"])
         defer { daemon.cleanUp() }
         chmod(daemon.root.path, 0o711)
         let client = Process()
         let out = Pipe()
-        client.executableURL = URL(fileURLWithPath: Self.setpriv)
+        client.executableURL = URL(fileURLWithPath: ForeignPeerTests.setpriv)
         client.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", Self.python, "-c",
+            "--reuid=65534", "--regid=65534", "--clear-groups", ForeignPeerTests.python, "-c",
             "import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]);"
                 + " f = s.makefile('rb'); sys.stdout.write(f.readline().decode()); sys.stdout.write(repr(f.read()))",
             daemon.socketPath,
