@@ -50,15 +50,15 @@ struct GetCommand: HalcyonSubcommand {
             guard let text = value.stringBytes, let bytes = StrictBase64.decode(text) else {
                 throw .badReply("the value is not base64")
             }
-            Output.value(bytes)
+            context.output.value(bytes)
         case .utf8:
             guard let bytes = value.stringBytes else { throw .badReply("the value is not a string") }
-            Output.value(bytes)
+            context.output.value(bytes)
         case .base64:
             guard let text = value.string else { throw .badReply("the value is not a string") }
-            Output.line(text)
+            context.output.line(text)
         case .json:
-            Output.line(value.compactText)
+            context.output.line(value.compactText)
         }
     }
 }

@@ -41,23 +41,24 @@ struct ExistsCommand: HalcyonSubcommand {
             writer.key("key"); writer.string(key)
         }
         guard result["cached"]?.bool == true else { throw .miss }
-        if context.verbose { Output.line(result["cacheType"]?.string ?? "unknown") }
+        if context.verbose { context.output.line(result["cacheType"]?.string ?? "unknown") }
     }
 }
 
 /// `halcyon touch KEY TTL`: a new expiration counted from now, value untouched.
 struct TouchCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
-        commandName: "touch", abstract: "Give a key a new expiration from now (exit 1 on a miss).")
+        commandName: "touch", abstract: "Give a key a new expiration from now (exit 1 on a miss).",
+        discussion: "A TTL of 0 expires the key now: it is removed and counted as an expiration, as Redis's EXPIRE with 0 does.")
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
-    @Argument(help: "The new time to live: a duration (10m, 1h30m) or 'never'.") var ttl: String
+    @Argument(help: "The new time to live: a duration (10m, 1h30m), 'never', or 0 to expire the key now.") var ttl: String
     @Option(name: .customLong("memory-ttl"), help: ArgumentHelp("A new memory-tier expiration too.", valueName: "duration"))
     var memoryTTL: String?
 
     func execute(_ context: CommandContext) throws(CLIError) {
-        let expiration = try Expiration.ttl(ttl, option: "TTL")
+        let expiration = try Expiration.ttl(ttl, option: "TTL", zeroExpiresNow: true)
         let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
         let result = try context.connect().call("cache.touch") { writer in
             writer.key("key"); writer.string(key)
@@ -65,6 +66,6 @@ struct TouchCommand: HalcyonSubcommand {
             if let memoryExpiration { writer.key("memoryExpiration"); memoryExpiration.write(to: &writer) }
         }
         guard result["touched"]?.bool == true else { throw .miss }
-        if context.verbose { Output.line(HumanFormat.expiry(result["expiresAt"])) }
+        if context.verbose { context.output.line(HumanFormat.expiry(result["expiresAt"])) }
     }
 }

@@ -12,7 +12,7 @@ struct PingCommand: HalcyonSubcommand {
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.ping")
         guard result["pong"]?.bool == true else { throw .badReply("server.ping did not answer pong: \(result.compactText)") }
-        Output.line("PONG")
+        context.output.line("PONG")
     }
 }
 
@@ -25,7 +25,7 @@ struct InfoCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.info")
-        Output.line(json ? result.compactText : HumanFormat.table(result))
+        context.output.line(json ? result.compactText : HumanFormat.table(result))
     }
 }
 
@@ -38,7 +38,7 @@ struct StatsCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("cache.stats")
-        Output.line(json ? result.compactText : HumanFormat.table(result))
+        context.output.line(json ? result.compactText : HumanFormat.table(result))
     }
 }
 
@@ -57,6 +57,6 @@ struct MetricsCommand: HalcyonSubcommand {
         guard let text = result["text"]?.string else {
             throw .badReply("server.metrics has no text: \(result.compactText)")
         }
-        Output.stdout(Array(text.utf8))
+        context.output.write(Array(text.utf8))
     }
 }
