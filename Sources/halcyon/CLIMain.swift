@@ -38,7 +38,11 @@ enum CLIMain {
         }
         var command: ParsableCommand
         do {
-            command = try HalcyonCommand.parseAsRoot(reordered)
+            if let type = directType(reordered) {
+                command = try type.parse(Array(reordered.dropFirst()))
+            } else {
+                command = try HalcyonCommand.parseAsRoot(reordered)
+            }
         } catch {
             return report(parserError: error, output: output, arguments: reordered)
         }
@@ -147,11 +151,11 @@ enum CLIMain {
         }
         let commandName = arguments[index]
         if commandName.hasPrefix("-") { return arguments }
-        guard commandNames.contains(commandName) else {
+        guard isCommandName(commandName) else {
             throw .usage("unknown command '\(commandName)'; see 'halcyon --help'")
         }
         let rest = Array(arguments[(index + 1)...])
-        if commandName == "help", let topic = rest.first, !topic.hasPrefix("-"), !commandNames.contains(topic) {
+        if commandName == "help", let topic = rest.first, !topic.hasPrefix("-"), !isCommandName(topic) {
             throw .usage("unknown command '\(topic)'; see 'halcyon --help'")
         }
         // `lease` keeps its words: after its `--` comes a command, whose arguments are its own.
@@ -205,13 +209,32 @@ enum CLIMain {
         return digits.last != UInt8(ascii: ".")
     }
 
-    /// Every name and alias of a subcommand, and ArgumentParser's `help`.
-    private static let commandNames: Set<String> = {
-        var names: Set<String> = ["help"]
-        for command in HalcyonCommand.configuration.subcommands {
-            if let name = command.configuration.commandName { names.insert(name) }
-            names.formUnion(command.configuration.aliases)
+    /// The subcommand to parse `words` with directly, skipping the root command: the
+    /// root builds the whole command tree first, which is most of what a short command
+    /// costs. Nil for help and version requests, whose texts name the command as
+    /// `halcyon <name>` only when parsed from the root.
+    private static func directType(_ words: [String]) -> (any HalcyonSubcommand.Type)? {
+        guard let name = words.first, let type = subcommands[name] else { return nil }
+        for word in words.dropFirst() {
+            if word == "--" { break }
+            if word == "-h" || word == "--help" || word == "--version" || word.hasPrefix("--experimental") { return nil }
         }
-        return names
+        return type
+    }
+
+    /// Every subcommand by its name and its aliases.
+    private static let subcommands: [String: any HalcyonSubcommand.Type] = {
+        var types: [String: any HalcyonSubcommand.Type] = [:]
+        for command in HalcyonCommand.configuration.subcommands {
+            guard let type = command as? any HalcyonSubcommand.Type else { continue }
+            if let name = command.configuration.commandName { types[name] = type }
+            for alias in command.configuration.aliases { types[alias] = type }
+        }
+        return types
     }()
+
+    /// Whether `word` names a subcommand (or alias), or ArgumentParser's `help`.
+    private static func isCommandName(_ word: String) -> Bool {
+        word == "help" || subcommands[word] != nil
+    }
 }

@@ -76,7 +76,9 @@ enum LineEscaping {
     }
 
     /// Appends `bytes` to `line`, escaped so that the result is one line of UTF-8 text.
-    static func escape(_ bytes: [UInt8], into line: inout [UInt8]) {
+    /// - Parameter asWord: also escape spaces (`\x20`), so the result is one word, as a
+    ///   reply's tag must be.
+    static func escape(_ bytes: [UInt8], into line: inout [UInt8], asWord: Bool = false) {
         line.reserveCapacity(line.count + bytes.count)
         var index = 0
         while index < bytes.count {
@@ -98,6 +100,7 @@ enum LineEscaping {
             case UInt8(ascii: "\r"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case UInt8(ascii: "\t"): line.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20, 0x7F: appendHex(byte, to: &line)
+            case UInt8(ascii: " ") where asWord: appendHex(byte, to: &line)
             default: line.append(byte)
             }
             index += 1

@@ -25,8 +25,10 @@ struct CLIUsageTests {
         #expect(try CLIProcess.run(["keys", "-0", "n"], socket: s).stdout == Array("n\0".utf8))
         // Anything else that starts with '-' needs '--', and the error says so.
         let dashed = try CLIProcess.run(["get", "-k"], socket: s)
+        let unknown = try CLIProcess.run(["set", "k", "-v2"], socket: s)
+        #expect(unknown.status == 2 && unknown.stderrText.contains("goes after '--'"), "\(unknown.stderrText)")
         #expect(dashed.status == 2)
-        #expect(dashed.stderrText.hasPrefix("halcyon: usage: Unknown option '-k'"))
+        #expect(dashed.stderrText.hasPrefix("halcyon: usage: "))
         #expect(dashed.stderrText.contains("goes after '--'"), "\(dashed.stderrText)")
         #expect(try CLIProcess.run(["set", "--", "-k", "-v"], socket: s).status == 0)
         #expect(try CLIProcess.run(["get", "--", "-k"], socket: s).stdoutText == "-v")

@@ -181,3 +181,159 @@ def test_library_and_examples_pass_shellcheck() -> None:
     files = [str(LIBRARY), *sorted(str(p) for p in EXAMPLES.glob("*.sh"))]
     r = subprocess.run(["shellcheck", "-x", "-P", "SCRIPTDIR", *files], capture_output=True, timeout=60)
     assert r.returncode == 0, r.stdout.decode()
+
+
+# The loop form: halcyon_open routes the functions through one `halcyon loop` coprocess.
+
+ODD_VALUES = [b"with space", b" lead and trail ", b"line\nfeed\n\n", b"tab\tcr\r", b"back\\slash \\n",
+              b"\xff\xfe not utf-8 \x80", b"caf\xc3\xa9 \xe2\x9c\x93", b"", b'""', b"-dash", b"\x01\x7f"]
+
+
+@pytest.mark.parametrize("value", ODD_VALUES)
+def test_loop_round_trips_odd_keys_and_values(env: Dict[str, str], key: str, value: bytes) -> None:
+    # Keys with spaces and line feeds; values with those, backslashes and bytes that are
+    # not UTF-8 (NUL cannot be in a shell variable: such values go through stdin).
+    odd_key = key + " a key\nwith a line feed"
+    script = ('halcyon_open || exit 9\n'
+              '[ -n "$_HALCYON_LOOP_PID" ] || exit 8\n'
+              'halcyon_set "$1" "$2" 1h || exit 7\n'
+              'halcyon_get "$1"')
+    r = sh(script, **env, args=[odd_key, value])  # type: ignore[list-item]
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == value
+    with halcyon.Client(env["daemon_socket"]) as c:
+        got = c.get(odd_key)
+        assert (got.encode() if isinstance(got, str) else got) == value
+
+
+def test_loop_functions_match_the_process_form(env: Dict[str, str], key: str) -> None:
+    script = r'''
+halcyon_open || exit 9
+halcyon_get "$1"; echo " get=$?"
+halcyon_add "$1" first; echo "add=$?"
+halcyon_add "$1" second; echo "add=$?"
+halcyon_get "$1"; echo " get=$?"
+halcyon_incr "$1n" -3; halcyon_incr "$1n" 5
+halcyon_exists "$1"; echo "exists=$?"
+halcyon_touch "$1" 1h; echo "touch=$?"
+printf 'from\0stdin' | halcyon_set "$1b" -; echo "stdin=$?"
+halcyon_get "$1b" | od -An -c | tr -s ' '
+v=$(halcyon_get "$1"); echo "subst=$v"
+halcyon_rm "$1"; echo "rm=$?"
+halcyon_rm "$1"; echo "rm=$?"
+halcyon_get "$(printf '\377')"; echo "bad=$?"
+halcyon_close
+halcyon_get "$1n"; echo " closed=$?"
+'''
+    r = sh(script, **env, args=[key])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split("\n") == [
+        " get=1", "add=0", "add=1", "first get=0", "-3", "2", "exists=0", "touch=0", "stdin=0",
+        " f r o m \\0 s t d i n", "subst=first", "rm=0", "rm=1", "bad=2", "2 closed=0", ""]
+    assert r.stderr.decode().startswith("halcyon: notUTF8: ")
+
+
+def test_loop_errors_keep_their_reason_words(env: Dict[str, str]) -> None:
+    r = sh('halcyon_open; halcyon_get "$(printf "k%.0s" {1..5000})"; echo "rc=$?"', **env)
+    assert r.stdout == b"rc=2\n"
+    assert r.stderr.startswith(b"halcyon: keyTooLong: "), r.stderr
+
+
+def test_loop_in_pipelines_and_concurrent_substitutions(env: Dict[str, str], key: str) -> None:
+    # A pipeline's subshell cannot see the coprocess (it falls back to a process); two
+    # process substitutions can, and take turns through the lock.
+    script = r'''
+halcyon_open || exit 9
+halcyon_set "$1a" aaa; halcyon_set "$1b" bbb
+halcyon_get "$1a" | cat; echo
+paste <(for i in 1 2 3 4 5; do halcyon_get "$1a"; echo; done) <(for i in 1 2 3 4 5; do halcyon_get "$1b"; echo; done)
+'''
+    r = sh(script, **env, args=[key])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"aaa\n" + b"aaa\tbbb\n" * 5
+
+
+def test_loop_survives_a_daemon_restart(fresh_daemon: Daemon, cli_bin: str, key: str, tmp_path: Path) -> None:
+    require_revision_2(fresh_daemon)
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    script = r'''
+halcyon_open || exit 9
+halcyon_set "$1" kept 1h
+echo ready; read -r _ < "$2"
+halcyon_get "$1"; echo " first=$?"
+halcyon_get "$1"; echo " second=$?"
+'''
+    run_env = dict(os.environ, HALCYON_SOCKET=fresh_daemon.socket, HALCYON_BIN=cli_bin)
+    p = subprocess.Popen(["bash", "-c", f"source {LIBRARY}\n{script}", "bash", key, str(go)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env)
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    fresh_daemon.restart()
+    with open(go, "w") as f:
+        f.write("go\n")
+    out, err = p.communicate(timeout=60)
+    # The loop was idle during the restart: the next call goes out on a new connection.
+    assert out == b"kept first=0\nkept second=0\n", err
+
+
+def test_loop_while_the_daemon_is_down(fresh_daemon: Daemon, cli_bin: str, key: str, tmp_path: Path) -> None:
+    require_revision_2(fresh_daemon)
+    go, back = tmp_path / "go", tmp_path / "back"
+    os.mkfifo(go)
+    os.mkfifo(back)
+    script = r'''
+halcyon_open || exit 9
+halcyon_set "$1" kept 1h
+echo ready; read -r _ < "$2"
+halcyon_get "$1"; echo " down=$?"
+echo asked; read -r _ < "$3"
+halcyon_get "$1"; echo " back=$?"
+'''
+    run_env = dict(os.environ, HALCYON_SOCKET=fresh_daemon.socket, HALCYON_BIN=cli_bin)
+    p = subprocess.Popen(["bash", "-c", f"source {LIBRARY}\n{script}", "bash", key, str(go), str(back)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env)
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    fresh_daemon.stop()
+    with open(go, "w") as f:
+        f.write("go\n")
+    assert p.stdout.readline() == b" down=2\n"
+    assert p.stdout.readline() == b"asked\n"
+    fresh_daemon.start()
+    with open(back, "w") as f:
+        f.write("go\n")
+    out, err = p.communicate(timeout=60)
+    assert out == b"kept back=0\n", err
+    assert err.startswith(b"halcyon: cannotConnect: "), err
+
+
+def test_cached_with_the_loop_open(env: Dict[str, str], key: str, tmp_path: Path) -> None:
+    counter = tmp_path / "runs"
+    script = ('halcyon_open || exit 9\n'
+              'for i in 1 2 3; do halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; printf "v\\n"\' "$2"; done')
+    r = sh(script, **env, args=[key, str(counter)])
+    assert r.returncode == 0 and r.stdout == b"v\n" * 3, r.stderr
+    assert counter.read_text().count("run") == 1
+
+
+def test_cached_key_starting_with_a_dash_runs_once_across_callers(env: Dict[str, str], key: str, tmp_path: Path) -> None:
+    # Such keys take the lease too (through `halcyon lease --key`): of four callers
+    # started together, one runs the command while the other three wait for its value.
+    counter = tmp_path / "runs"
+    waiter = (f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent / 'src')!r}]; "
+              f"from test_features import _wait_for_waiters; _wait_for_waiters({env['daemon_socket']!r}, 3)")
+    script = ('halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; "$1" -c "$2"; echo shared\' '
+              '"$2" "$3" "$4"')
+    run_env = dict(os.environ, HALCYON_SOCKET=env["daemon_socket"], HALCYON_BIN=env["cli"])
+    command = ["bash", "-c", f"source {LIBRARY}\n{script}", "bash", "-" + key, str(counter), sys.executable, waiter]
+    results = _start_all([command] * 4, run_env)
+    assert [r.returncode for r in results] == [0] * 4, [r.stderr for r in results]
+    assert all(r.stdout == b"shared\n" for r in results)
+    assert counter.read_text().count("run") == 1
+
+
+def test_cached_with_the_daemon_down_prints_nothing_about_it(cli_bin: str, key: str) -> None:
+    r = sh('halcyon_cached 1m "$1" -- echo fresh', "/tmp/halcyon-no-such-dir/h.sock", cli_bin, args=[key])
+    assert r.returncode == 0 and r.stdout == b"fresh\n"
+    assert r.stderr == b""

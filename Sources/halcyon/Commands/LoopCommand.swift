@@ -53,7 +53,7 @@ struct LoopCommand: HalcyonSubcommand {
             return reply
         }
         if let first = words.first, first.first == UInt8(ascii: "@") {
-            LineEscaping.escape(first, into: &reply)
+            LineEscaping.escape(first, into: &reply, asWord: true)
             reply.append(UInt8(ascii: " "))
             words.removeFirst()
         }
