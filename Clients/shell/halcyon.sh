@@ -48,7 +48,7 @@ halcyon_open() {
     printf x >&"$_HALCYON_LOCK"
     coproc _HALCYON_LOOP { exec "${HALCYON_BIN:-halcyon}" loop 2>/dev/null; }
     # The first answer shows the binary has a loop (any status: the daemon may be down).
-    if printf '@open ping\n' >&"${_HALCYON_LOOP[1]}" 2>/dev/null \
+    if printf '@open ping\n' 1>&"${_HALCYON_LOOP[1]}" 2>/dev/null \
         && IFS= read -r -t 30 -u "${_HALCYON_LOOP[0]}" line && [[ $line == "@open "* ]]; then
         return 0
     fi
@@ -102,7 +102,7 @@ _halcyon_loop_call() {
     # The tag tells this call's reply from one a killed caller left unread.
     _HALCYON_SEQ=$(( ${_HALCYON_SEQ-0} + 1 ))
     tag="@$BASHPID.$_HALCYON_SEQ"
-    if ! printf '%s %s\n' "$tag" "$request" >&"${_HALCYON_LOOP[1]}" 2>/dev/null; then
+    if ! printf '%s %s\n' "$tag" "$request" 1>&"${_HALCYON_LOOP[1]}" 2>/dev/null; then
         printf x >&"$_HALCYON_LOCK"
         return 255
     fi
@@ -132,7 +132,7 @@ _halcyon_loop_call() {
 # shell can reach it, else as a process of its own.
 _halcyon_run() {
     if [ -n "${_HALCYON_LOOP_PID-}" ]; then
-        local request= word rc=0
+        local request='' word rc=0
         for word in "$@"; do
             _halcyon_escape "$word"
             request+=" $_halcyon_word"
@@ -241,7 +241,8 @@ halcyon_cached() {
 }
 
 # The stand-in `halcyon lease` runs while it holds the lease: $1 control FIFO, $2 resume
-# FIFO, $3 the file COMMAND's output went to.
+# FIFO, $3 the file COMMAND's output went to. (Single quotes: the stand-in expands them.)
+# shellcheck disable=SC2016
 _HALCYON_STAND_IN='printf "go\n" >"$1"; read -r rc <"$2"; cat "$3"; exit "$rc"'
 
 _halcyon_cached_leased() {
