@@ -56,17 +56,23 @@ def test_add_and_incr(env: Dict[str, str], key: str) -> None:
     assert r.returncode == 0 and r.stdout.split() == [b"1", b"6", b"4"], r.stderr
 
 
-def test_8_concurrent_cached_run_the_command_once(env: Dict[str, str], key: str, tmp_path: Path) -> None:
-    counter = tmp_path / "runs"
-    # The command holds the lease until the other seven wait on it, so they really
-    # overlap (instead of arriving after the value is stored).
+def _cached_by_concurrent_callers(env: Dict[str, str], key: str, counter: Path, callers: int,
+                                  printf: str) -> List[subprocess.CompletedProcess]:  # type: ignore[type-arg]
+    """Starts `callers` scripts at once that each `halcyon_cached` KEY, with a command that
+    counts its runs in `counter` and holds the lease until the other callers wait on it,
+    so they really overlap (instead of arriving after the value is stored)."""
     waiter = (f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent / 'src')!r}]; "
-              f"from test_features import _wait_for_waiters; _wait_for_waiters({env['daemon_socket']!r}, 7)")
-    script = ('halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; "$1" -c "$2"; printf "\\x00shared\\n"\' '
+              f"from test_features import _wait_for_waiters; _wait_for_waiters({env['daemon_socket']!r}, {callers - 1})")
+    script = (f'halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; "$1" -c "$2"; printf "{printf}"\' '
               '"$2" "$3" "$4"')
     run_env = dict(os.environ, HALCYON_SOCKET=env["daemon_socket"], HALCYON_BIN=env["cli"])
     command = ["bash", "-c", f"source {LIBRARY}\n{script}", "bash", key, str(counter), sys.executable, waiter]
-    results = _start_all([command] * 8, run_env)
+    return _start_all([command] * callers, run_env)
+
+
+def test_8_concurrent_cached_run_the_command_once(env: Dict[str, str], key: str, tmp_path: Path) -> None:
+    counter = tmp_path / "runs"
+    results = _cached_by_concurrent_callers(env, key, counter, 8, "\\x00shared\\n")
     assert [r.returncode for r in results] == [0] * 8, [r.stderr for r in results]
     assert all(r.stdout == b"\x00shared\n" for r in results)
     assert counter.read_text().count("run") == 1
@@ -321,13 +327,7 @@ def test_cached_key_starting_with_a_dash_runs_once_across_callers(env: Dict[str,
     # Such keys take the lease too (through `halcyon lease --key`): of four callers
     # started together, one runs the command while the other three wait for its value.
     counter = tmp_path / "runs"
-    waiter = (f"import sys; sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent / 'src')!r}]; "
-              f"from test_features import _wait_for_waiters; _wait_for_waiters({env['daemon_socket']!r}, 3)")
-    script = ('halcyon_cached 1h "$1" -- bash -c \'echo run >> "$0"; "$1" -c "$2"; echo shared\' '
-              '"$2" "$3" "$4"')
-    run_env = dict(os.environ, HALCYON_SOCKET=env["daemon_socket"], HALCYON_BIN=env["cli"])
-    command = ["bash", "-c", f"source {LIBRARY}\n{script}", "bash", "-" + key, str(counter), sys.executable, waiter]
-    results = _start_all([command] * 4, run_env)
+    results = _cached_by_concurrent_callers(env, "-" + key, counter, 4, "shared\\n")
     assert [r.returncode for r in results] == [0] * 4, [r.stderr for r in results]
     assert all(r.stdout == b"shared\n" for r in results)
     assert counter.read_text().count("run") == 1
