@@ -110,8 +110,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings,
             // The CLI starts once per shell call: a release build links the Swift runtime in,
-            // which halves its start (Benchmarks/RESULTS.md, "A shell call"). ArgumentParser
-            // brings FoundationEssentials, whose static archive needs these three beside it.
+            // which takes a third off each start (Benchmarks/RESULTS.md, "A shell call").
+            // ArgumentParser brings FoundationEssentials, whose static archive needs these.
             linkerSettings: [
                 .unsafeFlags(["-static-stdlib"], .when(configuration: .release)),
                 .linkedLibrary("_FoundationCollections", .when(configuration: .release)),

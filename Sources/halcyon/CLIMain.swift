@@ -36,6 +36,14 @@ enum CLIMain {
         } catch {
             return Outcome(status: error.exitCode, errorLine: error.line)
         }
+        if let direct = DirectCommand(reordered, standIns: words) {
+            do {
+                try direct.execute(environment: environment, output: output, words: words, session: session)
+                return Outcome(status: 0, errorLine: nil)
+            } catch {
+                return Outcome(status: error.exitCode, errorLine: error.line)
+            }
+        }
         var command: ParsableCommand
         do {
             if let type = directType(reordered) {

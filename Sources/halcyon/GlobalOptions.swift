@@ -53,18 +53,28 @@ struct CommandContext {
         options: GlobalOptions, environment: [String: String], output: CommandOutput = .standardOutput(),
         words: ArgumentWords = ArgumentWords([]), session: LoopSession? = nil
     ) throws(CLIError) {
+        try self.init(
+            socket: options.socket, timeout: options.timeout, verbose: options.verbose, environment: environment,
+            output: output, words: words, session: session)
+    }
+
+    /// The same from the global options' plain values (`nil`: not given).
+    init(
+        socket: String?, timeout timeoutText: String?, verbose: Bool, environment: [String: String],
+        output: CommandOutput, words: ArgumentWords, session: LoopSession?
+    ) throws(CLIError) {
         if let session {
-            guard options.socket == nil else { throw .usage("--socket is given once, to 'halcyon loop'") }
+            guard socket == nil else { throw .usage("--socket is given once, to 'halcyon loop'") }
             socketPath = session.socketPath
         } else {
-            socketPath = SocketPath.resolve(flag: options.socket, environment: environment)
+            socketPath = SocketPath.resolve(flag: socket, environment: environment)
         }
-        if let text = options.timeout {
-            do { timeout = try Durations.seconds(text) } catch { throw .usage("--timeout: \(error.description)") }
+        if let timeoutText {
+            do { timeout = try Durations.seconds(timeoutText) } catch { throw .usage("--timeout: \(error.description)") }
         } else {
             timeout = session?.timeout ?? Self.defaultTimeout
         }
-        verbose = options.verbose || session?.verbose == true
+        self.verbose = verbose || session?.verbose == true
         self.output = output
         self.words = words
         self.session = session

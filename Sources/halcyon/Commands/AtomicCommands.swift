@@ -28,6 +28,23 @@ struct StoreOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The lease token from 'halcyon lease' this write fulfils.", valueName: "token"))
     var lease: String?
 
+    /// The options as plain values.
+    var settings: StoreSettings {
+        StoreSettings(ttl: ttl, expiresAt: expiresAt, never: never, memoryTTL: memoryTTL, noDisk: noDisk, json: json, lease: lease)
+    }
+}
+
+/// What `set`, `add` and `cas` store with: `StoreOptions` as plain values, so a command
+/// line that needs no parser (`DirectCommand`) makes the same request.
+struct StoreSettings {
+    var ttl: String?
+    var expiresAt: String?
+    var never = false
+    var memoryTTL: String?
+    var noDisk = false
+    var json = false
+    var lease: String?
+
     /// Reads the value (argument, or stdin for '-' or none), connects, and returns the
     /// connection with a writer of the params of a set-shaped request (into `writer`'s
     /// open object, after `key`).
@@ -74,7 +91,12 @@ struct AddCommand: HalcyonSubcommand {
     var byteArguments: [String] { value.map { [$0] } ?? [] }
 
     func execute(_ context: CommandContext) throws(CLIError) {
-        let (connection, write) = try store.params(value: value, context: context)
+        try Self.run(context, key: key, value: value, settings: store.settings)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `add K V`).
+    static func run(_ context: CommandContext, key: String, value: String?, settings: StoreSettings) throws(CLIError) {
+        let (connection, write) = try settings.params(value: value, context: context)
         let result = try connection.call("cache.add") { writer in
             writer.key("key"); writer.string(key)
             write(&writer)
@@ -100,7 +122,7 @@ struct CompareAndSetCommand: HalcyonSubcommand {
     var byteArguments: [String] { value.map { [$0] } ?? [] }
 
     func execute(_ context: CommandContext) throws(CLIError) {
-        let (connection, write) = try store.params(value: value, context: context)
+        let (connection, write) = try store.settings.params(value: value, context: context)
         let result = try connection.call("cache.cas") { writer in
             writer.key("key"); writer.string(key)
             writer.key("version"); writer.int(Int64(bitPattern: version))
@@ -111,7 +133,7 @@ struct CompareAndSetCommand: HalcyonSubcommand {
     }
 }
 
-/// The options `incr` and `decr` share, and the request they make.
+/// The options `incr` and `decr` share.
 struct CounterOptions: ParsableArguments {
     @Option(help: "The value a missing key starts from.") var initial: Int64 = 0
     @Option(help: ArgumentHelp("A new expiration (the entry's lifetime; with --no-disk, in memory).", valueName: "duration"))
@@ -122,6 +144,21 @@ struct CounterOptions: ParsableArguments {
     var memoryTTL: String?
     @Flag(help: "Keep the value in memory only.") var noDisk = false
 
+    /// The options as plain values.
+    var settings: CounterSettings {
+        CounterSettings(initial: initial, ttl: ttl, expiresAt: expiresAt, never: never, memoryTTL: memoryTTL, noDisk: noDisk)
+    }
+}
+
+/// `CounterOptions` as plain values, and the request `incr` and `decr` make.
+struct CounterSettings {
+    var initial: Int64 = 0
+    var ttl: String?
+    var expiresAt: String?
+    var never = false
+    var memoryTTL: String?
+    var noDisk = false
+
     /// Adds `by` to `key` and prints the new value.
     func run(_ context: CommandContext, key: String, by: Int64) throws(CLIError) {
         let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
@@ -129,6 +166,8 @@ struct CounterOptions: ParsableArguments {
         // Without a disk copy the memory lifetime is the entry's lifetime: --ttl says it
         // unless --memory-ttl does.
         let memoryLifetime = memoryExpiration ?? (noDisk ? expiration : nil)
+        let initial = self.initial
+        let noDisk = self.noDisk
         let result = try context.connect().call("cache.incr") { writer in
             writer.key("key"); writer.string(key)
             writer.key("by"); writer.int(by)
@@ -157,7 +196,7 @@ struct IncrementCommand: HalcyonSubcommand {
     @OptionGroup var counter: CounterOptions
 
     func execute(_ context: CommandContext) throws(CLIError) {
-        try counter.run(context, key: key, by: by)
+        try counter.settings.run(context, key: key, by: by)
     }
 }
 
@@ -173,6 +212,6 @@ struct DecrementCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         guard by != Int64.min else { throw .usage("BY is out of range") }
-        try counter.run(context, key: key, by: -by)
+        try counter.settings.run(context, key: key, by: -by)
     }
 }

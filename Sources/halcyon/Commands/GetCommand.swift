@@ -36,6 +36,14 @@ struct GetCommand: HalcyonSubcommand {
     var noExtend = false
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context, key: key, encoding: encoding, memoryOnly: memoryOnly, noExtend: noExtend)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `get KEY`).
+    static func run(
+        _ context: CommandContext, key: String, encoding: WireEncoding? = nil, memoryOnly: Bool = false,
+        noExtend: Bool = false
+    ) throws(CLIError) {
         let connection = try context.connect()
         let result = try connection.call("cache.get") { writer in
             writer.key("key"); writer.string(key)

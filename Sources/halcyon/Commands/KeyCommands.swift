@@ -19,6 +19,11 @@ struct RemoveCommand: HalcyonSubcommand {
     }
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context, key: key, memoryOnly: memoryOnly, diskOnly: diskOnly)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `rm KEY`).
+    static func run(_ context: CommandContext, key: String, memoryOnly: Bool = false, diskOnly: Bool = false) throws(CLIError) {
         let result = try context.connect().call("cache.remove") { writer in
             writer.key("key"); writer.string(key)
             if memoryOnly { writer.key("fromDisk"); writer.bool(false) }
@@ -37,6 +42,11 @@ struct ExistsCommand: HalcyonSubcommand {
     @Argument(help: "The key.") var key: String
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context, key: key)
+    }
+
+    /// The command as a function (also `DirectCommand`'s `exists KEY`).
+    static func run(_ context: CommandContext, key: String) throws(CLIError) {
         let result = try context.connect().call("cache.isCached") { writer in
             writer.key("key"); writer.string(key)
         }
@@ -58,6 +68,11 @@ struct TouchCommand: HalcyonSubcommand {
     var memoryTTL: String?
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context, key: key, ttl: ttl, memoryTTL: memoryTTL)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `touch KEY TTL`).
+    static func run(_ context: CommandContext, key: String, ttl: String, memoryTTL: String? = nil) throws(CLIError) {
         let expiration = try Expiration.ttl(ttl, option: "TTL", zeroExpiresNow: true)
         let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
         let result = try context.connect().call("cache.touch") { writer in

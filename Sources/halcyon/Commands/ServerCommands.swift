@@ -10,6 +10,11 @@ struct PingCommand: HalcyonSubcommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context)
+    }
+
+    /// The command as a function (also `DirectCommand`'s `ping`).
+    static func run(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.ping")
         guard result["pong"]?.bool == true else { throw .badReply("server.ping did not answer pong: \(result.compactText)") }
         context.output.line("PONG")
