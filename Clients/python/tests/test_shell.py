@@ -259,25 +259,46 @@ paste <(for i in 1 2 3 4 5; do halcyon_get "$1a"; echo; done) <(for i in 1 2 3 4
     assert r.stdout == b"aaa\n" + b"aaa\tbbb\n" * 5
 
 
-def test_loop_survives_a_daemon_restart(fresh_daemon: Daemon, cli_bin: str, key: str, tmp_path: Path) -> None:
-    require_revision_2(fresh_daemon)
-    go = tmp_path / "go"
-    os.mkfifo(go)
-    script = r'''
-halcyon_open || exit 9
-halcyon_set "$1" kept 1h
-echo ready; read -r _ < "$2"
-halcyon_get "$1"; echo " first=$?"
-halcyon_get "$1"; echo " second=$?"
-'''
-    run_env = dict(os.environ, HALCYON_SOCKET=fresh_daemon.socket, HALCYON_BIN=cli_bin)
-    p = subprocess.Popen(["bash", "-c", f"source {LIBRARY}\n{script}", "bash", key, str(go)],
+def _start_script(daemon: Daemon, cli: str, script: str, *args: str) -> subprocess.Popen:  # type: ignore[type-arg]
+    """Starts a bash script that sourced the library, talking to `daemon`, and returns once
+    it printed `ready`."""
+    run_env = dict(os.environ, HALCYON_SOCKET=daemon.socket, HALCYON_BIN=cli)
+    p = subprocess.Popen(["bash", "-c", f"source {LIBRARY}\n{script}", "bash", *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env)
     assert p.stdout is not None
     assert p.stdout.readline() == b"ready\n"
-    fresh_daemon.restart()
-    with open(go, "w") as f:
+    return p
+
+
+# Opens the loop, stores "kept" under $1, says ready and waits for a line on FIFO $2.
+_STORE_THEN_WAIT = '''halcyon_open || exit 9
+halcyon_set "$1" kept 1h
+echo ready; read -r _ < "$2"'''
+
+
+def _fifos(folder: Path, *names: str) -> List[Path]:
+    paths = [folder / name for name in names]
+    for path in paths:
+        os.mkfifo(path)
+    return paths
+
+
+def _go(fifo: Path) -> None:
+    """Lets a script waiting in `read -r _ < FIFO` go on."""
+    with open(fifo, "w") as f:
         f.write("go\n")
+
+
+def test_loop_survives_a_daemon_restart(fresh_daemon: Daemon, cli_bin: str, key: str, tmp_path: Path) -> None:
+    require_revision_2(fresh_daemon)
+    (go,) = _fifos(tmp_path, "go")
+    script = _STORE_THEN_WAIT + r'''
+halcyon_get "$1"; echo " first=$?"
+halcyon_get "$1"; echo " second=$?"
+'''
+    p = _start_script(fresh_daemon, cli_bin, script, key, str(go))
+    fresh_daemon.restart()
+    _go(go)
     out, err = p.communicate(timeout=60)
     # The loop was idle during the restart: the next call goes out on a new connection.
     assert out == b"kept first=0\nkept second=0\n", err
@@ -285,30 +306,20 @@ halcyon_get "$1"; echo " second=$?"
 
 def test_loop_while_the_daemon_is_down(fresh_daemon: Daemon, cli_bin: str, key: str, tmp_path: Path) -> None:
     require_revision_2(fresh_daemon)
-    go, back = tmp_path / "go", tmp_path / "back"
-    os.mkfifo(go)
-    os.mkfifo(back)
-    script = r'''
-halcyon_open || exit 9
-halcyon_set "$1" kept 1h
-echo ready; read -r _ < "$2"
+    go, back = _fifos(tmp_path, "go", "back")
+    script = _STORE_THEN_WAIT + r'''
 halcyon_get "$1"; echo " down=$?"
 echo asked; read -r _ < "$3"
 halcyon_get "$1"; echo " back=$?"
 '''
-    run_env = dict(os.environ, HALCYON_SOCKET=fresh_daemon.socket, HALCYON_BIN=cli_bin)
-    p = subprocess.Popen(["bash", "-c", f"source {LIBRARY}\n{script}", "bash", key, str(go), str(back)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=run_env)
+    p = _start_script(fresh_daemon, cli_bin, script, key, str(go), str(back))
     assert p.stdout is not None
-    assert p.stdout.readline() == b"ready\n"
     fresh_daemon.stop()
-    with open(go, "w") as f:
-        f.write("go\n")
+    _go(go)
     assert p.stdout.readline() == b" down=2\n"
     assert p.stdout.readline() == b"asked\n"
     fresh_daemon.start()
-    with open(back, "w") as f:
-        f.write("go\n")
+    _go(back)
     out, err = p.communicate(timeout=60)
     assert out == b"kept back=0\n", err
     assert err.startswith(b"halcyon: cannotConnect: "), err
