@@ -7,9 +7,10 @@ import Foundation
 extension Upstream {
     /// An in-process `Upstream.Tier`.
     ///
-    /// It behaves as the Redis tier does for one host: every change of a key (through
-    /// this object, or `externalWrite` standing for another host or a Redis client) is
-    /// announced to observers as an invalidation; `setReachable(false)` makes every call
+    /// It behaves as the Redis tier does for one host: a change of a key by someone else
+    /// (`externalWrite`, standing for another host or a Redis client) or an expiry
+    /// (`expireDue`) is announced to observers as an invalidation, while changes made
+    /// through its own calls are not (their completions carry the sequence); `setReachable(false)` makes every call
     /// fail with `.unavailable` and announces a `.flushed`, as a lost connection does.
     /// Lifetimes follow `clock`; expired keys vanish when next touched, and
     /// `expireDue()` announces those that ran out, as Redis's active expiry does.
@@ -76,6 +77,22 @@ extension Upstream {
             }
         }
 
+        /// Another host takes the lease on `key` (whoever holds it now or not).
+        public func externalAcquireLease(_ key: String, token: String, lifetime: Int64) {
+            let now = clock.now()
+            state.withLock { $0.leases[key] = (token, now.addingTimeInterval(Double(max(lifetime, 1)) / 1000)) }
+        }
+
+        /// Another host releases the lease on `key`; announced as an invalidation of its lease key.
+        public func externalReleaseLease(_ key: String) {
+            let (observers, event) = state.withLock { state -> ([any Observer], Event?) in
+                guard state.leases.removeValue(forKey: key) != nil else { return ([], nil) }
+                state.sequence += 1
+                return (state.observers, .invalidated(keys: [InMemory.leaseKey(key)], sequence: state.sequence))
+            }
+            if let event { observers.forEach { $0.upstream(event) } }
+        }
+
         /// Removes every expired key and lease and announces them.
         public func expireDue() {
             let now = clock.now()
@@ -138,7 +155,7 @@ extension Upstream {
                     expiresAt: self.expiry(lifetime, now: now, previous: live))
                 state.entries[key] = stored
                 return (.value(sum, Written(stored: true, version: stored.entry.version, timeToLive: self.ttl(stored, now: now),
-                                            sequence: state.sequence + 1)), true)
+                                            sequence: state.sequence)), true)
             })
         }
 
@@ -165,9 +182,7 @@ extension Upstream {
                 guard state.reachable else { return (.failure(.unavailable("unreachable")), [], nil) }
                 let keys = state.entries.filter { $0.key.hasPrefix(prefix) && ($0.value.expiresAt ?? .distantFuture) > now }.map(\.key)
                 for key in keys { state.entries[key] = nil }
-                guard !keys.isEmpty else { return (.success(0), [], nil) }
-                state.sequence += 1
-                return (.success(keys.count), state.observers, .invalidated(keys: keys.sorted(), sequence: state.sequence))
+                return (.success(keys.count), [], nil)
             }
             if let event = result.2 { result.1.forEach { $0.upstream(event) } }
             completion(result.0)
@@ -194,8 +209,7 @@ extension Upstream {
                 guard state.reachable else { return (.failure(.unavailable("unreachable")), [], nil) }
                 guard let held = state.leases[key], held.token == token, held.expiresAt > now else { return (.success(false), [], nil) }
                 state.leases[key] = nil
-                state.sequence += 1
-                return (.success(true), state.observers, .invalidated(keys: [InMemory.leaseKey(key)], sequence: state.sequence))
+                return (.success(true), [], nil)
             }
             if let event = result.2 { result.1.forEach { $0.upstream(event) } }
             completion(result.0)
@@ -251,15 +265,14 @@ extension Upstream {
                 }
                 let stored = Stored(entry: self.versioned(entry), expiresAt: self.expiry(lifetime, now: now, previous: live))
                 state.entries[key] = stored
-                // The write's own invalidation takes `sequence + 1`; its copy is read after it.
                 return (Written(stored: true, version: stored.entry.version, timeToLive: self.ttl(stored, now: now),
-                                sequence: state.sequence + 1), true)
+                                sequence: state.sequence), true)
             }
         }
 
         private func mutateIfReachable<T>(_ key: String, _ body: @escaping (inout State, Date) -> (T, Bool)) -> Result<T, Failure> {
             var unreachable = false
-            let value: T? = mutate(key) { state, now in
+            let value: T? = mutate(key, announced: false) { state, now in
                 guard state.reachable else {
                     unreachable = true
                     return (nil, false)
@@ -271,14 +284,14 @@ extension Upstream {
             return .success(value!)
         }
 
-        /// Runs `body` under the lock; when it reports a change, announces an invalidation
-        /// of `key` after the lock is released.
+        /// Runs `body` under the lock; when it reports a change and `announced`, announces
+        /// an invalidation of `key` after the lock is released.
         @discardableResult
-        private func mutate<T>(_ key: String, _ body: (inout State, Date) -> (T, Bool)) -> T {
+        private func mutate<T>(_ key: String, announced: Bool = true, _ body: (inout State, Date) -> (T, Bool)) -> T {
             let now = clock.now()
             let (value, observers, event) = state.withLock { state -> (T, [any Observer], Event?) in
                 let (value, changed) = body(&state, now)
-                guard changed else { return (value, [], nil) }
+                guard changed, announced else { return (value, [], nil) }
                 state.sequence += 1
                 return (value, state.observers, .invalidated(keys: [key], sequence: state.sequence))
             }

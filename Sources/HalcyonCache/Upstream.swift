@@ -84,7 +84,7 @@ public enum Upstream {
 
     /// What an observer hears, in sequence order.
     public enum Event: Sendable, Equatable {
-        /// These keys changed anywhere (any host, any client), expired or were evicted.
+        /// These keys changed through another host or client, expired or were evicted.
         case invalidated(keys: [String], sequence: UInt64)
         /// Every shared copy must go: the tier lost a connection (so it may have missed
         /// invalidations) or the store was flushed.
@@ -115,7 +115,11 @@ public enum Upstream {
     /// **Keeping a copy.** A copy of an entry (from `get` or a write) may be kept locally
     /// only until an event with a greater sequence names its key, or any `.flushed` with
     /// a greater sequence arrives. A consumer that receives such an event before it stores
-    /// the copy must not store it.
+    /// the copy must not store it. Changes made through the tier itself are not announced
+    /// back to it (their completions say what happened, numbered in the same sequence):
+    /// a completion with a greater sequence supersedes an older copy, and a local `remove`,
+    /// `touch` or lease release must be applied (and local lease waiters woken) from its
+    /// completion.
     ///
     /// Threading: implementations are thread-safe.
     public protocol Tier: AnyObject, Sendable {

@@ -15,7 +15,7 @@ public struct RESP3Decoder: ByteToMessageDecoder {
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        do {
+        do throws(RESP3ParseError) {
             guard let value = try parser.next(from: &buffer) else { return .needMoreData }
             context.fireChannelRead(wrapInboundOut(value))
             return .continue

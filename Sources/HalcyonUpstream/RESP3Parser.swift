@@ -102,12 +102,12 @@ private struct Cursor {
     /// nil when the line is not complete yet.
     mutating func line() throws(RESP3ParseError) -> ByteBuffer? {
         let searchEnd = min(end, offset + limits.maxLineLength + 2)
+        let start = offset, readerIndex = buffer.readerIndex
         let found: Int? = buffer.withUnsafeReadableBytes { raw in
-            let base = offset - buffer.readerIndex
-            let stop = searchEnd - buffer.readerIndex
-            var index = base
+            var index = start - readerIndex
+            let stop = searchEnd - readerIndex
             while index < stop {
-                if raw[index] == UInt8(ascii: "\r") { return index + buffer.readerIndex }
+                if raw[index] == UInt8(ascii: "\r") { return index + readerIndex }
                 index += 1
             }
             return nil
@@ -129,13 +129,13 @@ private struct Cursor {
     /// `allowNull`; or `?` (returned as nil inside `.streamed`).
     enum Length { case count(Int), null, streamed }
 
-    mutating func length(allowNull: Bool, allowStreamed: Bool) throws(RESP3ParseError) -> Length?? {
-        guard let text = try line() else { return .none }
+    mutating func length(allowNull: Bool, allowStreamed: Bool) throws(RESP3ParseError) -> Length? {
+        guard let text = try line() else { return nil }
         let bytes = text.readableBytesView
-        if allowStreamed, bytes.elementsEqual([UInt8(ascii: "?")]) { return .some(.streamed) }
-        if allowNull, bytes.elementsEqual([UInt8(ascii: "-"), UInt8(ascii: "1")]) { return .some(.null) }
+        if allowStreamed, bytes.elementsEqual([UInt8(ascii: "?")]) { return .streamed }
+        if allowNull, bytes.elementsEqual([UInt8(ascii: "-"), UInt8(ascii: "1")]) { return .null }
         guard let count = Cursor.decimal(bytes), count >= 0 else { throw .badLength }
-        return .some(.count(count))
+        return .count(count)
     }
 
     /// Unsigned decimal digits without a leading zero (other than "0" itself), up to 18 of them.
@@ -247,8 +247,8 @@ private struct Cursor {
     }
 
     mutating func blobString(allowStreamed: Bool) throws(RESP3ParseError) -> RESP3Value? {
-        guard let length = try length(allowNull: true, allowStreamed: allowStreamed) else { return nil }
-        switch length {
+        guard let header = try length(allowNull: true, allowStreamed: allowStreamed) else { return nil }
+        switch header {
         case .null: return .null
         case .count(let count): return try blob(count: count).map { .blobString($0) }
         case .streamed:
@@ -269,8 +269,8 @@ private struct Cursor {
     }
 
     mutating func verbatim() throws(RESP3ParseError) -> RESP3Value? {
-        guard let length = try length(allowNull: false, allowStreamed: false) else { return nil }
-        guard case .count(let count) = length else { throw .badVerbatim }
+        guard let header = try length(allowNull: false, allowStreamed: false) else { return nil }
+        guard case .count(let count) = header else { throw .badVerbatim }
         guard var body = try blob(count: count) else { return nil }
         guard count >= 4, body.getInteger(at: body.readerIndex + 3, as: UInt8.self) == UInt8(ascii: ":") else {
             throw .badVerbatim
@@ -294,9 +294,9 @@ private struct Cursor {
 
     /// The elements of an array, set or push. `.some(nil)` for a null array.
     mutating func elements(depth: Int, allowNull: Bool) throws(RESP3ParseError) -> [RESP3Value]?? {
-        guard let length = try length(allowNull: allowNull, allowStreamed: true) else { return .none }
+        guard let header = try length(allowNull: allowNull, allowStreamed: true) else { return .none }
         var elements: [RESP3Value] = []
-        switch length {
+        switch header {
         case .null: return .some(nil)
         case .count(let count):
             guard count <= limits.maxAggregateLength else { throw .aggregateTooLong }
@@ -321,9 +321,9 @@ private struct Cursor {
 
     /// The pairs of a map or of attributes.
     mutating func pairs(depth: Int) throws(RESP3ParseError) -> [RESP3Value.Pair]? {
-        guard let length = try length(allowNull: false, allowStreamed: true) else { return nil }
+        guard let header = try length(allowNull: false, allowStreamed: true) else { return nil }
         var pairs: [RESP3Value.Pair] = []
-        switch length {
+        switch header {
         case .null: throw .badLength
         case .count(let count):
             guard count <= limits.maxAggregateLength / 2 else { throw .aggregateTooLong }

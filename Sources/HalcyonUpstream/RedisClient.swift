@@ -29,10 +29,13 @@ import NIOPosix
 /// `maxReconnectBackoff`); meanwhile commands to that node fail fast with `.unavailable`.
 /// In a cluster a lost node also triggers a slot-map refresh, so a failover is followed.
 ///
-/// **Tracking** (`tracking`, on by default). Every connection runs `CLIENT TRACKING ON`
-/// in the default mode: the server remembers the keys this connection read and sends one
-/// invalidation when any client (this one included) changes one of them, or when the key
-/// expires, is evicted, or leaves the node in a slot migration. Chosen over BCAST because
+/// **Tracking** (`tracking`, on by default). Every connection runs `CLIENT TRACKING ON
+/// NOLOOP` in the default mode: the server remembers the keys this connection read and
+/// sends one invalidation when another client changes one of them, or when the key
+/// expires, is evicted, or leaves the node in a slot migration. NOLOOP leaves out the
+/// changes made through this connection: their replies already tell the consumer, and
+/// without it Redis sends a write's own invalidation after the write's reply (measured on
+/// 7.0), which would make the consumer drop every value it has just written. Chosen over BCAST because
 /// a host only ever hears about keys it holds: BCAST sends every write under the tracked
 /// prefixes to every host, so with the default of sharing every key each host would
 /// receive the whole cluster's write traffic as pushes. The price is that only a read
@@ -59,7 +62,7 @@ public final class RedisClient: Sendable {
         public var seeds: [NodeAddress]
         /// AUTH, client name, database, timeouts and limits for every connection.
         public var connection = RedisConnection.Options()
-        /// Whether connections turn on client tracking (default mode). Default true.
+        /// Whether connections turn on client tracking (default mode, NOLOOP). Default true.
         public var tracking = true
         /// How many times one command may be redirected or retried. Default 5.
         public var maxRedirects = 5
@@ -79,7 +82,8 @@ public final class RedisClient: Sendable {
 
     /// What the consumer of tracking hears.
     public enum Event: Sendable, Equatable {
-        /// These keys changed (or expired, or were evicted) on the server.
+        /// These keys changed through another client (or expired, or were evicted, or
+        /// left the node) on the server.
         case invalidated(keys: [ByteBuffer], sequence: UInt64)
         /// Every key this client read may have changed: drop every copy.
         case flushed(FlushReason, sequence: UInt64)
@@ -147,7 +151,7 @@ public final class RedisClient: Sendable {
     /// - Parameter onEvent: called on `eventLoop` with every tracking event, in order.
     public init(configuration: Configuration, eventLoop: EventLoop, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) {
         var configuration = configuration
-        configuration.connection.tracking = configuration.tracking ? [] : nil
+        configuration.connection.tracking = configuration.tracking ? ["NOLOOP"] : nil
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.onEvent = onEvent
@@ -304,7 +308,7 @@ public final class RedisClient: Sendable {
         guard attempt < configuration.maxRedirects else {
             return eventLoop.makeFailedFuture(RedisError.tooManyRedirects(text))
         }
-        let state = state.value
+        let state = self.state.value
         if code == "MOVED" || code == "ASK" {
             guard words.count >= 3, let slot = Int(words[1]), slot >= 0, slot < ClusterSlot.count,
                   let node = NodeAddress(hostPort: String(words[2]))
@@ -356,6 +360,7 @@ public final class RedisClient: Sendable {
         node.connecting = connecting
         connecting.whenComplete { result in
             let state = self.state.value
+            let node = self.node(address)
             node.connecting = nil
             switch result {
             case .success(let connection):
@@ -386,7 +391,7 @@ public final class RedisClient: Sendable {
 
     /// A connection closed: drop it, tell the consumer, re-make it in the background.
     private func closed(_ connection: RedisConnection, address: NodeAddress) {
-        let state = state.value
+        let state = self.state.value
         guard let node = state.nodes[address], node.connection === connection else { return }
         node.connection = nil
         state.stats.connectionsLost += 1
@@ -404,6 +409,7 @@ public final class RedisClient: Sendable {
         let node = node(address)
         guard node.reconnectTask == nil, !state.value.isShutDown else { return }
         node.reconnectTask = eventLoop.scheduleTask(in: backoff(failures: node.failures)) {
+            let node = self.node(address)
             node.reconnectTask = nil
             guard !self.state.value.isShutDown, self.isWanted(address),
                   node.connection == nil, node.connecting == nil else { return }
@@ -419,7 +425,7 @@ public final class RedisClient: Sendable {
     /// A push message from `address`: tracking invalidations become events.
     private func received(_ push: RESP3Value, from address: NodeAddress) {
         guard let items = push.array, items.first?.string == "invalidate" else { return }
-        let state = state.value
+        let state = self.state.value
         state.sequence += 1
         if items.count > 1, let keys = items[1].array {
             state.stats.invalidatedKeys += keys.count
@@ -433,7 +439,7 @@ public final class RedisClient: Sendable {
     /// Loads the topology from the first node that answers: a cluster's slot map, or
     /// "standalone" when the server has cluster support disabled.
     private func refreshTopology() -> EventLoopFuture<Void> {
-        let state = state.value
+        let state = self.state.value
         if let refreshing = state.refreshing { return refreshing }
         var candidates: [NodeAddress] = []
         for node in knownPrimaries + configuration.seeds where !candidates.contains(node) { candidates.append(node) }

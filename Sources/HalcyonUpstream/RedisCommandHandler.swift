@@ -67,7 +67,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
         context.write(wrapOutboundOut(commands), promise: nil)
         if !flushScheduled {
             flushScheduled = true
-            context.eventLoop.execute { [self] in
+            context.eventLoop.assumeIsolated().execute { [self] in
                 flushScheduled = false
                 self.context?.flush()
             }
@@ -111,7 +111,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     /// Keeps one timer, at the oldest waiting command's deadline.
     private func armTimer() {
         guard timer == nil, let head = waiting.first, let context else { return }
-        timer = context.eventLoop.scheduleTask(deadline: head.deadline) { [self] in
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: head.deadline) { [self] in
             timer = nil
             guard let head = waiting.first else { return }
             if head.deadline <= .now() {

@@ -122,12 +122,13 @@ public final class RedisConnection: Sendable {
         if options.database != 0 { commands.append(["SELECT", String(options.database)]) }
         var encoded = channel.allocator.buffer(capacity: 256)
         for command in commands { encoded.writeRESP3Command(command.map { ByteBuffer(string: $0) }) }
+        let names = commands.map { "\($0[0]) \($0[1])" }
         let replies = handler.value.send(encoded, count: commands.count)
         return EventLoopFuture.whenAllSucceed(replies, on: channel.eventLoop).flatMapThrowing { replies in
-            for (command, reply) in zip(commands, replies) {
+            for (name, reply) in zip(names, replies) {
                 if let text = reply.errorText {
                     // The command's name only: HELLO's arguments hold the password.
-                    throw RedisError.handshake("\(command[0]) \(command[1]): \(text)")
+                    throw RedisError.handshake("\(name): \(text)")
                 }
             }
             guard replies[0][field: "proto"]?.int64 == 3 else {

@@ -63,7 +63,7 @@ public final class RedisTier: Upstream.Tier {
     // MARK: Tier
 
     public func get(_ key: String, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
-        run(Script.read, valueKey: key, []) { reply, sequence in
+        run(Script.read, valueKey: key, []) { (reply: RESP3Value, sequence: UInt64) throws -> Upstream.Entry? in
             guard let parts = reply.array, parts.count == 4, let bytes = parts[0].bytes,
                   let version = parts[2].string.flatMap(UInt64.init), let flags = parts[3].string.flatMap(UInt32.init)
             else {
@@ -73,7 +73,7 @@ public final class RedisTier: Upstream.Tier {
             return Upstream.Entry(
                 entry: CacheEntry(bytes: Array(buffer: bytes), flags: flags, version: version),
                 timeToLive: RedisTier.timeToLive(parts[1]), sequence: sequence)
-        }.whenComplete(completion)
+        }.whenSuccess(completion)
     }
 
     public func set(
@@ -81,7 +81,7 @@ public final class RedisTier: Upstream.Tier {
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
         run(Script.set, valueKey: key, [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)],
-            read: RedisTier.written).whenComplete(completion)
+            read: RedisTier.written).whenSuccess(completion)
     }
 
     public func add(
@@ -89,7 +89,7 @@ public final class RedisTier: Upstream.Tier {
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
         run(Script.add, valueKey: key, [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)],
-            read: RedisTier.written).whenComplete(completion)
+            read: RedisTier.written).whenSuccess(completion)
     }
 
     public func compareAndSet(
@@ -98,7 +98,7 @@ public final class RedisTier: Upstream.Tier {
     ) {
         run(Script.compareAndSet, valueKey: key,
             [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime), .init(string: String(version))],
-            read: RedisTier.written).whenComplete(completion)
+            read: RedisTier.written).whenSuccess(completion)
     }
 
     public func increment(
@@ -109,28 +109,32 @@ public final class RedisTier: Upstream.Tier {
                                        RedisTier.argument(lifetime)]
         execute(Script.increment, keys: [key, KeyLayout.meta(key)], arguments).map { result -> Result<Upstream.Incremented, Upstream.Failure> in
             switch result {
-            case .success(let (reply, sequence)):
+            case .success(let pair):
+                let (reply, sequence) = pair
                 guard let parts = reply.array, parts.count == 3, let sum = parts[0].int64,
                       let version = parts[1].string.flatMap(UInt64.init) else {
                     return .failure(.refused("unexpected reply to incr: \(reply)"))
                 }
                 return .success(.value(sum, Upstream.Written(stored: true, version: version,
                                                              timeToLive: RedisTier.timeToLive(parts[2]), sequence: sequence)))
-            case .failure(RedisError.server(let text)) where text.hasPrefix("NOTINT"): return .success(.notAnInteger)
-            case .failure(RedisError.server(let text)) where text.hasPrefix("OVERFLOW"): return .success(.overflow)
-            case .failure(let error): return .failure(RedisTier.failure(error))
+            case .failure(let error):
+                if case .server(let text)? = error as? RedisError {
+                    if text.hasPrefix("NOTINT") { return .success(.notAnInteger) }
+                    if text.hasPrefix("OVERFLOW") { return .success(.overflow) }
+                }
+                return .failure(RedisTier.failure(error))
             }
         }.whenSuccess(completion)
     }
 
     public func touch(_ key: String, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
-        run(Script.touch, valueKey: key, [RedisTier.argument(lifetime == .keep ? .never : lifetime)]) { reply, _ in
+        run(Script.touch, valueKey: key, [RedisTier.argument(lifetime == .keep ? .never : lifetime)]) { (reply: RESP3Value, _: UInt64) -> Bool in
             reply.array?.first?.int64 == 1
-        }.whenComplete(completion)
+        }.whenSuccess(completion)
     }
 
     public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
-        run(Script.remove, valueKey: key, []) { reply, _ in (reply.int64 ?? 0) > 0 }.whenComplete(completion)
+        run(Script.remove, valueKey: key, []) { (reply: RESP3Value, _: UInt64) -> Bool in (reply.int64 ?? 0) > 0 }.whenSuccess(completion)
     }
 
     public func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
@@ -138,7 +142,10 @@ public final class RedisTier: Upstream.Tier {
         client.primaries().flatMap { nodes in
             EventLoopFuture.whenAllSucceed(nodes.map { self.removeMatching(pattern, on: $0, cursor: "0", removed: 0) },
                                            on: self.client.eventLoop)
-        }.map { $0.reduce(0, +) }.mapResult { $0.mapError(RedisTier.failure) }.whenSuccess(completion)
+        }
+        .map { Result<Int, Upstream.Failure>.success($0.reduce(0, +)) }
+        .recover { Result<Int, Upstream.Failure>.failure(RedisTier.failure($0)) }
+        .whenSuccess(completion)
     }
 
     public func acquireLease(
@@ -147,8 +154,9 @@ public final class RedisTier: Upstream.Tier {
     ) {
         let leaseKey = KeyLayout.lease(key)
         execute(Script.acquireLease, keys: [leaseKey], [.init(string: token), .init(string: String(max(lifetime, 1)))])
-            .map { result in
-                result.mapError(RedisTier.failure).map { reply, sequence -> Upstream.LeaseAttempt in
+            .map { result -> Result<Upstream.LeaseAttempt, Upstream.Failure> in
+                result.mapError(RedisTier.failure).map { pair -> Upstream.LeaseAttempt in
+                    let (reply, sequence) = pair
                     guard let parts = reply.array, parts.first?.int64 == 0 else { return .acquired }
                     return .held(timeToLive: parts.count > 1 ? RedisTier.timeToLive(parts[1]) : nil, leaseKey: leaseKey,
                                  sequence: sequence)
@@ -158,7 +166,9 @@ public final class RedisTier: Upstream.Tier {
 
     public func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
         execute(Script.releaseLease, keys: [KeyLayout.lease(key)], [.init(string: token)])
-            .map { result in result.mapError(RedisTier.failure).map { reply, _ in (reply.int64 ?? 0) > 0 } }
+            .map { result -> Result<Bool, Upstream.Failure> in
+                result.mapError(RedisTier.failure).map { pair in (pair.0.int64 ?? 0) > 0 }
+            }
             .whenSuccess(completion)
     }
 
@@ -169,9 +179,9 @@ public final class RedisTier: Upstream.Tier {
         _ script: Script, valueKey: String, _ arguments: [ByteBuffer],
         read: @escaping @Sendable (RESP3Value, UInt64) throws -> T
     ) -> EventLoopFuture<Result<T, Upstream.Failure>> {
-        execute(script, keys: [valueKey, KeyLayout.meta(valueKey)], arguments).map { result in
-            result.mapError(RedisTier.failure).flatMap { reply, sequence in
-                Result { try read(reply, sequence) }.mapError(RedisTier.failure)
+        execute(script, keys: [valueKey, KeyLayout.meta(valueKey)], arguments).map { result -> Result<T, Upstream.Failure> in
+            result.mapError(RedisTier.failure).flatMap { pair in
+                Result { try read(pair.0, pair.1) }.mapError(RedisTier.failure)
             }
         }
     }
@@ -189,8 +199,8 @@ public final class RedisTier: Upstream.Tier {
                 }
                 return self.client.sendSequenced([.init(string: "EVAL"), .init(string: script.source)] + tail, route: route)
             }
-            .map { Result.success($0) }
-            .recover { Result.failure($0) }
+            .map { Result<(RESP3Value, UInt64), Error>.success($0) }
+            .recover { Result<(RESP3Value, UInt64), Error>.failure($0) }
     }
 
     private func removeMatching(_ pattern: ByteBuffer, on node: NodeAddress, cursor: String, removed: Int) -> EventLoopFuture<Int> {
@@ -205,8 +215,7 @@ public final class RedisTier: Upstream.Tier {
                 let values = keys.compactMap(\.string).filter { !$0.contains("}" + KeyLayout.metaInfix) && !$0.contains("}" + KeyLayout.leaseInfix) }
                 let removals = values.map { key in
                     self.execute(Script.remove, keys: [key, KeyLayout.meta(key)], []).flatMapThrowing { result -> Int in
-                        let (reply, _) = try result.get()
-                        return Int(reply.int64 ?? 0)
+                        Int(try result.get().0.int64 ?? 0)
                     }
                 }
                 return EventLoopFuture.whenAllSucceed(removals, on: self.client.eventLoop).flatMap { counts in

@@ -13,7 +13,8 @@ public struct Script: Sendable {
 
     init(_ body: String) {
         source = Script.prelude + body
-        sha = Insecure.SHA1.hash(data: Array(source.utf8)).map { String(format: "%02x", $0) }.joined()
+        let hex = Array("0123456789abcdef".utf8)
+        sha = String(decoding: Insecure.SHA1.hash(data: Array(source.utf8)).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] }, as: UTF8.self)
     }
 
     /// Helpers every script shares.

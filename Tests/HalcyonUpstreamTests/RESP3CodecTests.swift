@@ -57,7 +57,7 @@ struct RESP3CodecTests {
     }
 
     @Test func streamedFormsDecodeToPlainOnes() throws {
-        let bytes = Array("$?\r\n;4\r\nHell\r\n;5\r\no wor\r\n;1\r\nd\r\n;0\r\n*?\r\n:1\r\n:2\r\n.\r\n%?\r\n+a\r\n:1\r\n.\r\n~?\r\n.\r\n".utf8)
+        let bytes = Array("$?\r\n;4\r\nHell\r\n;6\r\no worl\r\n;1\r\nd\r\n;0\r\n*?\r\n:1\r\n:2\r\n.\r\n%?\r\n+a\r\n:1\r\n.\r\n~?\r\n.\r\n".utf8)
         #expect(try parseAll(bytes) == [
             .blob("Hello world"), .array([.integer(1), .integer(2)]),
             .map([.init(.simpleString(ByteBuffer(string: "a")), .integer(1))]), .set([]),
@@ -119,7 +119,7 @@ struct RESP3CodecTests {
         limits.maxLineLength = 8
         #expect(throws: RESP3ParseError.blobTooLong) { try parseAll(Array("$11\r\n".utf8), limits: limits) }
         #expect(throws: RESP3ParseError.aggregateTooLong) { try parseAll(Array("*6\r\n".utf8), limits: limits) }
-        #expect(throws: RESP3ParseError.aggregateTooLong) { try parseAll(Array("*1000000000000\r\n".utf8), limits: limits) }
+        #expect(throws: RESP3ParseError.aggregateTooLong) { try parseAll(Array("*1000000\r\n".utf8), limits: limits) }
         #expect(throws: RESP3ParseError.tooDeep) { try parseAll(Array("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n".utf8), limits: limits) }
         #expect(throws: RESP3ParseError.lineTooLong) { try parseAll(Array("+0123456789abcdef".utf8), limits: limits) }
         #expect(throws: RESP3ParseError.blobTooLong) {

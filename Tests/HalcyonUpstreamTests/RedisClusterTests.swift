@@ -79,7 +79,7 @@ struct RedisClusterTests {
         let source = try cluster.node(serving: moved)
         let target = cluster.nodes.first { $0.port != source.port }!
         let slot = ClusterSlot(key: moved).value
-        try await migrate(slot: slot, from: source, to: target, in: cluster, migrateFirst: [moved]) {
+        try await migrate(slot: slot, from: source, to: target, in: cluster, migrateFirst: [moved]) { () async throws in
             // `moved` now lives on the target, the slot still on the source: ASK.
             #expect(try await client.send(["GET", moved], key: moved).get().string == "one")
             #expect(try await client.send(["GET", stays], key: stays).get().string == "two")

@@ -73,9 +73,12 @@ struct RedisConnectionTests {
         // Many single sends from several tasks: each task's own commands stay in order.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<4 {
-                group.addTask {
+                group.addTask { () async throws in
                     let futures = (0..<200).map { connection.send(["RPUSH", "\(key):\(task)", String($0)]) }
-                    for (index, future) in futures.enumerated() { #expect(try await future.get() == .integer(Int64(index + 1))) }
+                    for (index, future) in futures.enumerated() {
+                        let reply = try await future.get()
+                        #expect(reply == .integer(Int64(index + 1)))
+                    }
                 }
             }
             try await group.waitForAll()

@@ -4,6 +4,9 @@
 // exits (or when the test that owns one stops it).
 
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HalcyonCache
 import HalcyonUpstream
 import NIOCore
