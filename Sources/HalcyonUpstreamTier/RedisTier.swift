@@ -119,8 +119,8 @@ public final class RedisTier: Upstream.Tier {
                                                              timeToLive: RedisTier.timeToLive(parts[2]), sequence: sequence)))
             case .failure(let error):
                 if case .server(let text)? = error as? RedisError {
-                    if text.hasPrefix("NOTINT") { return .success(.notAnInteger) }
-                    if text.hasPrefix("OVERFLOW") { return .success(.overflow) }
+                    if text.contains("NOTINT") { return .success(.notAnInteger) }
+                    if text.contains("OVERFLOW") { return .success(.overflow) }
                 }
                 return .failure(RedisTier.failure(error))
             }

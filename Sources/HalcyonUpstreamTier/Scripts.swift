@@ -107,7 +107,8 @@ public struct Script: Sendable {
 
     /// KEYS: value, meta. ARGV: delta, initial, flags, lifetime. Redis's own INCRBY does the
     /// 64-bit arithmetic (Lua numbers are doubles). Returns {sum, version, pttl}, or an
-    /// error reply `NOTINT` / `OVERFLOW`; a refused sum leaves the key as it was.
+    /// error reply naming `NOTINT` / `OVERFLOW` (Redis 7 puts `ERR ` before a code-less
+    /// script error); a refused sum leaves the key as it was.
     static let increment = Script("""
         local existed = redis.call('EXISTS', KEYS[1]) == 1
         if not existed then redis.call('SET', KEYS[1], ARGV[2]) end

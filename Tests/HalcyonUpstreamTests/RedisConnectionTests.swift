@@ -88,7 +88,7 @@ struct RedisConnectionTests {
     }
 
     @Test func authWithPasswordAndACLUser() async throws {
-        let server = try RedisServer(arguments: ["--requirepass", "s3cret", "--user", "alice on >wonderland ~* &* +@all"])
+        let server = try RedisServer(arguments: ["--requirepass", "s3cret", "--user", "alice", "on", ">wonderland", "~*", "&*", "+@all"])
         defer { server.remove() }
         var options = RedisConnection.Options()
         // No password: refused at HELLO.

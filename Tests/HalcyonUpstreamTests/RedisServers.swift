@@ -116,6 +116,9 @@ final class RedisServer: @unchecked Sendable {
     private func waitUntilReady() throws {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
+            guard process?.isRunning == true else {
+                throw RedisError.unavailable(node: "127.0.0.1:\(port)", detail: "exited; see \(folder.path)/redis.log")
+            }
             if try redisCLI(["-p", String(port), "--no-auth-warning", "PING"]).contains("PONG")
                 || (try redisCLI(["-p", String(port), "PING"])).contains("NOAUTH") { return }
             usleep(20_000)
