@@ -31,11 +31,14 @@ enum RedisBinaries {
     }
 }
 
-/// Every server process started, so the exit handler can stop them.
+/// Every server process started and its folder, so the exit handler can stop them and
+/// remove what they wrote.
 private let runningServers = Locked<[Int32]>([])
+private let serverFolders = Locked<[String]>([])
 private let exitHandlerInstalled: Void = {
     atexit {
         for pid in runningServers.withLock({ $0 }) { kill(pid, SIGKILL) }
+        for folder in serverFolders.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
     }
 }()
 
@@ -93,6 +96,7 @@ final class RedisServer: @unchecked Sendable {
         extraArguments = arguments
         folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("halcyon-redis-\(port)-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        serverFolders.withLock { $0.append(folder.path) }
         try start()
     }
 
@@ -129,8 +133,10 @@ final class RedisServer: @unchecked Sendable {
     /// Kills the process (SIGKILL: no shutdown, as a crash) and waits for it.
     func kill() {
         guard let process else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        let pid = process.processIdentifier
+        Glibc.kill(pid, SIGKILL)
         process.waitUntilExit()
+        runningServers.withLock { $0.removeAll { $0 == pid } }
         self.process = nil
     }
 
