@@ -130,6 +130,14 @@ public final class RedisClient: Sendable {
         public var flushes = 0
         /// Slot-map loads.
         public var topologyRefreshes = 0
+        /// Commands answered (redirects included in their command's time).
+        public var commands = 0
+        /// Commands that failed (transport, redirect bounds, error replies).
+        public var failedCommands = 0
+        /// The sum and the largest of the answered commands' round trips, in nanoseconds,
+        /// from the call to the reply (the mean is `roundTripNanoseconds / commands`).
+        public var roundTripNanoseconds: UInt64 = 0
+        public var maxRoundTripNanoseconds: UInt64 = 0
         public init() {}
     }
 
@@ -167,7 +175,7 @@ public final class RedisClient: Sendable {
     /// - Throws (in the future): `RedisError.server` for an error reply, `.unavailable`,
     ///   `.connectionClosed`, `.timedOut`, `.tooManyRedirects`, `.slotUncovered`, `.shutDown`.
     public func send(_ arguments: [ByteBuffer], route: Route) -> EventLoopFuture<RESP3Value> {
-        onLoop { self.execute(arguments, route: route, attempt: 0, asking: nil) }
+        onLoop { self.timed(self.execute(arguments, route: route, attempt: 0, asking: nil)) }
     }
 
     /// `send` routed by `key`, with text arguments.
@@ -179,7 +187,7 @@ public final class RedisClient: Sendable {
     /// (see "Event order" above).
     public func sendSequenced(_ arguments: [ByteBuffer], route: Route) -> EventLoopFuture<(RESP3Value, UInt64)> {
         onLoop {
-            self.execute(arguments, route: route, attempt: 0, asking: nil).map { ($0, self.state.value.sequence) }
+            self.timed(self.execute(arguments, route: route, attempt: 0, asking: nil)).map { ($0, self.state.value.sequence) }
         }
     }
 
@@ -254,6 +262,24 @@ public final class RedisClient: Sendable {
 
     private func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> EventLoopFuture<T>) -> EventLoopFuture<T> {
         eventLoop.inEventLoop ? body() : eventLoop.flatSubmit(body)
+    }
+
+    /// Counts `reply` into the round-trip statistics when it completes.
+    private func timed(_ reply: EventLoopFuture<RESP3Value>) -> EventLoopFuture<RESP3Value> {
+        let start = NIODeadline.now()
+        reply.whenComplete { result in
+            let stats = self.state.value
+            switch result {
+            case .success:
+                let elapsed = UInt64(max(0, (NIODeadline.now() - start).nanoseconds))
+                stats.stats.commands += 1
+                stats.stats.roundTripNanoseconds &+= elapsed
+                stats.stats.maxRoundTripNanoseconds = max(stats.stats.maxRoundTripNanoseconds, elapsed)
+            case .failure:
+                stats.stats.failedCommands += 1
+            }
+        }
+        return reply
     }
 
     private var knownPrimaries: [NodeAddress] {

@@ -46,3 +46,21 @@ struct ClusterSlotTests {
         #expect(NodeAddress(hostPort: "host:0") == nil)
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct UpstreamURLTests {
+    @Test func formsAUserWrites() throws {
+        #expect(try UpstreamURL("redis://127.0.0.1:7000") == UpstreamURL(address: .tcp(host: "127.0.0.1", port: 7000), username: nil, database: 0))
+        #expect(try UpstreamURL("redis://cache@redis.internal/3") == UpstreamURL(address: .tcp(host: "redis.internal", port: 6379), username: "cache", database: 3))
+        #expect(try UpstreamURL("redis://[::1]:6380") == UpstreamURL(address: .tcp(host: "::1", port: 6380), username: nil, database: 0))
+        #expect(try UpstreamURL("unix:///run/redis/redis.sock").address == .unix(path: "/run/redis/redis.sock"))
+    }
+
+    @Test func refusals() {
+        #expect(throws: UpstreamURL.Invalid.passwordInURL) { try UpstreamURL("redis://user:secret@host:6379") }
+        #expect(throws: UpstreamURL.Invalid.unsupportedScheme) { try UpstreamURL("http://host") }
+        #expect(throws: UpstreamURL.Invalid.self) { try UpstreamURL("redis://host:99999") }
+        #expect(throws: UpstreamURL.Invalid.self) { try UpstreamURL("redis://host/x") }
+        #expect(throws: UpstreamURL.Invalid.self) { try UpstreamURL("unix://relative.sock") }
+    }
+}

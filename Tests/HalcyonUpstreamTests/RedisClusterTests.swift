@@ -45,7 +45,10 @@ struct RedisClusterTests {
         for key in keys.prefix(30) {
             _ = try await client.send(["SET", key, "v"], key: key).get()
         }
-        #expect(try await client.stats().get().moved == 0)
+        let stats = try await client.stats().get()
+        #expect(stats.moved == 0)
+        #expect(stats.commands == 130 && stats.failedCommands == 0)
+        #expect(stats.maxRoundTripNanoseconds > 0 && stats.roundTripNanoseconds >= stats.maxRoundTripNanoseconds)
     }
 
     /// Moves `slot` (and the keys in it) from `source` to `target`, one step at a time,

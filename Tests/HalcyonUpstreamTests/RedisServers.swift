@@ -80,13 +80,14 @@ func redisCLI(_ arguments: [String]) throws -> String {
 }
 
 /// One redis-server process.
-final class RedisServer: @unchecked Sendable {
-    // @unchecked Sendable: `process` is replaced only by `stop`/`restart`, which the
-    // owning test calls from one task; everything else is immutable.
+///
+/// Threading: thread-safe; the running process is held in a `Locked`.
+final class RedisServer: Sendable {
     let port: Int
     let folder: URL
     let extraArguments: [String]
-    private(set) var process: Process?
+    private let running = Locked<Process?>(nil)
+    var process: Process? { running.withLock { $0 } }
 
     var address: NodeAddress { .tcp(host: "127.0.0.1", port: port) }
 
@@ -110,7 +111,7 @@ final class RedisServer: @unchecked Sendable {
             "--enable-debug-command", "yes",
         ] + extraArguments
         try process.run()
-        self.process = process
+        running.withLock { $0 = process }
         let pid = process.processIdentifier
         runningServers.withLock { $0.append(pid) }
         try waitUntilReady()
@@ -132,12 +133,11 @@ final class RedisServer: @unchecked Sendable {
 
     /// Kills the process (SIGKILL: no shutdown, as a crash) and waits for it.
     func kill() {
-        guard let process else { return }
+        guard let process = running.withLock({ running in defer { running = nil }; return running }) else { return }
         let pid = process.processIdentifier
         Glibc.kill(pid, SIGKILL)
         process.waitUntilExit()
         runningServers.withLock { $0.removeAll { $0 == pid } }
-        self.process = nil
     }
 
     func remove() {
