@@ -6,6 +6,8 @@ import NIOCore
 
 /// Why bytes are not RESP3 (or are more than the parser's limits allow). Each case name is
 /// stable; the connection that meets one closes, since nothing after it can be framed.
+///
+/// Threading: a value type; `Sendable`.
 public enum RESP3ParseError: Error, Sendable, Equatable {
     /// The first byte of a value names no RESP3 type.
     case unknownType(UInt8)

@@ -2,6 +2,8 @@
 // the server's own error replies, and the client's bounds.
 
 /// An error of the RESP3 client.
+///
+/// Threading: a value type; `Sendable`.
 public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No connection to `node` could be made (refused, timed out, or still backing off
     /// after a failure).

@@ -7,6 +7,8 @@ import Crypto
 import NIOCore
 
 /// One script: its source and the SHA-1 `EVALSHA` names it by.
+///
+/// Threading: immutable; `Sendable`.
 public struct Script: Sendable {
     public let source: String
     public let sha: String
