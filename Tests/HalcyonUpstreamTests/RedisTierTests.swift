@@ -220,7 +220,9 @@ struct RedisTierTests {
         #expect(try await holder.releaseLease(key, token: "A").get())
         let woken = observer.invalidation(of: leaseKey)
         #expect(woken != nil && woken!.sequence > sequence)
-        #expect(try await waiter.acquireLease(key, token: "B", lifetime: 200).get() == .acquired)
+        // A lifetime long enough that the holder's next try surely finds it held on a busy
+        // machine, short enough that its end comes within the wait below.
+        #expect(try await waiter.acquireLease(key, token: "B", lifetime: 3_000).get() == .acquired)
         // A lease whose holder vanished ends at its lifetime, and that is heard too.
         let holderEvents = Collected()
         holder.observe(holderEvents)
