@@ -97,24 +97,28 @@ def test_deb_installs_serves_then_remove_keeps_the_cache_and_purge_deletes_it(
     assert not (debian_root.path / "etc/systemd/system/multi-user.target.wants/halcyon.service").exists()
     assert not (debian_root.path / "etc/systemd/user/sockets.target.wants/halcyon.socket").exists()
 
-    # The system unit's own command line, as user halcyon, with the socket systemd would
-    # pass made by the daemon itself; a member of halcyon-users is the client.
+    # The system unit's own command line, as user halcyon. systemd would make the socket
+    # (as root, with SocketGroup=halcyon-users, which user halcyon cannot set); here the
+    # daemon makes it open to all on the file system, so its own peer check, from the
+    # unit's --allow-gid halcyon-users, is what admits a member and refuses anyone else.
     unit = (debian_root.path / "usr/lib/systemd/system/halcyon.service").read_text()
     exec_start = re.search(r"^ExecStart=(.*)$", unit, re.MULTILINE)
     assert exec_start is not None and exec_start.group(1).startswith("/usr/bin/halcyond ")
-    # What the socket unit does (DirectoryMode=0711, SocketGroup=, SocketMode=0660).
+    assert "--allow-gid halcyon-users" in exec_start.group(1)
     debian_root.run("install", "-d", "-o", "halcyon", "-g", "halcyon", "-m", "0711", "/run/halcyon")
     debian_root.run("useradd", "--create-home", "--groups", "halcyon-users", "alice")
+    debian_root.run("useradd", "--create-home", "mallory")
     socket = "/run/halcyon/halcyon.sock"
     daemon = subprocess.Popen(debian_root.argv(*exec_start.group(1).split(), "--socket", socket,
-                                               "--socket-group", "halcyon-users", "--socket-mode", "0660",
-                                               user="halcyon"),
+                                               "--socket-mode", "0666", user="halcyon"),
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         debian_root.wait_for_ping(socket, "alice", daemon)
         debian_root.run("halcyon", "--socket", socket, "set", "greeting", "hello from the deb", user="alice")
         assert debian_root.run("halcyon", "--socket", socket, "get", "greeting",
                                user="alice").stdout == "hello from the deb"
+        refused = debian_root.run("halcyon", "--socket", socket, "get", "greeting", user="mallory", check=False)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stderr
     finally:
         log = b""
         status = stop(daemon)
