@@ -2,7 +2,7 @@
 # Fetch a URL at most once per TTL: later runs print the cached body instantly.
 # A failed download (curl exits non-zero) is not cached, so the next run retries.
 #
-#   Clients/shell/examples/cached-curl.sh https://example.com/ 10m
+#   Clients/shell/examples/cached-curl.sh file:///etc/os-release 10m   # any URL curl takes
 set -euo pipefail
 # shellcheck source=../halcyon.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../halcyon.sh"
