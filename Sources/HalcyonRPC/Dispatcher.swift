@@ -287,6 +287,7 @@ public final class Dispatcher: Sendable {
         let params = try Params(node: request.paramsNode, allowed: spec.params)
         var options = HybridCache.Options()
         options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
+        options.extendingExpiration = session.extendingExpiration
         if spec.takesOptions {
             let requestOptions = try params.options()
             if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
