@@ -101,7 +101,8 @@ def test_incr_existing_refuses_a_missing_key_atomically(daemon_client: halcyon.C
     finally:
         stop.set()
         worker.join(10)
-    assert all(r is None or r == 101 for r in results)
+    # A number below 101 could only come from a key the increment created itself.
+    assert all(r is None or r >= 101 for r in results)
 
 
 def test_add_with_an_expiration_already_over(daemon_client: halcyon.Client, key: str) -> None:
