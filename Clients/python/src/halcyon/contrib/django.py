@@ -55,7 +55,7 @@ __all__ = ["HalcyonCache"]
 _OPTIONS = {"timeout", "retry", "pickle_protocol", "memory_timeout", "to_disk"}
 
 
-class HalcyonCache(BaseCache):
+class HalcyonCache(BaseCache):  # type: ignore[misc]  # Django ships no type hints
     """Django's ``BaseCache`` on a ``halcyond`` (see the module docstring).
 
     Threading: Django keeps one instance per thread (and per async context); the

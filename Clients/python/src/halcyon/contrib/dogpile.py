@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Iterable, List, Mapping, Optional
 
 from dogpile.cache.api import NO_VALUE, BytesBackend, CacheMutex
 
@@ -140,7 +140,8 @@ class HalcyonBackend(BytesBackend):
         value = self.client.get(key)
         return value if isinstance(value, bytes) else NO_VALUE
 
-    def get_serialized_multi(self, keys: Sequence[str]) -> List[Any]:
+    def get_serialized_multi(self, keys: Iterable[str]) -> List[Any]:
+        keys = list(keys)
         if not keys:
             return []
         found = self.client.get_many(keys)
@@ -160,6 +161,7 @@ class HalcyonBackend(BytesBackend):
     def delete(self, key: str) -> None:
         self.client.delete(key)
 
-    def delete_multi(self, keys: Sequence[str]) -> None:
+    def delete_multi(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
         if keys:
             self.client.delete_many(keys)

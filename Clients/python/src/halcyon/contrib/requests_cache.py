@@ -59,7 +59,7 @@ class HalcyonCache(BaseCache):
             namespace, "redirects", connection=self.responses.connection, serializer=None, ttl=False, **kwargs)
 
 
-class HalcyonDict(BaseStorage):
+class HalcyonDict(BaseStorage[str, Any]):
     """A dict-like collection of the daemon's keys ``<namespace>:<collection_name>:<key>``
     (``<namespace>:<key>`` without a collection name), shaped like ``RedisDict``.
 
