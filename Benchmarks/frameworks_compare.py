@@ -31,24 +31,9 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def wait_socket(path: str, proc: subprocess.Popen, name: str) -> None:
-    for _ in range(400):
-        if os.path.exists(path):
-            return
-        if proc.poll() is not None:
-            sys.exit(f"frameworks_compare: {name} exited with {proc.returncode}")
-        time.sleep(0.05)
-    sys.exit(f"frameworks_compare: {name} did not create {path}")
+sys.path.insert(0, HERE)
+from python_compare import cpu_seconds, wait_socket  # noqa: E402  (the same measures as the client comparison)
 
 
 class Side:

@@ -5,7 +5,6 @@ sliding reads, prefixes, native asyncio in Django, the requests-cache TTL rule).
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 import uuid
 from datetime import timedelta
@@ -14,15 +13,12 @@ from typing import Iterator
 import pytest
 
 import halcyon
-from conftest import Daemon, _start_daemon
+from conftest import Daemon, _daemon_until_done
 
 
 @pytest.fixture(scope="module")
 def backend_daemon() -> Iterator[Daemon]:
-    daemon = _start_daemon()
-    yield daemon
-    daemon.stop()
-    shutil.rmtree(daemon.folder, ignore_errors=True)
+    yield from _daemon_until_done()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ wheel), as dogpile runs them for its Redis backend, plus what they leave out: th
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -25,7 +24,8 @@ from dogpile.testing.fixtures import (  # noqa: E402
 )
 
 import halcyon  # noqa: E402
-from conftest import Daemon, _start_daemon  # noqa: E402
+from halcyon.contrib.dogpile import HalcyonBackend  # noqa: E402
+from conftest import Daemon, _daemon_until_done  # noqa: E402
 
 try:
     from importlib.metadata import entry_points
@@ -49,16 +49,14 @@ if not _registered():
 def dogpile_daemon() -> Iterator[Daemon]:
     """A daemon of this module's own, found through $HALCYON_SOCKET (the suites'
     backends are configured from class attributes, before any fixture could pass a path)."""
-    daemon = _start_daemon()
-    old = os.environ.get("HALCYON_SOCKET")
-    os.environ["HALCYON_SOCKET"] = daemon.socket
-    yield daemon
-    if old is None:
-        os.environ.pop("HALCYON_SOCKET", None)
-    else:
-        os.environ["HALCYON_SOCKET"] = old
-    daemon.stop()
-    shutil.rmtree(daemon.folder, ignore_errors=True)
+    for daemon in _daemon_until_done():
+        old = os.environ.get("HALCYON_SOCKET")
+        os.environ["HALCYON_SOCKET"] = daemon.socket
+        yield daemon
+        if old is None:
+            os.environ.pop("HALCYON_SOCKET", None)
+        else:
+            os.environ["HALCYON_SOCKET"] = old
 
 
 class TestHalcyonBackend(_GenericBackendTestSuite):
@@ -83,8 +81,6 @@ class TestHalcyonDistributedMutexPrefix(_GenericMutexTestSuite):
 def test_entry_point_is_declared() -> None:
     """pyproject.toml declares the entry point dogpile finds the backend by, and an
     installed distribution exposes it."""
-    from halcyon.contrib.dogpile import HalcyonBackend
-
     text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     section = text.split('[project.entry-points."dogpile.cache"]', 1)[1].split("\n[", 1)[0]
     assert 'halcyon = "halcyon.contrib.dogpile:HalcyonBackend"' in section
@@ -110,10 +106,13 @@ def test_daemon_side_lifetime_and_no_sliding(dogpile_daemon: Daemon) -> None:
     assert region.get("lifetime") is NO_VALUE
 
 
+def _locking_backend(daemon: Daemon, **arguments: object) -> HalcyonBackend:
+    return make_region().configure(  # type: ignore[no-any-return]
+        "halcyon", arguments={"socket_path": daemon.socket, "distributed_lock": True, **arguments}).backend
+
+
 def test_lease_mutex_released_from_another_thread(dogpile_daemon: Daemon) -> None:
-    backend = make_region().configure(
-        "halcyon", arguments={"socket_path": dogpile_daemon.socket, "distributed_lock": True,
-                              "lock_timeout": 30}).backend
+    backend = _locking_backend(dogpile_daemon, lock_timeout=30)
     mutex = backend.get_mutex("cross-thread")
     assert mutex.acquire()
     other = backend.get_mutex("cross-thread")
@@ -129,9 +128,7 @@ def test_lease_mutex_released_from_another_thread(dogpile_daemon: Daemon) -> Non
 
 
 def test_lock_blocking_timeout(dogpile_daemon: Daemon) -> None:
-    backend = make_region().configure(
-        "halcyon", arguments={"socket_path": dogpile_daemon.socket, "distributed_lock": True,
-                              "lock_blocking_timeout": 0.3}).backend
+    backend = _locking_backend(dogpile_daemon, lock_blocking_timeout=0.3)
     holder = backend.get_mutex("blocked")
     assert holder.acquire()
     waiter = backend.get_mutex("blocked")

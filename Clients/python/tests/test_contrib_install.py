@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import REPO, Daemon, _start_daemon, short_tmpdir
+from conftest import REPO, Daemon, _daemon_until_done, short_tmpdir
 
 DOC = REPO / "Docs" / "FRAMEWORKS.md"
 
@@ -42,10 +42,7 @@ def venv_python() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def doc_daemon() -> Iterator[Daemon]:
-    daemon = _start_daemon()
-    yield daemon
-    daemon.stop()
-    shutil.rmtree(daemon.folder, ignore_errors=True)
+    yield from _daemon_until_done()
 
 
 def _snippets() -> list:

@@ -16,7 +16,7 @@ from typing import Iterator, List
 
 import pytest
 
-from conftest import Daemon, _start_daemon, short_tmpdir
+from conftest import Daemon, _daemon_until_done, short_tmpdir
 
 HERE = Path(__file__).resolve().parent
 WORKERS = 8
@@ -24,10 +24,7 @@ WORKERS = 8
 
 @pytest.fixture(scope="module")
 def stampede_daemon() -> Iterator[Daemon]:
-    daemon = _start_daemon()
-    yield daemon
-    daemon.stop()
-    shutil.rmtree(daemon.folder, ignore_errors=True)
+    yield from _daemon_until_done()
 
 
 def _stampede(framework: str, daemon: Daemon, extra: List[str] = ()) -> None:  # type: ignore[assignment]

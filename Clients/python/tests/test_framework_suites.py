@@ -27,7 +27,7 @@ from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
-from conftest import REPO, Daemon, _start_daemon
+from conftest import REPO, Daemon, _daemon_until_done
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
@@ -49,10 +49,7 @@ def _sdist(name: str, module: str) -> Path:
 
 @pytest.fixture
 def suite_daemon() -> Iterator[Daemon]:
-    daemon = _start_daemon()
-    yield daemon
-    daemon.stop()
-    shutil.rmtree(daemon.folder, ignore_errors=True)
+    yield from _daemon_until_done()
 
 
 def _env(daemon: Daemon, **extra: str) -> Dict[str, str]:

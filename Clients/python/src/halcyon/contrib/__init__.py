@@ -66,6 +66,15 @@ class PerThreadClients:
 NO_SLIDING = False
 
 
+def clear_keys(client: Client, prefix: str) -> None:
+    """A framework's ``clear()``: the keys starting with its prefix, or without a prefix
+    every key of the daemon (as the Redis backends' ``FLUSHDB``)."""
+    if prefix:
+        client.remove_prefix(prefix)
+    else:
+        client.clear()
+
+
 def seconds_or_never(seconds: Optional[Union[int, float]]) -> Expire:
     """A framework's "no expiry" (``None``) as the protocol's ``"never"``; any other
     number as seconds (0 or less: already expired)."""

@@ -27,7 +27,7 @@ from cachelib.base import BaseCache
 from cachelib.serializers import BaseRedisSerializer
 
 from .. import Client
-from . import NO_SLIDING
+from . import NO_SLIDING, clear_keys
 
 __all__ = ["HalcyonCache", "HalcyonSerializer"]
 
@@ -118,11 +118,7 @@ class HalcyonCache(BaseCache):
         return self.client.exists(self._prefix() + key)
 
     def clear(self) -> bool:
-        prefix = self._prefix()
-        if prefix:
-            self.client.remove_prefix(prefix)
-        else:
-            self.client.clear()
+        clear_keys(self.client, self._prefix())
         return True
 
     def inc(self, key: str, delta: int = 1) -> Optional[int]:

@@ -48,7 +48,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .. import Client, _wire
 from ..aio import AsyncClient
-from . import NO_SLIDING, pickle_codec
+from . import NO_SLIDING, clear_keys, pickle_codec
 
 __all__ = ["HalcyonCache"]
 
@@ -125,9 +125,6 @@ class HalcyonCache(BaseCache):  # type: ignore[misc]  # Django ships no type hin
     def _keys(self, keys: Iterable[str], version: Optional[int]) -> Dict[str, str]:
         return {self.make_and_validate_key(key, version=version): key for key in keys}
 
-    def _prefix_clear(self) -> Optional[str]:
-        return self.key_prefix or None
-
     # ------------------------------------------------------------ blocking
 
     def add(self, key: str, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Optional[int] = None) -> bool:
@@ -180,11 +177,7 @@ class HalcyonCache(BaseCache):  # type: ignore[misc]  # Django ships no type hin
         self.client.delete_many(list(self._keys(keys, version)))
 
     def clear(self) -> None:
-        prefix = self._prefix_clear()
-        if prefix:
-            self.client.remove_prefix(prefix)
-        else:
-            self.client.clear()
+        clear_keys(self.client, self.key_prefix)
 
     def close(self, **kwargs: Any) -> None:
         # Django calls this at the end of every request. The connection is one socket to
@@ -246,9 +239,8 @@ class HalcyonCache(BaseCache):  # type: ignore[misc]  # Django ships no type hin
 
     async def aclear(self) -> None:
         client = self.aclient()
-        prefix = self._prefix_clear()
-        if prefix:
-            await client.remove_prefix(prefix)
+        if self.key_prefix:
+            await client.remove_prefix(self.key_prefix)
         else:
             await client.clear()
 
