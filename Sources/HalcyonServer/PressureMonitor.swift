@@ -1,9 +1,11 @@
-// Warnings for what a cache does on its own: evictions under pressure, expirations in
-// bulk, failed maintenance and storage errors. Counted always (cache.stats); logged here
-// once per interval as a summary, so a full disk cannot flood the log.
+// A summary, once per interval, of what a cache does on its own. Everything is counted
+// always (cache.stats, the metrics); the log gets warnings only for what an operator must
+// act on (failed maintenance, storage errors), and evictions at debug: evicting is what
+// an LRU cache under its limits does, and halcyon_cache_evictions_total shows its rate.
 
 import Dispatch
 import HalcyonCache
+import HalcyonRPC
 import Logging
 
 /// Compares the cache's and the transport's counters every `interval` and logs what grew.
@@ -57,14 +59,23 @@ final class PressureMonitor: @unchecked Sendable {
             let memoryEvicted = now.memoryEvictions - before.memoryEvictions
             let diskEvicted = now.diskEvictions - before.diskEvictions
             if memoryEvicted > 0 || diskEvicted > 0 {
-                logger.warning("evicted entries to stay within limits", metadata: [
+                logger.debug("evicted entries to stay within limits", metadata: [
                     "memory": "\(memoryEvicted)", "disk": "\(diskEvicted)", "seconds": "\(Int(interval))",
                     "memoryBytes": "\(now.memoryBytes)", "diskBytes": "\(now.diskBytes)",
                 ])
             }
             let failed = now.maintenanceErrors - before.maintenanceErrors
             if failed > 0 {
-                logger.error("sweeps or trims failed on the disk tier", metadata: ["count": "\(failed)"])
+                // Sweeps, trims, lifetime write-backs and the per-key file writes behind the
+                // journal: all are retried. A value whose file can never be written is
+                // dropped and logged on its own, with its key and errno.
+                let fileWrites = (now.journal?.fileWriteFailures ?? 0) - (before.journal?.fileWriteFailures ?? 0)
+                var metadata: Logger.Metadata = ["count": "\(failed)", "fileWrites": "\(fileWrites)"]
+                if fileWrites > 0, let last = now.journal?.lastFileWriteFailure {
+                    metadata["lastFileWriteFailure"] = "\(last.reason)"
+                    if let code = last.errno { metadata["errnoName"] = "\(RPCError.errnoName(code))" }
+                }
+                logger.error("disk maintenance failed and will be retried", metadata: metadata)
             }
         }
         let storage = counters.storageErrors
