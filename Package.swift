@@ -13,6 +13,10 @@
 //   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
 //                              metrics (swift-metrics, Prometheus text) and log formats
 //   halcyond, halcyon          thin executables: the daemon and the command-line client
+//   HalcyonUpstream            a RESP3 client for Redis and Valkey on SwiftNIO: codec, connections,
+//                              cluster slots and redirects, client tracking (no cache, no JSON)
+//   HalcyonUpstreamTier        the storage engine's `Upstream.Tier` over HalcyonUpstream: the
+//                              metadata layout and scripts kept in Redis
 import Foundation
 import PackageDescription
 
@@ -108,7 +112,16 @@ let package = Package(
                 "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // The CLI starts once per shell call: a release build links the Swift runtime in,
+            // which takes a third off each start (Benchmarks/RESULTS.md, "A shell call").
+            // ArgumentParser brings FoundationEssentials, whose static archive needs these.
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib"], .when(configuration: .release)),
+                .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
+                .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
+                .linkedLibrary("swiftSynchronization", .when(configuration: .release)),
+            ]
         ),
         // What several test targets share: the test client, the daemon and CLI launchers (one
         // way to find the built binaries), the seeded generator, lock boxes.
@@ -133,6 +146,60 @@ let package = Package(
             name: "halcyon-fuzz",
             dependencies: ["HalcyonFuzzing", "CFuzzerDriver"],
             path: "Tests/HalcyonFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonUpstream",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonUpstreamTier",
+            dependencies: [
+                "HalcyonUpstream", "HalcyonCache",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The RESP3 decoder under fuzzing, like HalcyonFuzzing for the request parser:
+        // `RESP3Fuzzer` checks one input; `halcyon-resp3-fuzz` is libFuzzer's entry point when
+        // scripts/fuzz-resp3 builds it with -sanitize=fuzzer -DFUZZING, a corpus replayer otherwise.
+        .target(
+            name: "HalcyonUpstreamFuzzing",
+            dependencies: ["HalcyonUpstream", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Tests/HalcyonUpstreamFuzzing",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyon-resp3-fuzz",
+            dependencies: ["HalcyonUpstreamFuzzing", "CFuzzerDriver"],
+            path: "Tests/HalcyonUpstreamFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        // Benchmarks/upstream.sh's client side (pipelined GETs through HalcyonUpstream).
+        .executableTarget(
+            name: "upstream-bench",
+            dependencies: [
+                "HalcyonUpstream",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/upstream",
+            exclude: ["redis_py_bench.py"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HalcyonUpstreamTests",
+            dependencies: [
+                "HalcyonUpstream", "HalcyonUpstreamTier", "HalcyonUpstreamFuzzing", "HalcyonCache",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

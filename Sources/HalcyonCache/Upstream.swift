@@ -1,0 +1,156 @@
+// The upstream tier's seam: what the hybrid cache may ask of a store shared by several
+// hosts (Redis, Valkey), in terms of entries, versions and lifetimes only. The storage
+// engine sees this protocol and nothing of the store behind it; the Redis adapter lives
+// in HalcyonUpstreamTier, an in-memory stand-in for tests in `Upstream.InMemory`.
+
+import Foundation
+
+/// The vocabulary of the upstream tier.
+public enum Upstream {
+    /// How long a written entry lives upstream.
+    public enum Lifetime: Sendable, Equatable {
+        /// No expiry.
+        case never
+        /// This many milliseconds from the write (at least 1).
+        case milliseconds(Int64)
+        /// Keep the key's current lifetime (`KEEPTTL`); a new key gets none.
+        case keep
+    }
+
+    /// An entry read from upstream.
+    public struct Entry: Sendable, Equatable {
+        /// The value's bytes and flags; `version` is the one all hosts agree on.
+        public var entry: CacheEntry
+        /// Milliseconds left to live when it was read (the key's PTTL); nil = never.
+        public var timeToLive: Int64?
+        /// The event sequence number current when the read's reply arrived: a later
+        /// invalidation of this key (a greater `Event.sequence`) means the copy is stale.
+        public var sequence: UInt64
+
+        public init(entry: CacheEntry, timeToLive: Int64?, sequence: UInt64) {
+            self.entry = entry
+            self.timeToLive = timeToLive
+            self.sequence = sequence
+        }
+    }
+
+    /// The outcome of a write that stored (or, for the conditional ones, may not have).
+    public struct Written: Sendable, Equatable {
+        /// Whether the write stored its value (always true for `set`).
+        public var stored: Bool
+        /// Stored: the new version. Not stored: the live entry's version (nil when none).
+        public var version: UInt64?
+        /// Milliseconds left on the key now under it; nil = never or no key.
+        public var timeToLive: Int64?
+        /// As for `Entry.sequence`: the value written may be kept locally as a copy read at this point.
+        public var sequence: UInt64
+
+        public init(stored: Bool, version: UInt64?, timeToLive: Int64?, sequence: UInt64) {
+            self.stored = stored
+            self.version = version
+            self.timeToLive = timeToLive
+            self.sequence = sequence
+        }
+    }
+
+    /// The outcome of `increment`.
+    public enum Incremented: Sendable, Equatable {
+        /// The sum was stored with this version.
+        case value(Int64, Written)
+        /// The live value is not a decimal integer text.
+        case notAnInteger
+        /// The sum does not fit a signed 64-bit integer; nothing stored.
+        case overflow
+    }
+
+    /// The outcome of `acquireLease`.
+    public enum LeaseAttempt: Sendable, Equatable {
+        /// The lease is this caller's until released or until its lifetime runs out.
+        case acquired
+        /// Another holder has it for about this many more milliseconds. The lease key is
+        /// watched from now on: its release or expiry arrives as an invalidation of
+        /// `leaseKey` (numbered after `sequence`), the wake-up signal for waiters.
+        case held(timeToLive: Int64?, leaseKey: String, sequence: UInt64)
+    }
+
+    /// Why an upstream call failed.
+    public enum Failure: Error, Sendable, Equatable {
+        /// The store could not be reached (`-32006 upstreamUnavailable`): the call may not
+        /// have taken effect, and nothing may be stored locally in its place.
+        case unavailable(String)
+        /// The store refused the command.
+        case refused(String)
+    }
+
+    /// What an observer hears, in sequence order.
+    public enum Event: Sendable, Equatable {
+        /// These keys changed through another host or client, expired or were evicted.
+        case invalidated(keys: [String], sequence: UInt64)
+        /// Every shared copy must go: the tier lost a connection (so it may have missed
+        /// invalidations) or the store was flushed.
+        case flushed(sequence: UInt64)
+
+        public var sequence: UInt64 {
+            switch self {
+            case .invalidated(_, let sequence), .flushed(let sequence): return sequence
+            }
+        }
+    }
+
+    /// Receives the tier's events.
+    ///
+    /// Threading: `upstream(_:)` is called from the tier's own thread, one event at a
+    /// time, in sequence order; it must not block or call back into the tier synchronously.
+    public protocol Observer: AnyObject, Sendable {
+        func upstream(_ event: Event)
+    }
+
+    /// A store shared by several hosts, as the hybrid cache consults it.
+    ///
+    /// Every call completes exactly once, on any thread (possibly before it returns).
+    /// Writes take effect in the store before their completion. A key's `version` is
+    /// agreed by every host: it changes on every write through any tier, and a key written
+    /// by a client that knows nothing of versions gets one on its next read.
+    ///
+    /// **Keeping a copy.** A copy of an entry (from `get` or a write) may be kept locally
+    /// only until an event with a greater sequence names its key, or any `.flushed` with
+    /// a greater sequence arrives. A consumer that receives such an event before it stores
+    /// the copy must not store it. Changes made through the tier itself are not announced
+    /// back to it (their completions say what happened, numbered in the same sequence):
+    /// a completion with a greater sequence supersedes an older copy, and a local `remove`,
+    /// `touch` or lease release must be applied (and local lease waiters woken) from its
+    /// completion.
+    ///
+    /// Threading: implementations are thread-safe.
+    public protocol Tier: AnyObject, Sendable {
+        /// Adds `observer`; events start at the next one.
+        func observe(_ observer: any Observer)
+        /// The entry under `key`, nil when there is none.
+        func get(_ key: String, completion: @escaping @Sendable (Result<Entry?, Failure>) -> Void)
+        /// Stores `entry` (bytes and flags; its version is assigned).
+        func set(_ key: String, _ entry: CacheEntry, lifetime: Lifetime,
+                 completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
+        /// Stores `entry` only when `key` holds nothing.
+        func add(_ key: String, _ entry: CacheEntry, lifetime: Lifetime,
+                 completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
+        /// Stores `entry` only when `key`'s version is `version`.
+        func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Lifetime,
+                           completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
+        /// Adds `delta` to the decimal integer under `key` (`initial` when none), storing
+        /// the sum with `flags`; `lifetime` applies to a new key, and to an existing one
+        /// unless it is `.keep`.
+        func increment(_ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Lifetime,
+                       completion: @escaping @Sendable (Result<Incremented, Failure>) -> Void)
+        /// Gives `key` a new lifetime; false when there is no such key.
+        func touch(_ key: String, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        /// Removes `key`; false when there was none.
+        func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        /// Removes every key that starts with `prefix`; how many.
+        func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
+        /// Takes the lease on `key` with `token` for `lifetime` milliseconds (`SET NX PX`).
+        func acquireLease(_ key: String, token: String, lifetime: Int64,
+                          completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void)
+        /// Ends the lease on `key` if `token` still holds it (compare-and-delete); whether it did.
+        func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+    }
+}

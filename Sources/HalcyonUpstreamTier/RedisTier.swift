@@ -1,0 +1,268 @@
+// The upstream tier over Redis or Valkey: each `Upstream.Tier` call as one script (or one
+// command) through the RESP3 client, replies read back into entries and versions, and the
+// client's tracking events passed on as the tier's invalidations.
+
+import HalcyonCache
+import HalcyonUpstream
+import NIOCore
+
+/// `Upstream.Tier` on a `RedisClient`, with the layout of `KeyLayout`.
+///
+/// ```swift
+/// let tier = RedisTier(configuration: .init(seeds: [.tcp(host: "127.0.0.1", port: 6379)]), eventLoop: group.next())
+/// try await tier.start().get()
+/// tier.observe(nearCache)
+/// tier.get("user:1") { result in … }
+/// ```
+///
+/// Scripts are sent by SHA (`EVALSHA`); a server that does not know one (new, restarted,
+/// `SCRIPT FLUSH`ed) answers `NOSCRIPT`, and the script is sent whole once (`EVAL`, which
+/// also caches it). An `.unavailable` failure is any transport failure or cluster outage
+/// (`RedisError.isUnavailable`); other error replies are `.refused`.
+///
+/// Threading: thread-safe. Completions run on the client's event loop; observers are
+/// called there too, in sequence order (`observers` is a `Locked` list, read per event).
+public final class RedisTier: Upstream.Tier {
+    public let client: RedisClient
+    private let relay: Relay
+
+    /// Hands the client's events to the observers.
+    ///
+    /// Threading: thread-safe; `observers` is a `Locked`.
+    final class Relay: Sendable {
+        let observers = Locked<[any Upstream.Observer]>([])
+
+        func deliver(_ event: RedisClient.Event) {
+            let translated: Upstream.Event
+            switch event {
+            case .invalidated(let keys, let sequence):
+                translated = .invalidated(keys: keys.map { String(buffer: $0) }, sequence: sequence)
+            case .flushed(_, let sequence):
+                translated = .flushed(sequence: sequence)
+            }
+            for observer in observers.withLock({ $0 }) { observer.upstream(translated) }
+        }
+    }
+
+    public init(configuration: RedisClient.Configuration, eventLoop: EventLoop) {
+        let relay = Relay()
+        self.relay = relay
+        client = RedisClient(configuration: configuration, eventLoop: eventLoop) { relay.deliver($0) }
+    }
+
+    /// Connects and learns the topology.
+    public func start() -> EventLoopFuture<Void> { client.start() }
+
+    /// Closes every connection.
+    public func shutdown() -> EventLoopFuture<Void> { client.shutdown() }
+
+    public func observe(_ observer: any Upstream.Observer) {
+        relay.observers.withLock { $0.append(observer) }
+    }
+
+    // MARK: Tier
+
+    public func get(_ key: String, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
+        run(Script.read, valueKey: key, []) { (reply: RESP3Value, sequence: UInt64) throws -> Upstream.Entry? in
+            guard let parts = reply.array, parts.count == 4, let bytes = parts[0].bytes,
+                  let version = parts[2].string.flatMap(UInt64.init), let flags = parts[3].string.flatMap(UInt32.init)
+            else {
+                if reply.isNull || reply == .boolean(false) { return nil }
+                throw RedisError.unexpectedReply("read: \(reply)")
+            }
+            return Upstream.Entry(
+                entry: CacheEntry(bytes: Array(buffer: bytes), flags: flags, version: version),
+                timeToLive: RedisTier.timeToLive(parts[1]), sequence: sequence)
+        }.whenSuccess(completion)
+    }
+
+    public func set(
+        _ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+        completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
+    ) {
+        run(Script.set, valueKey: key, [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)],
+            read: RedisTier.written).whenSuccess(completion)
+    }
+
+    public func add(
+        _ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+        completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
+    ) {
+        run(Script.add, valueKey: key, [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)],
+            read: RedisTier.written).whenSuccess(completion)
+    }
+
+    public func compareAndSet(
+        _ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Upstream.Lifetime,
+        completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
+    ) {
+        run(Script.compareAndSet, valueKey: key,
+            [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime), .init(string: String(version))],
+            read: RedisTier.written).whenSuccess(completion)
+    }
+
+    public func increment(
+        _ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Upstream.Lifetime,
+        completion: @escaping @Sendable (Result<Upstream.Incremented, Upstream.Failure>) -> Void
+    ) {
+        let arguments: [ByteBuffer] = [.init(string: String(delta)), .init(string: String(initial)), .init(string: String(flags)),
+                                       RedisTier.argument(lifetime)]
+        execute(Script.increment, keys: [key, KeyLayout.meta(key)], arguments).map { result -> Result<Upstream.Incremented, Upstream.Failure> in
+            switch result {
+            case .success(let pair):
+                let (reply, sequence) = pair
+                guard let parts = reply.array, parts.count == 3, let sum = parts[0].int64,
+                      let version = parts[1].string.flatMap(UInt64.init) else {
+                    return .failure(.refused("unexpected reply to incr: \(reply)"))
+                }
+                return .success(.value(sum, Upstream.Written(stored: true, version: version,
+                                                             timeToLive: RedisTier.timeToLive(parts[2]), sequence: sequence)))
+            case .failure(let error):
+                if case .server(let text)? = error as? RedisError {
+                    if text.contains("NOTINT") { return .success(.notAnInteger) }
+                    if text.contains("OVERFLOW") { return .success(.overflow) }
+                }
+                return .failure(RedisTier.failure(error))
+            }
+        }.whenSuccess(completion)
+    }
+
+    public func touch(_ key: String, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        run(Script.touch, valueKey: key, [RedisTier.argument(lifetime == .keep ? .never : lifetime)]) { (reply: RESP3Value, _: UInt64) -> Bool in
+            reply.array?.first?.int64 == 1
+        }.whenSuccess(completion)
+    }
+
+    public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        run(Script.remove, valueKey: key, []) { (reply: RESP3Value, _: UInt64) -> Bool in (reply.int64 ?? 0) > 0 }.whenSuccess(completion)
+    }
+
+    public func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+        let pattern = ByteBuffer(string: RedisTier.globEscaped(prefix) + "*")
+        client.primaries().flatMap { nodes in
+            EventLoopFuture.whenAllSucceed(nodes.map { self.removeMatching(pattern, on: $0, cursor: "0", removed: 0) },
+                                           on: self.client.eventLoop)
+        }
+        .map { Result<Int, Upstream.Failure>.success($0.reduce(0, +)) }
+        .recover { Result<Int, Upstream.Failure>.failure(RedisTier.failure($0)) }
+        .whenSuccess(completion)
+    }
+
+    public func acquireLease(
+        _ key: String, token: String, lifetime: Int64,
+        completion: @escaping @Sendable (Result<Upstream.LeaseAttempt, Upstream.Failure>) -> Void
+    ) {
+        let leaseKey = KeyLayout.lease(key)
+        execute(Script.acquireLease, keys: [leaseKey], [.init(string: token), .init(string: String(max(lifetime, 1)))])
+            .map { result -> Result<Upstream.LeaseAttempt, Upstream.Failure> in
+                result.mapError(RedisTier.failure).map { pair -> Upstream.LeaseAttempt in
+                    let (reply, sequence) = pair
+                    guard let parts = reply.array, parts.first?.int64 == 0 else { return .acquired }
+                    return .held(timeToLive: parts.count > 1 ? RedisTier.timeToLive(parts[1]) : nil, leaseKey: leaseKey,
+                                 sequence: sequence)
+                }
+            }.whenSuccess(completion)
+    }
+
+    public func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        execute(Script.releaseLease, keys: [KeyLayout.lease(key)], [.init(string: token)])
+            .map { result -> Result<Bool, Upstream.Failure> in
+                result.mapError(RedisTier.failure).map { pair in (pair.0.int64 ?? 0) > 0 }
+            }
+            .whenSuccess(completion)
+    }
+
+    // MARK: Running scripts
+
+    /// Runs `script` on `valueKey` and its metadata key and reads the reply with `read`.
+    private func run<T: Sendable>(
+        _ script: Script, valueKey: String, _ arguments: [ByteBuffer],
+        read: @escaping @Sendable (RESP3Value, UInt64) throws -> T
+    ) -> EventLoopFuture<Result<T, Upstream.Failure>> {
+        execute(script, keys: [valueKey, KeyLayout.meta(valueKey)], arguments).map { result -> Result<T, Upstream.Failure> in
+            result.mapError(RedisTier.failure).flatMap { pair in
+                Result { try read(pair.0, pair.1) }.mapError(RedisTier.failure)
+            }
+        }
+    }
+
+    /// `EVALSHA`, then `EVAL` when the server does not have the script; never fails (the
+    /// outcome is the future's value), routed by the first key.
+    func execute(_ script: Script, keys: [String], _ arguments: [ByteBuffer]) -> EventLoopFuture<Result<(RESP3Value, UInt64), Error>> {
+        let keyBuffers = keys.map { ByteBuffer(string: $0) }
+        let tail = [ByteBuffer(string: String(keys.count))] + keyBuffers + arguments
+        let route = RedisClient.Route.key(keyBuffers[0])
+        return client.sendSequenced([.init(string: "EVALSHA"), .init(string: script.sha)] + tail, route: route)
+            .flatMapError { error in
+                guard let redis = error as? RedisError, redis.serverCode == "NOSCRIPT" else {
+                    return self.client.eventLoop.makeFailedFuture(error)
+                }
+                return self.client.sendSequenced([.init(string: "EVAL"), .init(string: script.source)] + tail, route: route)
+            }
+            .map { Result<(RESP3Value, UInt64), Error>.success($0) }
+            .recover { Result<(RESP3Value, UInt64), Error>.failure($0) }
+    }
+
+    private func removeMatching(_ pattern: ByteBuffer, on node: NodeAddress, cursor: String, removed: Int) -> EventLoopFuture<Int> {
+        client.send([.init(string: "SCAN"), .init(string: cursor), .init(string: "MATCH"), pattern, .init(string: "COUNT"), .init(string: "1000")],
+                    route: .node(node))
+            .flatMap { reply in
+                guard let parts = reply.array, parts.count == 2, let next = parts[0].string, let keys = parts[1].array else {
+                    return self.client.eventLoop.makeFailedFuture(RedisError.unexpectedReply("SCAN: \(reply)"))
+                }
+                // Halcyon's own metadata and lease keys match only a prefix that starts with "{";
+                // they go with their value key.
+                let values = keys.compactMap(\.string).filter { !$0.contains("}" + KeyLayout.metaInfix) && !$0.contains("}" + KeyLayout.leaseInfix) }
+                let removals = values.map { key in
+                    self.execute(Script.remove, keys: [key, KeyLayout.meta(key)], []).flatMapThrowing { result -> Int in
+                        Int(try result.get().0.int64 ?? 0)
+                    }
+                }
+                return EventLoopFuture.whenAllSucceed(removals, on: self.client.eventLoop).flatMap { counts in
+                    let total = removed + counts.reduce(0, +)
+                    if next == "0" { return self.client.eventLoop.makeSucceededFuture(total) }
+                    return self.removeMatching(pattern, on: node, cursor: next, removed: total)
+                }
+            }
+    }
+
+    // MARK: Reading replies
+
+    static func written(_ reply: RESP3Value, _ sequence: UInt64) throws -> Upstream.Written {
+        guard let parts = reply.array, let stored = parts.first?.int64 else {
+            throw RedisError.unexpectedReply("\(reply)")
+        }
+        let version = parts.count > 1 ? parts[1].string.flatMap(UInt64.init) : nil
+        let ttl = parts.count > 2 ? timeToLive(parts[2]) : nil
+        return Upstream.Written(stored: stored == 1, version: version, timeToLive: ttl, sequence: sequence)
+    }
+
+    /// A PTTL reply: milliseconds, or nil for "no expiry" (-1) and "no key" (-2).
+    static func timeToLive(_ reply: RESP3Value) -> Int64? {
+        guard let ms = reply.int64, ms >= 0 else { return nil }
+        return ms
+    }
+
+    static func argument(_ lifetime: Upstream.Lifetime) -> ByteBuffer {
+        switch lifetime {
+        case .never: return ByteBuffer(string: "never")
+        case .keep: return ByteBuffer(string: "keep")
+        case .milliseconds(let ms): return ByteBuffer(string: String(max(ms, 1)))
+        }
+    }
+
+    static func failure(_ error: Error) -> Upstream.Failure {
+        guard let redis = error as? RedisError else { return .refused("\(error)") }
+        return redis.isUnavailable ? .unavailable(redis.description) : .refused(redis.description)
+    }
+
+    /// `text` with the glob characters of `SCAN MATCH` escaped.
+    static func globEscaped(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            if "*?[]\\".contains(character) { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
+    }
+}

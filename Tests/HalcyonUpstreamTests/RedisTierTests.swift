@@ -1,0 +1,256 @@
+// The upstream tier over real Redis, standalone and cluster: every call of the seam, the
+// interoperation with plain Redis clients (redis-cli GET shows the bytes; a foreign SET
+// reads through as raw bytes with a fresh version), versions for cas, and leases with
+// their release arriving as an invalidation.
+
+import Foundation
+import HalcyonCache
+import HalcyonUpstream
+import HalcyonUpstreamTier
+import NIOCore
+import Testing
+
+/// Collects a tier's events.
+final class Collected: Upstream.Observer {
+    let log = EventLog<Upstream.Event>()
+    func upstream(_ event: Upstream.Event) { log.append(event) }
+
+    func invalidation(of key: String, timeout: TimeInterval = 5) -> Upstream.Event? {
+        log.wait(timeout: timeout) { event in
+            if case .invalidated(let keys, _) = event { return keys.contains(key) }
+            return false
+        }
+    }
+}
+
+extension Upstream.Tier {
+    func get(_ key: String) async -> Result<Upstream.Entry?, Upstream.Failure> {
+        await withCheckedContinuation { continuation in get(key) { continuation.resume(returning: $0) } }
+    }
+    func set(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime = .never) async -> Result<Upstream.Written, Upstream.Failure> {
+        await withCheckedContinuation { continuation in set(key, entry, lifetime: lifetime) { continuation.resume(returning: $0) } }
+    }
+    func add(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime = .never) async -> Result<Upstream.Written, Upstream.Failure> {
+        await withCheckedContinuation { continuation in add(key, entry, lifetime: lifetime) { continuation.resume(returning: $0) } }
+    }
+    func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64) async -> Result<Upstream.Written, Upstream.Failure> {
+        await withCheckedContinuation { continuation in
+            compareAndSet(key, entry, version: version, lifetime: .keep) { continuation.resume(returning: $0) }
+        }
+    }
+    func increment(_ key: String, by delta: Int64, initial: Int64 = 0, lifetime: Upstream.Lifetime = .keep) async -> Result<Upstream.Incremented, Upstream.Failure> {
+        await withCheckedContinuation { continuation in
+            increment(key, by: delta, initial: initial, flags: 3, lifetime: lifetime) { continuation.resume(returning: $0) }
+        }
+    }
+    func touch(_ key: String, lifetime: Upstream.Lifetime) async -> Result<Bool, Upstream.Failure> {
+        await withCheckedContinuation { continuation in touch(key, lifetime: lifetime) { continuation.resume(returning: $0) } }
+    }
+    func remove(_ key: String) async -> Result<Bool, Upstream.Failure> {
+        await withCheckedContinuation { continuation in remove(key) { continuation.resume(returning: $0) } }
+    }
+    func removePrefix(_ prefix: String) async -> Result<Int, Upstream.Failure> {
+        await withCheckedContinuation { continuation in removePrefix(prefix) { continuation.resume(returning: $0) } }
+    }
+    func acquireLease(_ key: String, token: String, lifetime: Int64) async -> Result<Upstream.LeaseAttempt, Upstream.Failure> {
+        await withCheckedContinuation { continuation in
+            acquireLease(key, token: token, lifetime: lifetime) { continuation.resume(returning: $0) }
+        }
+    }
+    func releaseLease(_ key: String, token: String) async -> Result<Bool, Upstream.Failure> {
+        await withCheckedContinuation { continuation in releaseLease(key, token: token) { continuation.resume(returning: $0) } }
+    }
+}
+
+enum Deployment: String, CaseIterable, Sendable {
+    case standalone, cluster
+
+    var seeds: [NodeAddress] {
+        switch self {
+        case .standalone: return [SharedServers.standalone.address]
+        case .cluster: return SharedServers.cluster.seeds
+        }
+    }
+
+    /// redis-cli arguments that reach `key`'s node.
+    func cli(for key: String) throws -> [String] {
+        switch self {
+        case .standalone: return ["-p", String(SharedServers.standalone.port)]
+        case .cluster: return ["-p", String(try SharedServers.cluster.node(serving: key).port)]
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(2)))
+struct RedisTierTests {
+    func start(_ deployment: Deployment) async throws -> (RedisTier, Collected) {
+        let tier = RedisTier(configuration: .init(seeds: deployment.seeds), eventLoop: testGroup.next())
+        try await tier.start().get()
+        let observer = Collected()
+        tier.observe(observer)
+        return (tier, observer)
+    }
+
+    func unique(_ name: String) -> String { "\(name):\(UUID().uuidString.prefix(8))" }
+
+    @Test(arguments: Deployment.allCases)
+    func setAndGetInteroperateWithPlainClients(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let key = unique("interop")
+        let written = try await tier.set(key, CacheEntry(bytes: Array("héllo".utf8), flags: 1), lifetime: .milliseconds(60_000)).get()
+        #expect(written.stored && (written.version ?? 0) > 0)
+        #expect((written.timeToLive ?? 0) > 59_000)
+        // redis-cli sees exactly the bytes.
+        #expect(try redisCLI(try deployment.cli(for: key) + ["GET", key]).trimmingCharacters(in: .newlines) == "héllo")
+        let read = try await tier.get(key).get()
+        #expect(read?.entry == CacheEntry(bytes: Array("héllo".utf8), flags: 1, version: written.version!))
+        #expect((read?.timeToLive ?? 0) > 59_000)
+        // A plain SET from another client: read through as raw bytes with a new version,
+        // and every later read agrees on that version.
+        try redisCLI(try deployment.cli(for: key) + ["SET", key, "foreign"])
+        let foreign = try await tier.get(key).get()
+        #expect(foreign?.entry.bytes == Array("foreign".utf8))
+        #expect(foreign?.entry.flags == 0)
+        #expect((foreign?.entry.version ?? 0) > written.version!)
+        #expect(foreign?.timeToLive == nil)
+        #expect(try await tier.get(key).get()?.entry.version == foreign?.entry.version)
+        // A key nobody wrote: a miss.
+        #expect(try await tier.get(unique("missing")).get() == nil)
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func casAddIncrementTouchRemove(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let key = unique("atomic")
+        // add stores only when absent.
+        let added = try await tier.add(key, CacheEntry(bytes: [1], flags: 2)).get()
+        #expect(added.stored)
+        let again = try await tier.add(key, CacheEntry(bytes: [2], flags: 2)).get()
+        #expect(!again.stored && again.version == added.version)
+        // cas with the current version stores; with a stale one it does not.
+        let swapped = try await tier.compareAndSet(key, CacheEntry(bytes: [3], flags: 2), version: added.version!).get()
+        #expect(swapped.stored && swapped.version! > added.version!)
+        let stale = try await tier.compareAndSet(key, CacheEntry(bytes: [4], flags: 2), version: added.version!).get()
+        #expect(!stale.stored && stale.version == swapped.version)
+        #expect(try await tier.get(key).get()?.entry.bytes == [3])
+        #expect(try await !tier.compareAndSet(unique("none"), CacheEntry(bytes: [1]), version: 1).get().stored)
+        // A foreign write changes the version a cas must name.
+        try redisCLI(try deployment.cli(for: key) + ["SET", key, "x"])
+        #expect(try await !tier.compareAndSet(key, CacheEntry(bytes: [5], flags: 2), version: swapped.version!).get().stored)
+        // incr: initial, sums, refusals.
+        let counter = unique("counter")
+        guard case .value(15, let first) = try await tier.increment(counter, by: 5, initial: 10).get() else {
+            Issue.record("first incr")
+            return
+        }
+        guard case .value(12, let second) = try await tier.increment(counter, by: -3).get() else {
+            Issue.record("second incr")
+            return
+        }
+        #expect(second.version! > first.version!)
+        #expect(try await tier.get(counter).get()?.entry == CacheEntry(bytes: Array("12".utf8), flags: 3, version: second.version!))
+        #expect(try await tier.increment(key, by: 1).get() == .notAnInteger)
+        #expect(try await tier.increment(counter, by: Int64.max).get() == .overflow)
+        let fresh = unique("fresh")
+        #expect(try await tier.increment(fresh, by: Int64.max, initial: 1).get() == .overflow)
+        #expect(try await tier.get(fresh).get() == nil, "a refused increment of a new key left a key behind")
+        // touch gives a lifetime and the metadata follows it.
+        #expect(try await tier.touch(counter, lifetime: .milliseconds(30_000)).get())
+        let pttl = try redisCLI(try deployment.cli(for: counter) + ["PTTL", KeyLayout.meta(counter)])
+        #expect((Int(pttl.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 29_000)
+        #expect(try await !tier.touch(unique("none"), lifetime: .never).get())
+        // remove takes the metadata with it.
+        #expect(try await tier.remove(counter).get())
+        #expect(try await !tier.remove(counter).get())
+        #expect(try redisCLI(try deployment.cli(for: counter) + ["EXISTS", KeyLayout.meta(counter)]).hasPrefix("0"))
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func removePrefixReachesEveryNode(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let prefix = unique("prefix") + ":"
+        for index in 0..<60 { _ = try await tier.set("\(prefix)\(index)", CacheEntry(bytes: [UInt8(index)])).get() }
+        let other = unique("kept")
+        _ = try await tier.set(other, CacheEntry(bytes: [1])).get()
+        #expect(try await tier.removePrefix(prefix).get() == 60)
+        #expect(try await tier.get("\(prefix)7").get() == nil)
+        #expect(try await tier.get(other).get() != nil)
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func writesElsewhereInvalidateAReadCopy(deployment: Deployment) async throws {
+        let (tier, observer) = try await start(deployment)
+        let (other, _) = try await start(deployment)
+        defer { _ = tier.shutdown(); _ = other.shutdown() }
+        let key = unique("coherent")
+        _ = try await other.set(key, CacheEntry(bytes: [1])).get()
+        let read = try await tier.get(key).get()!
+        // Another host's write.
+        _ = try await other.set(key, CacheEntry(bytes: [2])).get()
+        let event = observer.invalidation(of: key)
+        #expect(event != nil && event!.sequence > read.sequence)
+        // Our own write re-tracks the key: a later foreign write is heard again.
+        let mine = try await tier.set(key, CacheEntry(bytes: [3])).get()
+        let count = observer.log.all.count
+        try redisCLI(try deployment.cli(for: key) + ["SET", key, "x"])
+        let later = observer.log.wait(timeout: 5) { event in
+            if case .invalidated(let keys, let sequence) = event { return keys.contains(key) && sequence > mine.sequence }
+            return false
+        }
+        #expect(later != nil, "after \(count) events")
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func leasesAreHeldInRedisAndTheirEndIsHeard(deployment: Deployment) async throws {
+        let (holder, _) = try await start(deployment)
+        let (waiter, observer) = try await start(deployment)
+        defer { _ = holder.shutdown(); _ = waiter.shutdown() }
+        let key = unique("leased")
+        #expect(try await holder.acquireLease(key, token: "A", lifetime: 30_000).get() == .acquired)
+        guard case .held(let ttl, let leaseKey, let sequence) = try await waiter.acquireLease(key, token: "B", lifetime: 30_000).get() else {
+            Issue.record("a held lease was granted again")
+            return
+        }
+        #expect((ttl ?? 0) > 29_000 && leaseKey == KeyLayout.lease(key))
+        // Only the token's owner can release it.
+        #expect(try await !waiter.releaseLease(key, token: "B").get())
+        #expect(try await holder.releaseLease(key, token: "A").get())
+        let woken = observer.invalidation(of: leaseKey)
+        #expect(woken != nil && woken!.sequence > sequence)
+        #expect(try await waiter.acquireLease(key, token: "B", lifetime: 200).get() == .acquired)
+        // A lease whose holder vanished ends at its lifetime, and that is heard too.
+        let holderEvents = Collected()
+        holder.observe(holderEvents)
+        guard case .held = try await holder.acquireLease(key, token: "A", lifetime: 30_000).get() else {
+            Issue.record("lease B not held")
+            return
+        }
+        #expect(holderEvents.invalidation(of: leaseKey, timeout: 10) != nil)
+        #expect(try await holder.acquireLease(key, token: "A", lifetime: 1000).get() == .acquired)
+    }
+
+    @Test func aStoppedServerIsUnavailable() async throws {
+        let server = try RedisServer()
+        defer { server.remove() }
+        let tier = RedisTier(configuration: .init(seeds: [server.address]), eventLoop: testGroup.next())
+        try await tier.start().get()
+        defer { _ = tier.shutdown() }
+        let observer = Collected()
+        tier.observe(observer)
+        _ = try await tier.set("k", CacheEntry(bytes: [1])).get()
+        server.kill()
+        let flushed = observer.log.wait(timeout: 5) { if case .flushed = $0 { return true } else { return false } }
+        #expect(flushed != nil)
+        guard case .failure(.unavailable) = await tier.set("k", CacheEntry(bytes: [2])) else {
+            Issue.record("a write to a stopped server did not fail as unavailable")
+            return
+        }
+        guard case .failure(.unavailable) = await tier.get("k") else {
+            Issue.record("a read from a stopped server did not fail as unavailable")
+            return
+        }
+    }
+}
