@@ -11,11 +11,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 halcyond=""
 build=1
+compare=python_compare.py  # frameworks_compare.sh runs frameworks_compare.py through here
 rest=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --halcyond) halcyond="$2"; shift 2 ;;
         --no-build) build=0; shift ;;
+        --compare) compare="$2"; shift 2 ;;
         -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
         *) rest+=("$1"); shift ;;
     esac
@@ -39,4 +41,4 @@ if [ -z "$halcyond" ]; then
     halcyond="$root/.build/release/halcyond"
 fi
 [ -x "$halcyond" ] || { echo "python_compare.sh: no halcyond at $halcyond" >&2; exit 2; }
-exec python3 "$here/python_compare.py" --halcyond "$halcyond" "${rest[@]}"
+exec python3 "$here/$compare" --halcyond "$halcyond" "${rest[@]}"

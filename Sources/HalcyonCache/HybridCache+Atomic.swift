@@ -26,6 +26,10 @@ extension HybridCache {
         case notAnInteger
         /// The sum does not fit a signed 64-bit integer; nothing was stored.
         case overflow
+        /// The key held no live entry and the caller asked not to create one (no
+        /// `initial`); nothing was stored. Decided on the ioQueue, so no write can slip in
+        /// between the check and the answer (memcached `incr` on a missing key).
+        case missing
 
         /// Whether the sum was stored (a refusal stores nothing).
         public var stored: Bool {
@@ -68,14 +72,15 @@ extension HybridCache {
     }
 
     /// Adds `delta` to the integer under `key`, atomically. A missing or expired key
-    /// starts at `initial`. The result is stored with `flags` (the daemon's `json`
-    /// encoding). An existing entry keeps its lifetime unless `options.diskExpiration` is
-    /// given; a new one gets the store defaults. `options.toDisk` as for `store`.
+    /// starts at `initial`, or with `initial` nil is refused (`.missing`). An existing
+    /// entry keeps its flags (its encoding: bytes stay bytes, text stays text) and its
+    /// lifetime unless `options.diskExpiration` is given; a new one is stored with `flags`
+    /// (the daemon's `json` encoding) and the store defaults. `options.toDisk` as for `store`.
     ///
     /// One ioQueue job, in order with every other write.
     @discardableResult
     public func increment(
-        forKey key: String, by delta: Int64, initial: Int64 = 0, flags: UInt32, options: Options = .init(),
+        forKey key: String, by delta: Int64, initial: Int64? = 0, flags: UInt32, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
     ) -> CacheTask {
@@ -109,12 +114,20 @@ extension HybridCache {
 
     /// `increment`'s decision on the key's live entry.
     func decideIncrement(
-        forKey key: String, by delta: Int64, initial: Int64, flags: UInt32, options: Options, live: LiveEntry?
+        forKey key: String, by delta: Int64, initial: Int64?, flags: UInt32, options: Options, live: LiveEntry?
     ) -> UpdateDecision<IncrementOutcome> {
-        var current = initial
+        let current: Int64
+        var flags = flags
         if let live {
             guard let parsed = HybridCache.decimalInteger(live.entry.bytes) else { return .answer(.notAnInteger) }
             current = parsed
+            // The sum is stored as the caller stored the number: a reader that wrote bytes
+            // reads bytes back, not a JSON integer it never wrote.
+            flags = live.entry.flags
+        } else if let initial {
+            current = initial
+        } else {
+            return .answer(.missing)
         }
         let (sum, overflow) = current.addingReportingOverflow(delta)
         if overflow { return .answer(.overflow) }
@@ -132,7 +145,10 @@ extension HybridCache {
     }
 
     /// `add`'s and `compareAndStore`'s decision: store `entry` when `condition` holds for
-    /// the key's live entry.
+    /// the key's live entry. When the key held no live entry and `condition` held (an
+    /// `add`), the answer is `stored` even if the expiration was already over and the
+    /// store kept nothing: the key was absent, so the add took place and its entry ended
+    /// at once (memcached and Django's `add` with a zero timeout). `version` is then nil.
     func decideConditionalStore(
         _ entry: CacheEntry, forKey key: String, options: Options, live: LiveEntry?, when condition: (LiveEntry?) -> Bool
     ) -> UpdateDecision<ConditionalStoreResult> {
@@ -140,8 +156,9 @@ extension HybridCache {
             return .answer(ConditionalStoreResult(
                 stored: false, version: live?.entry.version, expiresAt: live.flatMap { HybridCache.optionalDate($0.expiresAt) }))
         }
+        let wasAbsent = live == nil
         return .store(storeOperation(entry, forKey: key, options: options)) { r in
-            ConditionalStoreResult(stored: r.stored, version: r.version, expiresAt: r.expiresAt)
+            ConditionalStoreResult(stored: r.stored || wasAbsent, version: r.version, expiresAt: r.expiresAt)
         }
     }
 

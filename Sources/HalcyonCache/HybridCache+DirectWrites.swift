@@ -39,8 +39,8 @@ extension HybridCache {
             case add(CacheEntry)
             /// `compareAndStore`: store when the live entry has this version.
             case compareAndStore(CacheEntry, version: UInt64)
-            /// `increment`.
-            case increment(by: Int64, initial: Int64, flags: UInt32)
+            /// `increment` (`initial` nil: refuse a missing key).
+            case increment(by: Int64, initial: Int64?, flags: UInt32)
         }
 
         public let key: String

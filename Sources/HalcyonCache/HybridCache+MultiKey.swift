@@ -55,6 +55,36 @@ extension HybridCache {
         }
     }
 
+    /// Removes every key, in order, as one ioQueue job: no other write runs between the
+    /// removals, a read of any of the keys queues behind the whole job, and with a
+    /// journal their records go in one append. `fromMemory`/`fromDisk` and
+    /// `options.forcedExtension` apply to all. The first failure is reported; the
+    /// removals before it stand.
+    ///
+    /// - Returns (through `completion`): per key, in order, whether it held an entry.
+    @discardableResult
+    public func removeMany(
+        forKeys keys: [String], fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
+        callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<[Bool], CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        enqueue(write: .keys(keys), callbackQueue, options.priority, completion) { [self] () -> Result<[Bool], CacheError> in
+            let operations = keys.map {
+                WriteOperation.remove(key: $0, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: options.forcedExtension)
+            }
+            var removed: [Bool] = []
+            removed.reserveCapacity(keys.count)
+            for outcome in applyInJob(operations) {
+                switch outcome {
+                case .success(.removed(let n)): removed.append(n > 0)
+                case .success: removed.append(false)
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(removed)
+        }
+    }
+
     /// Reads every key like `retrieve` (each with its own read-your-writes path) and
     /// delivers all results at once, in the order of `keys`, through `callbackQueue`. The
     /// first failure is delivered instead. Not cancellable once asked (the reads are

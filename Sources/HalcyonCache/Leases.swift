@@ -85,10 +85,20 @@ public final class Leases: Sendable {
         public var timedOut: Int
     }
 
+    /// What `status` tells about a key's lease.
+    public struct Status: Sendable, Equatable {
+        /// When the lease ends at the latest (its `ttl`); nil when it holds until written,
+        /// released or its owner goes away.
+        public var endsAt: Date?
+        /// Callers parked on it now.
+        public var waiting: Int
+    }
+
     private struct Holder {
         var token: String
         var owner: UInt64
         var timer: DispatchWorkItem?
+        var endsAt: Date?
     }
 
     private struct Waiter {
@@ -170,8 +180,19 @@ public final class Leases: Sendable {
         }
     }
 
+    /// Whether `key`'s lease is held, without taking it or joining its queue (a lock's
+    /// `locked()`): nil when no one holds it.
+    public func status(key: String) -> Status? {
+        guard inUse.load(ordering: .acquiring) > 0 else { return nil }
+        return state.withLock { s in
+            guard let holder = s.holders[key] else { return nil }
+            return Status(endsAt: holder.endsAt, waiting: s.waiters[key]?.count ?? 0)
+        }
+    }
+
     /// Gives the lease back. The first parked caller gets it. False when `token` is not
-    /// the key's current lease.
+    /// the key's current lease. Any caller holding the token may give it back, whichever
+    /// owner (connection) took it: the token is the proof of holding.
     @discardableResult
     public func release(key: String, token: String) -> Bool {
         let (released, handOff) = update { s -> (Bool, (@Sendable () -> Void)?) in
@@ -245,12 +266,14 @@ public final class Leases: Sendable {
         s.nextID &+= 1
         let token = "\(s.nextID)-\(String(UInt64.random(in: 0 ... .max), radix: 16))"
         var timer: DispatchWorkItem?
+        var endsAt: Date?
         if ttl.isFinite {
             let item = DispatchWorkItem { [weak self] in self?.leaseEnded(key: key, token: token) }
             timerQueue.asyncAfter(deadline: .now() + ttl, execute: item)
             timer = item
+            endsAt = Date().addingTimeInterval(ttl)
         }
-        s.holders[key] = Holder(token: token, owner: owner, timer: timer)
+        s.holders[key] = Holder(token: token, owner: owner, timer: timer, endsAt: endsAt)
         s.lastWrite[key] = nil
         s.stats.granted += 1
         return token

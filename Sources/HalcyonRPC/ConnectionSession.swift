@@ -18,6 +18,10 @@ public final class ConnectionSession {
     public private(set) var callbackQueue: CallbackQueue = .untouch
     /// Disk reads of this connection run on the reading thread instead of the ioQueue.
     public var loadDiskFileSynchronously = false
+    /// How this connection's reads extend lifetimes when a request does not say
+    /// (`extendingExpiration` of cache.get, cache.getMany and cache.lease). A client whose
+    /// lifetimes count from the write (a framework's cache timeout) sets `.none` once.
+    public var extendingExpiration: ExpirationExtending = .cacheTime
     /// A short name for logs ("pid 123 uid 1000").
     public let peerDescription: String
     /// Unique per connection in this process: the owner of the connection's leases.

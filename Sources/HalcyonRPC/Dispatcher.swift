@@ -293,6 +293,7 @@ public final class Dispatcher: Sendable {
         params.keyRule = keyRule
         var options = HybridCache.Options()
         options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
+        options.extendingExpiration = session.extendingExpiration
         if spec.takesOptions {
             let requestOptions = try params.options()
             if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }

@@ -30,7 +30,7 @@ KNOWN_PARAMS = {
     "cache.trim": {"options"},
     "cache.totalSize": {"options"},
     "cache.stats": {"options"},
-    "connection.configure": {"callbackQueue", "loadDiskFileSynchronously"},
+    "connection.configure": {"callbackQueue", "loadDiskFileSynchronously", "extendingExpiration"},
     "server.ping": set(),
     "server.info": set(),
     "debug.sleep": {"seconds"},

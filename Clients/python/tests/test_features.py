@@ -134,10 +134,13 @@ def test_set_many_and_get_many_keep_order(daemon_client: halcyon.Client, key: st
     assert list(with_default) == asked and with_default[f"{key}:missing"] == "-"
 
 
-def test_get_many_over_max_batch_is_refused(daemon_client: halcyon.Client, key: str) -> None:
+def test_get_many_over_max_batch_is_refused_on_the_wire_and_split_by_the_client(
+        daemon_client: halcyon.Client, key: str) -> None:
     limit = int(daemon_client.info().get("limits", {}).get("maxBatch", 1000))
-    with pytest.raises(errors.InvalidParamsError):
-        daemon_client.get_many([f"{key}:{i}" for i in range(limit + 1)])
+    keys = [f"{key}:{i}" for i in range(limit + 1)]
+    with pytest.raises(errors.TooManyKeysError):
+        daemon_client.call("cache.getMany", {"keys": keys})
+    assert daemon_client.get_many(keys) == {}
 
 
 # ---------------------------------------------------------- keys, prefix

@@ -54,13 +54,15 @@ extension Dispatcher {
         struct IncrParams: Sendable {
             var key: String
             var by: Int64
-            var initial: Int64
+            /// Where a missing key starts; nil with `create: false` (a missing key is refused).
+            var initial: Int64?
             var options: HybridCache.Options
 
             init(_ params: Params, _ connectionOptions: HybridCache.Options) throws(RPCError) {
                 key = try params.key()
                 by = try params.int64("by") ?? 1
-                initial = try params.int64("initial") ?? 0
+                let start = try params.int64("initial") ?? 0
+                initial = try params.bool("create", default: true) ? start : nil
                 options = try MethodCall.optionsWithExpirations(params, connectionOptions)
                 options.toDisk = try params.bool("toDisk", default: true)
             }
@@ -81,6 +83,14 @@ extension Dispatcher {
             case .overflow:
                 throw .invalidParams(reason: .integerOverflow, param: "by",
                                      message: "the result does not fit a signed 64-bit integer")
+            case .missing:
+                // Not an error: "no such key" is an answer the caller asked to be told
+                // (memcached's NOT_FOUND), and the value is never null otherwise.
+                w.beginObject()
+                w.key("value"); w.null()
+                w.key("version"); w.null()
+                w.key("expiresAt"); w.null()
+                w.endObject()
             }
         }
 

@@ -91,17 +91,21 @@ extension Dispatcher {
             // Validate everything before changing anything, so a bad request changes nothing.
             let policy = try call.params.callbackQueuePolicy("callbackQueue")
             let sync = try call.params.bool("loadDiskFileSynchronously")
+            let extending = try call.params.extending("extendingExpiration")
             let session = call.session
             if let policy { session.setPolicy(policy) }
             if let sync { session.loadDiskFileSynchronously = sync }
+            if let extending { session.extendingExpiration = extending }
             let shownPolicy = session.policy
             let shownSync = session.loadDiskFileSynchronously
+            let shownExtending = session.extendingExpiration
             // The reply to a configure travels through the policy it replaces: the one the
             // request arrived under.
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 w.key("callbackQueue"); shownPolicy.write(to: &w)
                 w.field("loadDiskFileSynchronously", shownSync)
+                w.key("extendingExpiration"); w.extending(shownExtending)
                 w.endObject()
             })
             return nil

@@ -1,4 +1,5 @@
-// Stampede protection across processes: cache.lease and cache.releaseLease. A lease call
+// Stampede protection across processes: cache.lease, cache.releaseLease and
+// cache.leaseStatus. A lease call
 // reads the key like cache.get; on a miss it takes the key's lease, or parks its reply in
 // the lease table (no thread waits) until the holder writes the key, gives the lease
 // back, disconnects, or the lease or the wait runs out. See `Leases`.
@@ -47,6 +48,22 @@ extension Dispatcher {
             let released = dispatcher.leases.release(key: key, token: token)
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject(); w.field("released", released); w.endObject()
+            })
+            return nil
+        }
+
+        /// `cache.leaseStatus`
+        static func leaseStatus(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            let key = try call.params.key()
+            let status = dispatcher.leases.status(key: key)
+            call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                w.beginObject()
+                w.field("leased", status != nil)
+                if let status {
+                    w.field("expiresAt", expiresAt: status.endsAt)
+                    w.field("waiters", status.waiting)
+                }
+                w.endObject()
             })
             return nil
         }

@@ -1,6 +1,6 @@
-// The multi-key methods: cache.getMany (one get per key, answered together in order)
-// and cache.setMany (every store in order as one step on the ioQueue). Both take at
-// most `--max-batch` elements.
+// The multi-key methods: cache.getMany (one get per key, answered together in order),
+// cache.setMany (every store in order as one step on the ioQueue) and cache.removeMany
+// (every removal in order as one step). Each takes at most `--max-batch` elements.
 
 import Foundation
 import HalcyonCache
@@ -11,13 +11,7 @@ extension Dispatcher {
     enum MultiKeyMethods {
         /// `cache.getMany`
         static func getMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            guard let list = try call.params.require("keys").owned.array else { throw .wrongType("keys", expected: "array") }
-            try dispatcher.checkBatch(list.count, param: "keys")
-            var keys: [String] = []
-            keys.reserveCapacity(list.count)
-            for (index, member) in list.enumerated() {
-                keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]", rule: call.params.keyRule))
-            }
+            let keys = try dispatcher.keyList(call.params)
             let encoding = try call.params.encoding("encoding")
             var options = call.options
             if let extending = try call.params.extending("extendingExpiration") { options.extendingExpiration = extending }
@@ -34,6 +28,28 @@ extension Dispatcher {
                 }
             }
             return nil
+        }
+
+        /// `cache.removeMany`
+        static func removeMany(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            let keys = try dispatcher.keyList(call.params)
+            let fromMemory = try call.params.bool("fromMemory", default: true)
+            let fromDisk = try call.params.bool("fromDisk", default: true)
+            let responder = call.responder
+            return dispatcher.cache.removeMany(
+                forKeys: keys, fromMemory: fromMemory, fromDisk: fromDisk, options: call.options,
+                callbackQueue: call.callbackQueue
+            ) { result in
+                responder.finish(result) { (removed, w) throws(RPCError) in
+                    w.beginObject()
+                    w.field("removed", removed.filter { $0 }.count)
+                    w.key("found")
+                    w.beginArray()
+                    for r in removed { w.bool(r) }
+                    w.endArray()
+                    w.endObject()
+                }
+            }
         }
 
         /// `cache.setMany`
@@ -75,6 +91,19 @@ extension Dispatcher {
         }
     }
 
+
+    /// The `keys` member of a multi-key call: an array of at most `--max-batch` keys,
+    /// each checked as `Params.key` checks a `key` (a bad one named `keys[i]`).
+    func keyList(_ params: Params) throws(RPCError) -> [String] {
+        guard let list = try params.require("keys").owned.array else { throw .wrongType("keys", expected: "array") }
+        try checkBatch(list.count, param: "keys")
+        var keys: [String] = []
+        keys.reserveCapacity(list.count)
+        for (index, member) in list.enumerated() {
+            keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]", rule: params.keyRule))
+        }
+        return keys
+    }
 
     /// One key of a list, checked as `Params.key` checks a `key` member.
     static func keyElement(_ member: JSONValue, param: String, rule: DiskStorage.KeyRule) throws(RPCError) -> String {

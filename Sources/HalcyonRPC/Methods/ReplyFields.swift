@@ -6,6 +6,16 @@ import HalcyonCache
 import HalcyonJSON
 
 extension JSONWriter {
+    /// An extending policy in the protocol's form (`"none"`, `"cacheTime"`,
+    /// `{"expirationTime": <expiration>}`).
+    mutating func extending(_ extending: ExpirationExtending) {
+        switch extending {
+        case .none: string("none")
+        case .cacheTime: string("cacheTime")
+        case .expirationTime(let e): beginObject(); key("expirationTime"); expiration(e); endObject()
+        }
+    }
+
     /// An expiration in the protocol's form (`"never"`, `{"seconds": N}`, ...).
     mutating func expiration(_ expiration: StorageExpiration) {
         switch expiration {

@@ -76,6 +76,14 @@ class Connection:
     def closed(self) -> bool:
         return self.sock is None
 
+    def __del__(self) -> None:
+        # A client dropped without close() (a framework's backend object going out of
+        # scope) gives its socket back here instead of leaving it to the garbage
+        # collector's ResourceWarning.
+        sock = getattr(self, "sock", None)
+        if sock is not None:
+            sock.close()
+
     def close(self) -> None:
         sock, self.sock = self.sock, None
         if sock is not None:

@@ -15,7 +15,7 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import errors
 from .duration import parse_duration
@@ -31,6 +31,8 @@ __all__ = [
     "Entry",
     "Description",
     "Lease",
+    "LeaseStatus",
+    "Many",
     "Command",
     "Expire",
 ]
@@ -508,7 +510,9 @@ def cmd_cas(key: str, value: Any, version: int, expire: Expire = None, *, memory
 
 
 def cmd_incr(key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
-             memory_expire: Expire = None, to_disk: Optional[bool] = None) -> Command:
+             memory_expire: Expire = None, to_disk: Optional[bool] = None, create: bool = True) -> Command:
+    """Decodes to the new value, or ``None`` when ``create`` is false and the key held
+    no live entry (decided atomically on the daemon)."""
     for name, number in (("by", by), ("initial", initial)):
         if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
             raise TypeError(f"{name} must be an int, not {type(number).__name__}")
@@ -519,15 +523,24 @@ def cmd_incr(key: str, by: int = 1, *, initial: Optional[int] = None, expire: Ex
     _put(params, "expiration", to_expiration(expire))
     _put(params, "memoryExpiration", to_expiration(memory_expire))
     _put(params, "toDisk", to_disk)
-    return Command("cache.incr", params, lambda r: int(_as_dict(r)["value"]), False)
+    if not create:
+        params["create"] = False
+
+    def decode(result: Any) -> Optional[int]:
+        value = _as_dict(result)["value"]
+        return None if value is None else int(value)
+
+    return Command("cache.incr", params, decode, False)
 
 
 def cmd_get_many(keys: Sequence[str], default: Any = _MISSING, *, extend: Any = None,
-                 memory_only: Optional[bool] = None) -> Command:
+                 memory_only: Optional[bool] = None, encoding: Optional[str] = None) -> Command:
     """Decodes to ``{key: value}`` in request order: hits only, unless ``default`` is
     given, which then stands for every miss."""
+    _check_encoding(encoding)
     names = [_key(k) for k in keys]
     params: Dict[str, Any] = {"keys": names}
+    _put(params, "encoding", encoding)
     _put(params, "extendingExpiration", to_extending(extend))
     _put(params, "fromMemoryOnly", memory_only or None)
 
@@ -571,6 +584,112 @@ def cmd_set_many(mapping: Mapping[str, Any], expire: Expire = None, *, memory_ex
         return {name: _int_or_none(v) for name, v in zip(names, versions)}
 
     return Command("cache.setMany", params, decode, True)
+
+
+def cmd_remove_many(keys: Sequence[str], *, memory: Optional[bool] = None,
+                    disk: Optional[bool] = None) -> Command:
+    """Decodes to ``[bool]``: per key, in order, whether it held an entry."""
+    names = [_key(k) for k in keys]
+    params: Dict[str, Any] = {"keys": names}
+    _put(params, "fromMemory", memory)
+    _put(params, "fromDisk", disk)
+
+    def decode(result: Any) -> List[bool]:
+        found = _as_dict(result)["found"]
+        if not isinstance(found, list) or len(found) != len(names):
+            raise errors.ProtocolError("cache.removeMany answered a found list of the wrong length")
+        return [bool(f) for f in found]
+
+    return Command("cache.removeMany", params, decode, True)
+
+
+#: How many keys a multi-key request carries until the daemon says otherwise: the
+#: daemon's default ``--max-batch``. A daemon with a lower limit answers
+#: ``tooManyKeys`` with its ``limit``, and the client splits again at that size.
+DEFAULT_MAX_KEYS = 1000
+
+
+class Many:
+    """A multi-key call of any size, split into requests of at most ``size`` keys that
+    are sent together (one write, pipelined) and merged back in the caller's order.
+
+    Each request is atomic on its own (one ioQueue step for ``setMany`` and
+    ``removeMany``); a call split into several requests is not: another client's write
+    may land between two of them.
+
+    Attributes:
+        build: makes the command for one slice of ``items``.
+        items: the keys, or the ``(key, value)`` pairs.
+        merge: folds the slices' results (in order) into the caller's value.
+    """
+
+    __slots__ = ("build", "items", "merge")
+
+    def __init__(self, build: Callable[[Sequence[Any]], Command], items: Sequence[Any],
+                 merge: Callable[[List[Any]], Any]) -> None:
+        self.build = build
+        self.items = items
+        self.merge = merge
+
+    def commands(self, size: int) -> List[Command]:
+        """One command per slice of at most ``size`` items (one, even for no items)."""
+        items = self.items
+        if len(items) <= size:
+            return [self.build(items)]
+        return [self.build(items[i:i + size]) for i in range(0, len(items), size)]
+
+    @staticmethod
+    def smaller_limit(results: List[Any], size: int) -> Optional[int]:
+        """The daemon's own limit when it refused a slice as too large (then the call
+        is split again and resent: every slice is idempotent), else None."""
+        for r in results:
+            if isinstance(r, errors.TooManyKeysError):
+                limit = r.data.get("limit")
+                if isinstance(limit, int) and 0 < limit < size:
+                    return limit
+        return None
+
+    def finish(self, results: List[Any]) -> Any:
+        """The merged value, or the first slice's error raised."""
+        for r in results:
+            if isinstance(r, errors.HalcyonError):
+                raise r
+        return self.merge(results)
+
+
+def _merge_dicts(parts: List[Any]) -> Dict[str, Any]:
+    if len(parts) == 1:
+        return cast(Dict[str, Any], parts[0])
+    out: Dict[str, Any] = {}
+    for part in parts:
+        out.update(part)
+    return out
+
+
+def _merge_lists(parts: List[Any]) -> List[Any]:
+    out: List[Any] = []
+    for part in parts:
+        out.extend(part)
+    return out
+
+
+def many_get(keys: Sequence[str], default: Any = _MISSING, *, extend: Any = None,
+             memory_only: Optional[bool] = None, encoding: Optional[str] = None) -> Many:
+    """``get_many`` of any size: decodes to ``{key: value}`` as :func:`cmd_get_many`."""
+    return Many(lambda part: cmd_get_many(part, default, extend=extend, memory_only=memory_only, encoding=encoding),
+                list(keys), _merge_dicts)
+
+
+def many_set(mapping: Mapping[str, Any], expire: Expire = None, *, memory_expire: Expire = None,
+             to_disk: Optional[bool] = None) -> Many:
+    """``set_many`` of any size: decodes to ``{key: version or None}``."""
+    return Many(lambda part: cmd_set_many(dict(part), expire, memory_expire=memory_expire, to_disk=to_disk),
+                list(mapping.items()), _merge_dicts)
+
+
+def many_remove(keys: Sequence[str], *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> Many:
+    """``delete_many`` of any size: decodes to ``[bool]`` per key, in order."""
+    return Many(lambda part: cmd_remove_many(part, memory=memory, disk=disk), list(keys), _merge_lists)
 
 
 def cmd_keys_page(prefix: str = "", cursor: Optional[str] = None, limit: Optional[int] = None) -> Command:
@@ -623,6 +742,30 @@ def cmd_lease(key: str, ttl: Expire, *, wait: Optional[float] = None, encoding: 
     return Command("cache.lease", params, decode, False)
 
 
+@dataclass(frozen=True)
+class LeaseStatus:
+    """A held lease, as :meth:`halcyon.Client.lease_status` sees it (without taking it).
+
+    Attributes:
+        expires_at: when the lease ends at the latest (its ``ttl``), Unix seconds, or
+            ``None`` when it holds until written, released or its holder disconnects.
+        waiters: callers waiting for it now.
+    """
+
+    expires_at: Optional[float]
+    waiters: int
+
+
+def cmd_lease_status(key: str) -> Command:
+    def decode(result: Any) -> Optional[LeaseStatus]:
+        r = _as_dict(result)
+        if not r.get("leased"):
+            return None
+        return LeaseStatus(expires_at=_number_or_none(r.get("expiresAt")), waiters=int(r.get("waiters") or 0))
+
+    return Command("cache.leaseStatus", {"key": _key(key)}, decode, True)
+
+
 def cmd_release_lease(key: str, token: str) -> Command:
     return Command("cache.releaseLease", {"key": _key(key), "lease": token},
                    lambda r: bool(_as_dict(r)["released"]), True)
@@ -660,7 +803,13 @@ def _entry(result: Any) -> Optional[Entry]:
     )
 
 
-def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None) -> Command:
+def _check_encoding(encoding: Optional[str]) -> None:
+    if encoding not in (None, "utf8", "base64", "json"):
+        raise ValueError(f"encoding must be 'utf8', 'base64' or 'json', not {encoding!r}")
+
+
+def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None,
+            encoding: Optional[str] = None) -> Command:
     def decode(result: Any) -> Any:
         # What _entry does, without building an Entry the caller never sees.
         if type(result) is not dict:
@@ -673,15 +822,15 @@ def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: O
             return value
         return decode_value(value, encoding if isinstance(encoding, str) else None)
 
-    if type(key) is str and extend is None and not memory_only:
+    if type(key) is str and extend is None and not memory_only and encoding is None:
         return Command("cache.get", {"key": key}, decode, True)
-    return Command("cache.get", _get_params(key, extend, memory_only), decode, True)
+    _check_encoding(encoding)
+    return Command("cache.get", _get_params(key, extend, memory_only, encoding), decode, True)
 
 
 def cmd_get_entry(key: str, *, extend: Any = None, memory_only: Optional[bool] = None,
                   encoding: Optional[str] = None) -> Command:
-    if encoding not in (None, "utf8", "base64", "json"):
-        raise ValueError(f"encoding must be 'utf8', 'base64' or 'json', not {encoding!r}")
+    _check_encoding(encoding)
     return Command("cache.get", _get_params(key, extend, memory_only, encoding), _entry, True)
 
 
@@ -767,10 +916,14 @@ def cmd_info() -> Command:
     return Command("server.info", None, _as_dict, True)
 
 
-def cmd_configure(*, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None) -> Command:
-    params: Dict[str, Any] = {}
+def cmd_configure(*, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
+                  extend: Any = None, previous: Optional[Command] = None) -> Command:
+    """``connection.configure``; ``previous`` (the last one sent) supplies the settings
+    this one leaves out, so the command re-sent after a reconnect restores them all."""
+    params: Dict[str, Any] = dict(previous.params or {}) if previous is not None else {}
     _put(params, "callbackQueue", callback_queue)
     _put(params, "loadDiskFileSynchronously", load_disk_file_synchronously)
+    _put(params, "extendingExpiration", to_extending(extend))
     return Command("connection.configure", params, _as_dict, True)
 
 

@@ -19,7 +19,7 @@ from typing import (
 
 from . import _wire, errors
 from ._pipeline import PipelineQueue, raise_first_error
-from ._wire import Command, Description, Entry, Expire, Lease
+from ._wire import Command, Description, Entry, Expire, Lease, LeaseStatus, Many
 from .client import DEFAULT_LEASE_TTL, DEFAULT_TIMEOUT
 from .memoize import AsyncMemoized, KeyMaker, P
 
@@ -55,6 +55,7 @@ class AsyncClient:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         *,
         retry: bool = True,
+        extend: Any = None,
     ) -> None:
         self.path = _wire.resolve_socket_path(path)
         self.timeout = timeout
@@ -67,8 +68,10 @@ class AsyncClient:
         # id -> (future, line number): a null-id error fails every request of its line.
         self._pending: Dict[int, Tuple["asyncio.Future[Dict[str, Any]]", int]] = {}
         self._connect_lock: Optional[asyncio.Lock] = None
-        self._configure: Optional[Command] = None
+        # Applied whenever a connection opens (see _connection).
+        self._configure: Optional[Command] = None if extend is None else _wire.cmd_configure(extend=extend)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._max_keys = _wire.DEFAULT_MAX_KEYS
 
     # ------------------------------------------------------------ plumbing
 
@@ -267,6 +270,16 @@ class AsyncClient:
                     continue
                 raise errors.HalcyonConnectionError(str(exc), reason="connectionLost") from None
 
+    async def _run_many(self, many: Many, timeout: Optional[float]) -> Any:
+        """See :meth:`halcyon.Client._run_many`."""
+        while True:
+            size = self._max_keys
+            results = await self._outcomes(many.commands(size), timeout, False)
+            smaller = Many.smaller_limit(results, size)
+            if smaller is None:
+                return many.finish(results)
+            self._max_keys = smaller
+
     async def _run(self, command: Command, timeout: Optional[float]) -> Any:
         result = (await self._outcomes([command], timeout, False))[0]
         if isinstance(result, errors.HalcyonError):
@@ -276,9 +289,10 @@ class AsyncClient:
     # ------------------------------------------------------------ methods
 
     async def get(self, key: str, default: Any = None, *, extend: Any = None,
-                  memory_only: bool = False, timeout: Optional[float] = None) -> Any:
+                  memory_only: bool = False, encoding: Optional[str] = None, timeout: Optional[float] = None) -> Any:
         """See :meth:`halcyon.Client.get`."""
-        return await self._run(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only), timeout)
+        return await self._run(
+            _wire.cmd_get(key, default, extend=extend, memory_only=memory_only, encoding=encoding), timeout)
 
     async def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
                         encoding: Optional[str] = None,
@@ -317,6 +331,12 @@ class AsyncClient:
         return cast(int, await self._run(_wire.cmd_incr(key, by, initial=initial, expire=expire,
                                                         memory_expire=memory_expire, to_disk=to_disk), timeout))
 
+    async def incr_existing(self, key: str, by: int = 1, *, expire: Expire = None, memory_expire: Expire = None,
+                            to_disk: Optional[bool] = None, timeout: Optional[float] = None) -> Optional[int]:
+        """See :meth:`halcyon.Client.incr_existing`."""
+        return cast(Optional[int], await self._run(_wire.cmd_incr(
+            key, by, expire=expire, memory_expire=memory_expire, to_disk=to_disk, create=False), timeout))
+
     async def decr(self, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
                    memory_expire: Expire = None, to_disk: Optional[bool] = None,
                    timeout: Optional[float] = None) -> int:
@@ -325,17 +345,24 @@ class AsyncClient:
                                to_disk=to_disk, timeout=timeout)
 
     async def get_many(self, keys: Iterable[str], default: Any = _wire._MISSING, *, extend: Any = None,
-                       memory_only: bool = False, timeout: Optional[float] = None) -> Dict[str, Any]:
+                       memory_only: bool = False, encoding: Optional[str] = None,
+                       timeout: Optional[float] = None) -> Dict[str, Any]:
         """See :meth:`halcyon.Client.get_many`."""
-        return cast(Dict[str, Any], await self._run(
-            _wire.cmd_get_many(list(keys), default, extend=extend, memory_only=memory_only), timeout))
+        return cast(Dict[str, Any], await self._run_many(
+            _wire.many_get(list(keys), default, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
 
     async def set_many(self, mapping: Mapping[str, Any], expire: Expire = None, *,
                        memory_expire: Expire = None, to_disk: Optional[bool] = None,
                        timeout: Optional[float] = None) -> Dict[str, Optional[int]]:
         """See :meth:`halcyon.Client.set_many`."""
-        return cast(Dict[str, Optional[int]], await self._run(
-            _wire.cmd_set_many(mapping, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+        return cast(Dict[str, Optional[int]], await self._run_many(
+            _wire.many_set(mapping, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    async def delete_many(self, keys: Iterable[str], *, memory: Optional[bool] = None,
+                          disk: Optional[bool] = None, timeout: Optional[float] = None) -> List[bool]:
+        """See :meth:`halcyon.Client.delete_many`."""
+        return cast(List[bool], await self._run_many(
+            _wire.many_remove(list(keys), memory=memory, disk=disk), timeout))
 
     async def keys(self, prefix: str = "", *, page_size: Optional[int] = None,
                    timeout: Optional[float] = None) -> AsyncIterator[str]:
@@ -367,6 +394,10 @@ class AsyncClient:
     async def release_lease(self, key: str, token: str, *, timeout: Optional[float] = None) -> bool:
         """See :meth:`halcyon.Client.release_lease`."""
         return cast(bool, await self._run(_wire.cmd_release_lease(key, token), timeout))
+
+    async def lease_status(self, key: str, *, timeout: Optional[float] = None) -> Optional[LeaseStatus]:
+        """See :meth:`halcyon.Client.lease_status`."""
+        return cast(Optional[LeaseStatus], await self._run(_wire.cmd_lease_status(key), timeout))
 
     async def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
                      timeout: Optional[float] = None) -> bool:
@@ -421,10 +452,11 @@ class AsyncClient:
         return cast(Dict[str, Any], await self._run(_wire.cmd_info(), timeout))
 
     async def configure(self, *, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
-                        timeout: Optional[float] = None) -> Dict[str, Any]:
+                        extend: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
         """See :meth:`halcyon.Client.configure`."""
         command = _wire.cmd_configure(callback_queue=callback_queue,
-                                      load_disk_file_synchronously=load_disk_file_synchronously)
+                                      load_disk_file_synchronously=load_disk_file_synchronously,
+                                      extend=extend, previous=self._configure)
         result = cast(Dict[str, Any], await self._run(command, timeout))
         self._configure = command
         return result

@@ -18,7 +18,7 @@ from typing import (
 from . import _wire, errors
 from ._pipeline import PipelineQueue, raise_first_error
 from ._transport import Broken, Connection, Timeout
-from ._wire import Command, Description, Entry, Expire, Lease
+from ._wire import Command, Description, Entry, Expire, Lease, LeaseStatus, Many
 from .memoize import KeyMaker, Memoized, P
 
 __all__ = ["Client", "Pipeline"]
@@ -76,6 +76,10 @@ class Client:
             forever). Every method also takes ``timeout=`` for that one call
             (``None`` there means the client's). A request
             that times out is cancelled on the daemon with ``$/cancelRequest``.
+        extend: how reads on this client extend lifetimes when a call does not say
+            (``None``: the daemon's default, sliding; ``False``: never, for lifetimes
+            counted from the write; see :meth:`configure`). Sent with the connection's
+            first request, and again on every reconnect.
         retry: resend a request once on a fresh connection when the old one broke
             (e.g. the daemon restarted). Always done when the request was not written
             yet; after it was written, only for idempotent methods (all ``cache.*``
@@ -93,6 +97,7 @@ class Client:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         *,
         retry: bool = True,
+        extend: Any = None,
     ) -> None:
         self.path = _wire.resolve_socket_path(path)
         self.timeout = timeout
@@ -101,12 +106,15 @@ class Client:
         self._lock = threading.RLock()
         self._conn: Optional[Connection] = None
         self._next_id = 1
-        self._configure: Optional[Command] = None
+        # Applied whenever a connection opens (see _connection).
+        self._configure: Optional[Command] = None if extend is None else _wire.cmd_configure(extend=extend)
         self._forks = _forks[0]
         # memoize's own connection per thread (see _memo_client); all of them are kept in
         # _memo_clients too (guarded by _lock) so close() reaches other threads' ones.
         self._memo = threading.local()
         self._memo_clients: List["Client"] = []
+        # Keys per multi-key request; lowered when the daemon says its limit is lower.
+        self._max_keys = _wire.DEFAULT_MAX_KEYS
 
     # ------------------------------------------------------------ plumbing
 
@@ -197,6 +205,17 @@ class Client:
             for command, reply in zip(commands, replies)
         ]
 
+    def _run_many(self, many: Many, timeout: Any) -> Any:
+        """Send a multi-key call as requests of at most the daemon's limit, written
+        together, and return the merged result (or raise the first error)."""
+        while True:
+            size = self._max_keys
+            results = self._outcomes(many.commands(size), timeout, False)
+            smaller = Many.smaller_limit(results, size)
+            if smaller is None:
+                return many.finish(results)
+            self._max_keys = smaller
+
     def _run(self, command: Command, timeout: Any) -> Any:
         """Send one command and return its decoded result (or raise its error)."""
         wait = self.timeout if timeout is None else float(timeout)
@@ -225,17 +244,23 @@ class Client:
     # ------------------------------------------------------------ methods
 
     def get(self, key: str, default: Any = None, *, extend: Any = None,
-            memory_only: bool = False, timeout: Any = None) -> Any:
+            memory_only: bool = False, encoding: Optional[str] = None, timeout: Any = None) -> Any:
         """Return the value stored under ``key``, or ``default`` on a miss.
 
         Args:
-            extend: how a hit extends its expiration: ``None`` (the daemon's default,
-                ``"cacheTime"``: sliding), ``False``/``"none"``, or an ``expire`` value
-                to reset it to, counted from now.
+            extend: how a hit extends its expiration: ``None`` (the connection's
+                default: ``"cacheTime"``, sliding, unless :meth:`configure` changed it),
+                ``False``/``"none"``, or an ``expire`` value to reset it to, counted
+                from now.
             memory_only: do not look in the disk tier.
+            encoding: the value's type regardless of how it was stored: ``"base64"``
+                (the stored bytes, as ``bytes``), ``"utf8"`` (``str``) or ``"json"``;
+                ``None`` returns the type that was stored. A value that cannot be shown
+                that way raises :class:`~halcyon.errors.CannotEncodeError`.
             timeout: seconds for this call (default: the client's).
         """
-        return self._run(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only), timeout)
+        return self._run(_wire.cmd_get(key, default, extend=extend, memory_only=memory_only, encoding=encoding),
+                         timeout)
 
     def get_entry(self, key: str, *, extend: Any = None, memory_only: bool = False,
                   encoding: Optional[str] = None,
@@ -292,7 +317,10 @@ class Client:
              memory_expire: Expire = None, to_disk: Optional[bool] = None, timeout: Any = None) -> int:
         """Add ``by`` (may be negative) to the integer under ``key`` atomically and
         return the result. A missing or expired key starts at ``initial`` (default 0).
-        An existing entry keeps its expiration unless ``expire`` is given.
+        An existing entry keeps its expiration unless ``expire`` is given, and its
+        encoding: a number stored as ``bytes`` reads back as ``bytes`` (``b"6"``), one
+        stored as ``str`` as ``str``; a new key holds a JSON integer. See
+        :meth:`incr_existing` for an increment that refuses a missing key.
 
         Raises:
             halcyon.errors.NotAnIntegerError: the stored value is not a JSON integer.
@@ -301,6 +329,14 @@ class Client:
         return cast(int, self._run(_wire.cmd_incr(key, by, initial=initial, expire=expire,
                                                   memory_expire=memory_expire, to_disk=to_disk), timeout))
 
+    def incr_existing(self, key: str, by: int = 1, *, expire: Expire = None, memory_expire: Expire = None,
+                      to_disk: Optional[bool] = None, timeout: Any = None) -> Optional[int]:
+        """:meth:`incr`, but a missing or expired key is left alone and ``None`` is
+        returned (memcached's ``incr``): the check and the add are one step on the
+        daemon, so no other write can create or remove the key in between."""
+        return cast(Optional[int], self._run(_wire.cmd_incr(
+            key, by, expire=expire, memory_expire=memory_expire, to_disk=to_disk, create=False), timeout))
+
     def decr(self, key: str, by: int = 1, *, initial: Optional[int] = None, expire: Expire = None,
              memory_expire: Expire = None, to_disk: Optional[bool] = None, timeout: Any = None) -> int:
         """:meth:`incr` by ``-by``."""
@@ -308,19 +344,31 @@ class Client:
                          to_disk=to_disk, timeout=timeout)
 
     def get_many(self, keys: Iterable[str], default: Any = _wire._MISSING, *, extend: Any = None,
-                 memory_only: bool = False, timeout: Any = None) -> Dict[str, Any]:
-        """Read many keys in one request: ``{key: value}`` in the order asked, hits only
-        (like pymemcache's ``get_many``), or every key with ``default`` for the misses.
-        At most the daemon's ``--max-batch`` keys (default 1000) per call."""
-        return cast(Dict[str, Any], self._run(
-            _wire.cmd_get_many(list(keys), default, extend=extend, memory_only=memory_only), timeout))
+                 memory_only: bool = False, encoding: Optional[str] = None, timeout: Any = None) -> Dict[str, Any]:
+        """Read many keys: ``{key: value}`` in the order asked, hits only (like
+        pymemcache's ``get_many``), or every key with ``default`` for the misses.
+        ``encoding`` as for :meth:`get`. Any number of keys: more than the daemon's
+        ``--max-batch`` (default 1000) go as several requests written together, each
+        of them one step."""
+        return cast(Dict[str, Any], self._run_many(
+            _wire.many_get(list(keys), default, extend=extend, memory_only=memory_only, encoding=encoding), timeout))
 
     def set_many(self, mapping: Mapping[str, Any], expire: Expire = None, *, memory_expire: Expire = None,
                  to_disk: Optional[bool] = None, timeout: Any = None) -> Dict[str, Optional[int]]:
-        """Store every ``key: value`` of ``mapping`` in one request, applied in order as
-        one step; returns ``{key: version}`` (``None`` where nothing was stored)."""
-        return cast(Dict[str, Optional[int]], self._run(
-            _wire.cmd_set_many(mapping, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+        """Store every ``key: value`` of ``mapping``; returns ``{key: version}``
+        (``None`` where nothing was stored). Up to the daemon's ``--max-batch`` (default
+        1000) entries are applied in order as one step, atomically with every other
+        write; a larger mapping goes as several such steps, written together, and
+        another client's write may land between two of them."""
+        return cast(Dict[str, Optional[int]], self._run_many(
+            _wire.many_set(mapping, expire, memory_expire=memory_expire, to_disk=to_disk), timeout))
+
+    def delete_many(self, keys: Iterable[str], *, memory: Optional[bool] = None, disk: Optional[bool] = None,
+                    timeout: Any = None) -> List[bool]:
+        """Remove every key (``cache.removeMany``); returns, per key in order, whether
+        it held an entry. Up to ``--max-batch`` keys are removed as one step; more go as
+        several steps written together (as for :meth:`set_many`)."""
+        return cast(List[bool], self._run_many(_wire.many_remove(list(keys), memory=memory, disk=disk), timeout))
 
     def keys(self, prefix: str = "", *, page_size: Optional[int] = None, timeout: Any = None) -> Iterator[str]:
         """Iterate over the live keys starting with ``prefix``, from both tiers, one
@@ -360,8 +408,14 @@ class Client:
 
     def release_lease(self, key: str, token: str, *, timeout: Any = None) -> bool:
         """Give a lease back without writing; one waiting caller gets it. Returns
-        whether it was still held."""
+        whether it was still held. The token is what counts: any client (another
+        thread's, another process's) may release a lease it was handed the token of."""
         return cast(bool, self._run(_wire.cmd_release_lease(key, token), timeout))
+
+    def lease_status(self, key: str, *, timeout: Any = None) -> Optional[LeaseStatus]:
+        """Whether ``key``'s lease is held, without taking it or waiting for it (a
+        lock's ``locked()``): a :class:`~halcyon.LeaseStatus`, or ``None`` when free."""
+        return cast(Optional[LeaseStatus], self._run(_wire.cmd_lease_status(key), timeout))
 
     def delete(self, key: str, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
                timeout: Any = None) -> bool:
@@ -420,12 +474,17 @@ class Client:
         return cast(Dict[str, Any], self._run(_wire.cmd_info(), timeout))
 
     def configure(self, *, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
-                  timeout: Any = None) -> Dict[str, Any]:
+                  extend: Any = None, timeout: Any = None) -> Dict[str, Any]:
         """Change this connection's settings (``connection.configure``); they are
-        applied again whenever the client reconnects. Returns the settings now."""
-        command = _wire.cmd_configure(callback_queue=callback_queue,
-                                      load_disk_file_synchronously=load_disk_file_synchronously)
+        applied again whenever the client reconnects. Returns the settings now.
+
+        ``extend`` is how reads extend lifetimes when a call does not say (``get``,
+        ``get_many``, ``lease``): ``False`` for lifetimes that count from the write,
+        as cache frameworks expect; ``True`` for sliding (the daemon's default)."""
         with self._lock:
+            command = _wire.cmd_configure(callback_queue=callback_queue,
+                                          load_disk_file_synchronously=load_disk_file_synchronously,
+                                          extend=extend, previous=self._configure)
             result = cast(Dict[str, Any], self._run(command, timeout))
             self._configure = command
         return result
