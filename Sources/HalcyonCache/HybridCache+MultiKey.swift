@@ -65,7 +65,7 @@ extension HybridCache {
     ) {
         // Memory hits of keys with nothing queued are answered here, as `retrieve` would
         // answer each on this thread; only the rest go through `retrieve` one by one.
-        let mustQueue = mustQueueReads(keys)
+        let mustQueue = scheduler.mustQueue(keys)
         var ready = [RetrieveResult?](repeating: nil, count: keys.count)
         var rest: [Int] = []
         for (index, key) in keys.enumerated() {

@@ -12,7 +12,7 @@ extension HybridCache {
     /// Where a read runs.
     enum ReadPath {
         /// Memory on the caller's thread, then the disk on the caller's thread.
-        case inline(epoch: UInt64)
+        case inline(Epochs)
         /// Memory on the caller's thread, then the disk on the ioQueue.
         case inlineThenQueue
         /// Everything on the ioQueue, behind a queued write.
@@ -20,10 +20,9 @@ extension HybridCache {
     }
 
     private func readPath(forKey key: String, options: Options) -> ReadPath {
-        writes.withLock { book in
-            if book.mustQueue(key) { return .queued }
-            return options.loadDiskFileSynchronously ? .inline(epoch: book.epoch) : .inlineThenQueue
-        }
+        let (mustQueue, epochs) = scheduler.readStamp(forKey: key)
+        if mustQueue { return .queued }
+        return options.loadDiskFileSynchronously ? .inline(epochs) : .inlineThenQueue
     }
 
     /// Reads `key`: memory first, then disk. A disk hit is put back into memory as a
@@ -55,8 +54,8 @@ extension HybridCache {
         let path = readPath(forKey: key, options: options)
         if case .queued = path {
             return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
-                let inlineEpoch = writes.withLock { $0.inlineEpoch }
-                return retrieveNow(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
+                let inlineEpoch = scheduler.epochs.inline
+                return retrieveNow(forKey: key, options: options, putBackIf: { $0.inline == inlineEpoch })
             }
         }
         if !memoryAsked, let (entry, meta) = memoryStorage.valueAndMeta(
@@ -72,15 +71,15 @@ extension HybridCache {
             }
         }
         switch path {
-        case .inline(let epoch) where !memoryStorage.hasPendingWriteBack(forKey: key):
+        case .inline(let epochs) where !memoryStorage.hasPendingWriteBack(forKey: key):
             // (A pending write-back of this key goes first on the ioQueue: read after it.)
             return runInline(callbackQueue, options.priority, completion) {
-                retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.epoch == epoch })
+                retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.all == epochs.all })
             }
         case .inline, .inlineThenQueue, .queued:
             return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
-                let inlineEpoch = writes.withLock { $0.inlineEpoch }
-                return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
+                let inlineEpoch = scheduler.epochs.inline
+                return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inline == inlineEpoch })
             }
         }
     }
@@ -174,7 +173,7 @@ extension HybridCache {
 
     /// Memory, then disk; for reads queued behind a write (on the ioQueue).
     private func retrieveNow(
-        forKey key: String, options: Options, putBackIf: @escaping (WriteBook) -> Bool
+        forKey key: String, options: Options, putBackIf: @escaping (Epochs) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         if let (entry, meta) = memoryStorage.valueAndMeta(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
@@ -194,7 +193,7 @@ extension HybridCache {
     /// goes into the resident copy (or, when memory cannot keep the value, straight into
     /// the write-back set once it is due), like a memory hit's.
     private func retrieveFromDisk(
-        forKey key: String, options: Options, putBackIf: (WriteBook) -> Bool
+        forKey key: String, options: Options, putBackIf: (Epochs) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         do throws(CacheError) {
             typealias Found = (entry: CacheEntry, meta: DiskStorage.FileMeta)
@@ -216,8 +215,7 @@ extension HybridCache {
             }
             counters.withLock { $0.diskHits += 1 }
             let mirror = extendedLifetime(of: meta, options.extendingExpiration, forcedExtension: options.forcedExtension)
-            writes.withLock { book in
-                guard putBackIf(book) else { return }
+            scheduler.ifUnchanged(putBackIf) {
                 let kept = memoryStorage.store(
                     entry, forKey: key, residency: options.memoryExpiration, mirroring: mirror)
                 let now = mirror.extendedAt

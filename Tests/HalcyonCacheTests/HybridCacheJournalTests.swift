@@ -137,7 +137,7 @@ struct HybridCacheJournalTests {
         _ = try await Self.store(first, "gone", "x")
         _ = try await result { first.remove(forKey: "gone", completion: $0) }.get()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            first.ioQueue.async {
+            first.scheduler.holdForTesting {
                 first.materializeSlice(first.writeBehind!, files: 100)  // files only, no checkpoint
                 c.resume()
             }
@@ -412,7 +412,7 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let written = first.ioQueue.sync { first.materializeSlice(wb, files: 10) }
+        let written = first.scheduler.runNowForTesting { first.materializeSlice(wb, files: 10) }
         #expect(written == 2)
         #expect(!f.fileExists(first, "evicted"))
         #expect(wb.lastCheckpoint == nil)
@@ -442,9 +442,9 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let segmentsBefore = first.ioQueue.sync { wb.writer.position.segment }
+        let segmentsBefore = first.scheduler.runNowForTesting { wb.writer.position.segment }
         #expect(segmentsBefore >= 3)
-        let copied = first.ioQueue.sync { () -> Int in
+        let copied = first.scheduler.runNowForTesting { () -> Int in
             let n = first.copyForward(wb, limit: 64)
             first.checkpointIfUseful(wb, force: false)
             return n
