@@ -158,7 +158,9 @@ extension HybridCache {
     // MARK: Write-back of extended lifetimes
 
     /// Called by the memory tier when write-backs become pending: one ioQueue job drains
-    /// the whole pending set, so a burst of extensions costs one job.
+    /// the whole pending set, so a burst of extensions costs one job. (The memory tier
+    /// calls this from inside stores, some of which run with the write book held: work
+    /// that counts no write never takes the book's lock to be queued.)
     func scheduleWriteBackDrain() {
         scheduler.enqueue(.background) { [weak self] in
             guard let self else { return }

@@ -301,11 +301,6 @@ public final class HybridCache: @unchecked Sendable {
         return task
     }
 
-    /// Whether a queued write concerns `key` (read-your-writes).
-    func mustQueueRead(_ key: String) -> Bool {
-        scheduler.mustQueue(key)
-    }
-
     /// Converts a tier's "never" instant to the API's nil.
     static func optionalDate(_ date: Date) -> Date? {
         date == .distantFuture ? nil : date

@@ -17,8 +17,13 @@ extension HybridCache {
     /// run at the head of the order. (Taking writes that sit behind a read would let the
     /// read see writes that arrived after it.)
     ///
-    /// Every enqueue takes a ticket under the book's lock and queues its job under the same
-    /// hold, so ticket order is queue order; a run is a stretch of consecutive tickets.
+    /// Every enqueue takes a ticket and queues its job in one hold of the `order` lock, so
+    /// ticket order is queue order; a run is a stretch of consecutive tickets. A write is
+    /// counted in the book in the same hold of the book's lock as it is queued (book, then
+    /// order: the only nesting of the two), so a reader that saw it counted queues after
+    /// it. Work that counts nothing (a read, background work) takes only the order lock, so
+    /// it may be enqueued with the book held (the memory tier asks for a write-back drain
+    /// from inside stores that run under it).
     /// Timers never put work on the queue themselves: they fire on `timerQueue` and
     /// enqueue a ticketed job, so nothing reaches the queue without a ticket.
     ///
@@ -58,9 +63,12 @@ extension HybridCache {
         let timerQueue: DispatchQueue
         /// Jobs counted for `isIdle` (see the type's comment).
         private let jobs = Atomic<Int>(0)
-        /// The write book; held only to count, to compare epochs, to enqueue (so enqueue
-        /// order is ticket order) and around a memory store that must not race a write.
+        /// The write book; held only to count, to compare epochs, to enqueue a write and
+        /// around a memory store that must not race a write.
         private let book = Locked(WriteBook())
+        /// The ticket of the next job; held only to take a ticket and queue its job, so
+        /// ticket order is queue order. Never held while taking the book's lock.
+        private let order = Locked<UInt64>(0)
         /// All writes queued or running: the book's total, kept outside its lock (changed
         /// only under it). A memory read that sees 0 knows no write concerns its key
         /// without taking the lock every reader of every key would otherwise share: a
@@ -79,16 +87,14 @@ extension HybridCache {
         /// counted in the book from here until the job calls `finish(_:)`, which is what
         /// makes later reads of its keys queue behind it.
         func enqueue(_ kind: JobKind, _ job: @escaping @Sendable () -> Void) {
-            book.withLock { book in
-                book.nextTicket &+= 1
-                switch kind {
-                case .write(let scope), .shortWrite(let scope): register(scope, in: &book)
-                case .read, .background, .slice: break
+            switch kind {
+            case .write(let scope), .shortWrite(let scope):
+                book.withLock { book in
+                    register(scope, in: &book)
+                    queueTicketed(kind, job)
                 }
-                switch kind {
-                case .read, .write, .background: queueCounted(job)
-                case .shortWrite, .slice: queue.async(execute: countedWhileRunning(job))
-                }
+            case .read, .background, .slice:
+                queueTicketed(kind, job)
             }
         }
 
@@ -98,13 +104,16 @@ extension HybridCache {
             _ pending: PendingWrite, countedWhileQueued: Bool, commit: @escaping @Sendable (UInt64) -> Void
         ) {
             book.withLock { book in
-                let ticket = book.nextTicket
-                book.nextTicket &+= 1
                 register(pending.scope, in: &book)
-                pending.ticket = ticket
+                order.withLock { next in
+                    let ticket = next
+                    next &+= 1
+                    pending.ticket = ticket
+                    let job: @Sendable () -> Void = { if !pending.taken { commit(ticket) } }
+                    if countedWhileQueued { queueCounted(job) } else { queue.async(execute: job) }
+                }
+                // In ticket order: every journaled write is queued with the book held.
                 book.journalQueue.append(pending)
-                let job: @Sendable () -> Void = { if !pending.taken { commit(ticket) } }
-                if countedWhileQueued { queueCounted(job) } else { queue.async(execute: job) }
             }
         }
 
@@ -144,7 +153,7 @@ extension HybridCache {
         /// - Important: never on the queue, nor from work the queue waits for.
         func runDirect<T>(_ body: () -> T) -> T {
             dispatchPrecondition(condition: .notOnQueue(queue))
-            book.withLock { $0.nextTicket &+= 1 }
+            order.withLock { $0 &+= 1 }
             return queue.sync(execute: body)
         }
 
@@ -252,6 +261,18 @@ extension HybridCache {
             if scope.isCounted { counted.add(1, ordering: .sequentiallyConsistent) }
         }
 
+        /// Takes a ticket and queues `job` as `kind` says it is counted, in one hold of
+        /// the order lock.
+        private func queueTicketed(_ kind: JobKind, _ job: @escaping @Sendable () -> Void) {
+            order.withLock { next in
+                next &+= 1
+                switch kind {
+                case .read, .write, .background: queueCounted(job)
+                case .shortWrite, .slice: queue.async(execute: countedWhileRunning(job))
+                }
+            }
+        }
+
         private func queueCounted(_ job: @escaping @Sendable () -> Void) {
             jobs.add(1, ordering: .sequentiallyConsistent)
             queue.async { [self] in
@@ -289,9 +310,6 @@ extension HybridCache {
         var epoch: UInt64 = 0
         /// Bumped by inline writes only (the ones that do not run on the ioQueue).
         var inlineEpoch: UInt64 = 0
-        /// The ticket of the next job enqueued (see `IOScheduler`).
-        var nextTicket: UInt64 = 0
-
         /// Journaled writes queued and not yet taken by a run, in ticket order.
         var journalQueue: [PendingWrite] = []
         /// Sets of a direct commit (`commitDirect`) under way. Their keys are not counted

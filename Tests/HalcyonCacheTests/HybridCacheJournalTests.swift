@@ -179,6 +179,45 @@ struct HybridCacheJournalTests {
         #expect(after.expiresAt == hit.expiresAt)
     }
 
+    /// The write-back's touch record is journaled even while a write of the key is queued
+    /// behind it: that write comes later in the order, so the touch cannot undo it; and
+    /// when it never happens (cancelled before it began), a replay keeps the extension.
+    @Test func anExtensionIsJournaledWhileAWriteOfTheKeyIsQueuedBehindIt() async throws {
+        let f = JournalCacheFixture()
+        let first = f.open(held: f.frozen)
+        var options = HybridCache.Options()
+        options.diskExpiration = .seconds(10)
+        _ = try await result { first.store(CacheEntry(bytes: [7]), forKey: "s", options: options, completion: $0) }.get()
+        // Extended below half the TTL: no write-back is due yet; the flush below takes it.
+        f.clock.advance(by: 4)
+        let hit = try await result { first.retrieve(forKey: "s", completion: $0) }.get()
+        #expect(hit.expiresAt == f.clock.now().addingTimeInterval(10))
+
+        let gate = DispatchSemaphore(value: 0)
+        first.scheduler.holdForTesting { gate.wait() }
+        let flushed = Locked<Result<Int, CacheError>?>(nil)
+        let flushDone = DispatchSemaphore(value: 0)
+        first.flush { r in
+            flushed.withLock { $0 = r }
+            flushDone.signal()
+        }
+        // Queued behind the write-back, then cancelled before it begins: it never happens.
+        let later = first.store(CacheEntry(bytes: [8]), forKey: "s")
+        later.cancel()
+        gate.signal()
+        #expect(flushDone.wait(timeout: .now() + 10) == .success)
+        #expect(try flushed.withLock({ $0 })?.get() ?? 0 >= 1)
+        #expect(!f.fileExists(first, "s"))  // frozen: only the journal holds the key
+
+        let second = f.open()
+        f.clock.advance(by: 8)  // past the set's lifetime (10 s), within the extended one (14 s)
+        var look = HybridCache.Options()
+        look.extendingExpiration = ExpirationExtending.none
+        let after = try await result { second.retrieve(forKey: "s", options: look, completion: $0) }.get()
+        #expect(after.entry?.bytes == [7])
+        #expect(after.expiresAt == hit.expiresAt)
+    }
+
     @Test func aLargeValueGoesStraightToItsFileAndHidesAnOlderUnwrittenOne() async throws {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
