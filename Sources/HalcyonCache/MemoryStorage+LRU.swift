@@ -55,6 +55,18 @@ extension MemoryStorage {
             return diskExpiresAt != expiresAt
         }
 
+        /// What the disk copy is given when the node leaves memory (eviction, end of
+        /// residency or lifetime, a memory-only removal): its lifetime when the write-back
+        /// threshold (`Backend.isWriteBackDue`) says it is due, else nothing. A departure
+        /// follows the same tolerance as a resident node, so the disk copy may keep up to
+        /// half of a slid lifetime less than memory promised, never a longer one.
+        func departureWriteBack(now: Date) -> WriteBack? {
+            guard let diskExpiresAt,
+                  MemoryStorage.Backend.isWriteBackDue(expiresAt: expiresAt, diskExpiresAt: diskExpiresAt, now: now)
+            else { return nil }
+            return writeBack()
+        }
+
         func meta() -> Meta {
             Meta(
                 size: entry.bytes.count, flags: entry.flags, expiration: expiresAt,

@@ -80,6 +80,25 @@ public enum MemoryStorage {
         let state = Locked(LRUState())
     }
 
+    /// The function the tier calls when write-backs become pending, held in a `let`.
+    ///
+    /// Why a class and not `Locked<(@Sendable () -> Void)?>`: `Locked.withLock` hands its
+    /// body the value `inout` at generic abstraction, so a closure stored as `Value` is
+    /// converted to its concrete form for the body and converted back when the access ends;
+    /// each conversion wraps it in a reabstraction thunk and the write-back stores the
+    /// wrapped closure. Every read made the handler two frames deeper, and under sustained
+    /// evictions it grew until calling it dominated the CPU (and would in time overflow the
+    /// stack). A class reference crosses the `inout` unchanged.
+    ///
+    /// Threading: immutable, so thread-safe.
+    final class WriteBackHandler: Sendable {
+        let call: @Sendable () -> Void
+
+        init(call: @escaping @Sendable () -> Void) {
+            self.call = call
+        }
+    }
+
     /// The disk copy a memory copy mirrors, and the entry's lifetime as the cache knows
     /// it (which may be ahead of that copy's times: see `WriteBack`).
     public struct Mirror: Sendable, Equatable {
@@ -172,8 +191,10 @@ public enum MemoryStorage {
         private let generations = Atomic<UInt64>(0)
         /// The pending write-backs by key ("write-back set").
         private let pending = Locked<[String: WriteBack]>([:])
-        /// Called (no lock held) when the write-back set stops being empty.
-        private let writeBackHandler = Locked<(@Sendable () -> Void)?>(nil)
+        /// Called (no lock held) when the write-back set stops being empty. The closure
+        /// lives in a `let` of a non-generic class (`WriteBackHandler`), never as the
+        /// `Value` of `Locked`: see `WriteBackHandler`.
+        private let writeBackHandler = Locked<WriteBackHandler?>(nil)
         /// Serial queue the periodic clean timer fires on; it only calls `removeExpired`.
         private let cleanQueue = DispatchQueue(label: "halcyon.MemoryStorage.cleanQueue")
         private let cleanTimer: RepeatingTimer?
@@ -201,7 +222,8 @@ public enum MemoryStorage {
         /// queues a drain). It must only hand off: it runs on whatever thread added the
         /// first pending write-back.
         public func setWriteBackHandler(_ handler: @escaping @Sendable () -> Void) {
-            writeBackHandler.withLock { $0 = handler }
+            let slot = WriteBackHandler(call: handler)
+            writeBackHandler.withLock { $0 = slot }
         }
 
         @inline(__always)
@@ -298,7 +320,7 @@ public enum MemoryStorage {
                 guard let slot = state.slot(forKey: key) else { return (nil, nil) }
                 if state[slot].leavesAt <= now {
                     state.expirations += 1
-                    if state[slot].lagsDisk { departed = state[slot].writeBack() }
+                    departed = state[slot].departureWriteBack(now: now)
                     return (nil, state.remove(slot))
                 }
                 let alive = state.withNode(slot) { node -> Bool in
@@ -336,9 +358,10 @@ public enum MemoryStorage {
         ///   caller is replacing or removing the disk copy.
         @discardableResult
         public func remove(forKey key: String, writingBack: Bool = false) -> Bool {
+            let now = clock.now()
             let removed = shard(for: key).state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
                 guard let slot = state.slot(forKey: key) else { return nil }
-                let writeBack = writingBack && state[slot].lagsDisk ? state[slot].writeBack() : nil
+                let writeBack = writingBack ? state[slot].departureWriteBack(now: now) : nil
                 return (state.remove(slot), writeBack)
             }
             if writingBack {
@@ -358,12 +381,15 @@ public enum MemoryStorage {
         ///   (default) also empties the pending set.
         @discardableResult
         public func removeAll(writingBack: Bool = false) -> Int {
+            let now = clock.now()
             var removed = 0
             var writeBacks: [WriteBack] = []
             for shard in shards {
                 let (count, cost) = shard.state.withLock { state -> (Int, Int) in
                     if writingBack {
-                        for slot in state.allSlots where state[slot].lagsDisk { writeBacks.append(state[slot].writeBack()) }
+                        for slot in state.allSlots {
+                            if let writeBack = state[slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
+                        }
                     }
                     let cost = state.totalCost
                     return (state.removeAll(), cost)
@@ -393,7 +419,7 @@ public enum MemoryStorage {
                     let slots = state.departingSlots(lifetimeAt: date, now: now)
                     var cost = 0
                     for slot in slots {
-                        if state[slot].lagsDisk { writeBacks.append(state[slot].writeBack()) }
+                        if let writeBack = state[slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
                         cost += state.remove(slot)
                     }
                     state.expirations += slots.count
@@ -503,7 +529,7 @@ public enum MemoryStorage {
                 for writeBack in writeBacks { set[writeBack.key] = writeBack }
                 return wasEmpty
             }
-            if wasEmpty, let handler = writeBackHandler.withLock({ $0 }) { handler() }
+            if wasEmpty, let handler = writeBackHandler.withLock({ $0 }) { handler.call() }
         }
 
         private func dropPending(forKey key: String, olderThan generation: UInt64) {
@@ -562,7 +588,7 @@ public enum MemoryStorage {
                 if state[slot].leavesAt <= now {
                     state.misses += 1
                     state.expirations += 1
-                    let lagging = state[slot].lagsDisk ? state[slot].writeBack() : nil
+                    let lagging = state[slot].departureWriteBack(now: now)
                     departed = (state.remove(slot), lagging)
                     return nil
                 }
@@ -626,7 +652,7 @@ public enum MemoryStorage {
                 guard let slot = state.slot(forKey: key) else { return nil }
                 if state[slot].leavesAt <= now {
                     state.expirations += 1
-                    let lagging = state[slot].lagsDisk ? state[slot].writeBack() : nil
+                    let lagging = state[slot].departureWriteBack(now: now)
                     departed = (state.remove(slot), lagging)
                     return nil
                 }
@@ -680,8 +706,11 @@ public enum MemoryStorage {
 
         /// Evicts globally least recently used entries until under both limits. Peeks at
         /// every shard's tail under that shard's lock (one lock at a time), then evicts the
-        /// oldest if it is still that shard's tail. An evicted lifetime ahead of its disk
-        /// copy is queued for write-back.
+        /// oldest if it is still that shard's tail. An evicted lifetime is queued for
+        /// write-back only when the write-back threshold says it is due, as for a resident
+        /// entry: under sustained evictions every disk hit evicts another entry, and writing
+        /// back a few seconds' slide of a days-long lifetime each time would double the
+        /// journal's records for nothing.
         private func enforceLimits() {
             var writeBacks: [WriteBack] = []
             while overLimit() {
@@ -694,10 +723,11 @@ public enum MemoryStorage {
                     }
                 }
                 guard let victim else { break }
+                let now = clock.now()
                 let cost = victim.shard.state.withLock { state -> Int? in
                     guard let oldest = state.oldest else { return nil }
                     state.evictions += 1
-                    if state[oldest.slot].lagsDisk { writeBacks.append(state[oldest.slot].writeBack()) }
+                    if let writeBack = state[oldest.slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
                     return state.remove(oldest.slot)
                 }
                 if let cost { accountRemoval(cost: cost, count: 1) }

@@ -1,6 +1,7 @@
-// Warnings for what a cache does on its own: evictions under pressure, expirations in
-// bulk, failed maintenance and storage errors. Counted always (cache.stats); logged here
-// once per interval as a summary, so a full disk cannot flood the log.
+// A summary, once per interval, of what a cache does on its own. Everything is counted
+// always (cache.stats, the metrics); the log gets warnings only for what an operator must
+// act on (failed maintenance, storage errors), and evictions at debug: evicting is what
+// an LRU cache under its limits does, and halcyon_cache_evictions_total shows its rate.
 
 import Dispatch
 import HalcyonCache
@@ -57,7 +58,7 @@ final class PressureMonitor: @unchecked Sendable {
             let memoryEvicted = now.memoryEvictions - before.memoryEvictions
             let diskEvicted = now.diskEvictions - before.diskEvictions
             if memoryEvicted > 0 || diskEvicted > 0 {
-                logger.warning("evicted entries to stay within limits", metadata: [
+                logger.debug("evicted entries to stay within limits", metadata: [
                     "memory": "\(memoryEvicted)", "disk": "\(diskEvicted)", "seconds": "\(Int(interval))",
                     "memoryBytes": "\(now.memoryBytes)", "diskBytes": "\(now.diskBytes)",
                 ])

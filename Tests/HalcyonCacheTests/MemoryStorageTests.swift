@@ -181,13 +181,12 @@ struct MemoryStorageTests {
         meta = memory.valueAndMeta(forKey: "k")?.meta
         #expect(meta?.expiration == clock.now().addingTimeInterval(1_000))
         #expect(meta?.memoryExpiration == clock.now().addingTimeInterval(300))
-        // Without reads the residency ends first: the copy leaves, the lifetime is queued
-        // for write-back (the disk copy was 200 s behind).
+        // Without reads the residency ends first: the copy leaves. Its file still holds 500
+        // of the 700 s memory promised, more than half: by the write-back threshold that
+        // departure writes nothing.
         clock.advance(by: 300)
         #expect(memory.value(forKey: "k") == nil)
-        let writeBacks = memory.takeWriteBacks()
-        #expect(writeBacks.map(\.key) == ["k"])
-        #expect(writeBacks.first?.expiresAt == clock.now().addingTimeInterval(700))
+        #expect(memory.takeWriteBacks().isEmpty)
         // A lifetime shorter than the residency ends the copy at the lifetime.
         #expect(memory.store(Self.entry(1), forKey: "short", residency: .seconds(300), mirroring: Self.mirror(clock, ttl: 10)))
         clock.advance(by: 10)
@@ -225,25 +224,72 @@ struct MemoryStorageTests {
         #expect(taken.allSatisfy { $0.timeToLive == 100 })
     }
 
-    @Test(arguments: designs) func departuresQueueLaggingLifetimes(shards: Int) {
-        let (memory, clock) = Self.make(shards: shards, costLimit: 4)
-        memory.store(Self.entry(2), forKey: "a", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
-        memory.store(Self.entry(2), forKey: "b", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
-        clock.advance(by: 10)
-        _ = memory.value(forKey: "a")  // 10 s ahead of its file: not due yet
-        clock.advance(by: 1)
-        _ = memory.value(forKey: "b")
+    /// A departure (eviction, memory-only removal or clear) follows the write-back threshold
+    /// as a resident node does: a lifetime that slid a little ahead of its file writes
+    /// nothing; one whose file has at most half of the remaining lifetime left is queued.
+    @Test(arguments: designs) func departuresFollowTheWriteBackThreshold(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, costLimit: 8)
+        for key in ["a", "b", "c", "d"] {
+            memory.store(Self.entry(2), forKey: key, residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        }
+        clock.advance(by: 9)
+        for key in ["a", "b", "c", "d"] {  // 10-13 s ahead of the files: not due
+            clock.advance(by: 1)
+            _ = memory.value(forKey: key)
+        }
         #expect(memory.takeWriteBacks().isEmpty)
-        // Eviction of "a" (least recently used) queues its lifetime.
-        memory.store(Self.entry(2), forKey: "c", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
-        #expect(memory.takeWriteBacks().map(\.key) == ["a"])
-        // A memory-only removal and a memory-only clear queue theirs; a full removal drops it.
-        #expect(memory.remove(forKey: "b", writingBack: true))
-        #expect(memory.takeWriteBacks().map(\.key) == ["b"])
-        clock.advance(by: 1)
-        _ = memory.value(forKey: "c")
-        memory.removeAll(writingBack: true)
+        // Evicting "a" now: its file still has 87 of the 97 s memory promises.
+        memory.store(Self.entry(2), forKey: "e", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        #expect(!memory.isCached(forKey: "a"))
+        #expect(memory.stats.evictions == 1)
+        #expect(memory.takeWriteBacks().isEmpty)
+        // At 89 s the file of b has 11 s left of the 22 s memory promises (c and d likewise
+        // at most half): due.
+        clock.advance(by: 76)
+        memory.store(Self.entry(2), forKey: "f", residency: .never, mirroring: Self.mirror(clock, ttl: 100))
+        #expect(!memory.isCached(forKey: "b"))
+        let evicted = memory.takeWriteBacks()
+        #expect(evicted.map(\.key) == ["b"])
+        #expect(evicted.first?.expiresAt == clock.now().addingTimeInterval(22))
+        #expect(memory.remove(forKey: "c", writingBack: true))
         #expect(memory.takeWriteBacks().map(\.key) == ["c"])
+        // A clear of memory alone writes back d (due) but not e and f (fresh, no lag).
+        memory.removeAll(writingBack: true)
+        #expect(memory.takeWriteBacks().map(\.key) == ["d"])
+    }
+
+    /// The handler told that write-backs are pending keeps its call depth over a million
+    /// empty-to-pending cycles. A closure held as the `Value` of `Locked` and read with
+    /// `withLock({ $0 })` grew two reabstraction thunks per read, so the depth rose by two
+    /// every cycle; the loop stops at the first change so that such a regression fails at
+    /// once instead of running the quadratic chain.
+    @Test func writeBackHandlerKeepsItsDepth() {
+        let (memory, clock) = Self.make(shards: 1)
+        let calls = Locked(0)
+        let depths = Locked<[Int]>([])
+        let sampled: Set<Int> = [1, 2, 3, 10, 1_000, 100_000, 500_000, 1_000_000]
+        memory.setWriteBackHandler {
+            let n = calls.withLock { $0 += 1; return $0 }
+            if sampled.contains(n) {
+                let depth = Thread.callStackReturnAddresses.count
+                depths.withLock { $0.append(depth) }
+            }
+        }
+        let record = MemoryStorage.WriteBack(
+            key: "k", forcedExtension: nil, expiresAt: clock.now().addingTimeInterval(60), timeToLive: 60,
+            extendedAt: clock.now())
+        var wrongTakes = 0
+        for _ in 0..<1_000_000 {
+            memory.queueWriteBack(record)
+            if memory.takeWriteBacks().count != 1 { wrongTakes += 1 }
+            let seen = depths.withLock { $0 }
+            if seen.count > 1 && seen.last != seen.first { break }
+        }
+        #expect(wrongTakes == 0)
+        #expect(calls.withLock { $0 } == 1_000_000)
+        let seen = depths.withLock { $0 }
+        #expect(seen.count == sampled.count)
+        #expect(Set(seen).count == 1, "handler call depth at cycles \(sampled.sorted()): \(seen)")
     }
 
     @Test(arguments: designs) func removals(shards: Int) {
