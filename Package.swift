@@ -108,7 +108,16 @@ let package = Package(
                 "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // The CLI starts once per shell call: a release build links the Swift runtime in,
+            // which takes a third off each start (Benchmarks/RESULTS.md, "A shell call").
+            // ArgumentParser brings FoundationEssentials, whose static archive needs these.
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib"], .when(configuration: .release)),
+                .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
+                .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
+                .linkedLibrary("swiftSynchronization", .when(configuration: .release)),
+            ]
         ),
         // What several test targets share: the test client, the daemon and CLI launchers (one
         // way to find the built binaries), the seeded generator, lock boxes.

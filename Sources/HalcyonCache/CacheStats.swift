@@ -62,6 +62,12 @@ public struct JournalStats: Sendable, Equatable {
     /// Per-key files the materializer wrote, and how many of those writes failed.
     public var filesWritten: Int = 0
     public var fileWriteFailures: Int = 0
+    /// The last of those failures (retried): what the daemon's summary log names.
+    public var lastFileWriteFailure: CacheError? = nil
+    /// Acknowledged values dropped because their file can never be written (a key the
+    /// folder cannot name a file with, a directory where the file belongs), by the
+    /// materializer or at replay; each is logged with its key and errno.
+    public var droppedEntries: Int = 0
     /// Group commits (one write each) and the records in them; the largest group; groups
     /// by size: 1, 2–4, 5–16, 17–64, 65 and more.
     public var groups: Int = 0

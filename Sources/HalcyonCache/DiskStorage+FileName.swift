@@ -53,6 +53,51 @@ extension DiskStorage {
     }
 }
 
+extension DiskStorage {
+    /// Which strings a disk tier takes as keys, so a key it could never name a file with
+    /// is refused before its write is acknowledged, not met by the materializer later.
+    /// With hashed names (the default) every key names a file; with the key itself as the
+    /// name, only a key that is one safe file name, with the configured extension too.
+    ///
+    /// Threading: a value; any thread.
+    public struct KeyRule: Sendable, Equatable {
+        /// Every key is fine: file names are hashed.
+        public static let anyKey = KeyRule(plainNames: false, pathExtension: nil)
+
+        /// True when the key itself names the file (`usesHashedFileName` false).
+        public let plainNames: Bool
+        /// The extension every file name gets (`Config.pathExtension`).
+        public let pathExtension: String?
+
+        public init(plainNames: Bool, pathExtension: String?) {
+            self.plainNames = plainNames
+            self.pathExtension = pathExtension
+        }
+
+        /// The rule of a disk tier with this configuration.
+        public init(_ config: Config) {
+            self.init(plainNames: !config.usesHashedFileName, pathExtension: config.pathExtension)
+        }
+
+        /// Whether `key` can name a file: always with hashed names; otherwise when the key
+        /// is a safe single file name and stays one with the extension added.
+        public func accepts(_ key: String) -> Bool {
+            !plainNames || Self.isPlainNameSafe(key, pathExtension: pathExtension)
+        }
+
+        static func isPlainNameSafe(_ key: String, pathExtension: String?) -> Bool {
+            guard DiskStorage.isSafeFileName(key) else { return false }
+            guard let ext = pathExtension, !ext.isEmpty else { return true }
+            return DiskStorage.isSafeFileName(key + "." + ext)
+        }
+
+        /// - Throws: `.invalidKey` when `accepts(key)` is false.
+        public func check(_ key: String) throws(CacheError) {
+            if !accepts(key) { throw .invalidKey(key: key) }
+        }
+    }
+}
+
 extension DiskStorage.Backend {
     /// The file name for a key under `config`, without checking it.
     func cacheFileName(forKey key: String, forcedExtension: String?, config: DiskStorage.Config) -> String {

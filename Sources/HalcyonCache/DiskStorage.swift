@@ -503,12 +503,16 @@ extension DiskStorage {
             url(of: cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config))
         }
 
+        /// Which keys this tier can name files with (see `DiskStorage.KeyRule`).
+        public var keyRule: DiskStorage.KeyRule { DiskStorage.KeyRule(config) }
+
         /// Checks that a key can name a file.
         /// - Throws: `.invalidKey` when `usesHashedFileName` is false and the key is not a
         ///   safe single file name: empty, `.`, `..`, containing `/` or NUL, longer than
-        ///   255 bytes, or starting with the reserved temporary prefix `.tmp-`.
+        ///   255 bytes (with the path extension, if any), or starting with the reserved
+        ///   temporary prefix `.tmp-`.
         public func validate(key: String) throws(CacheError) {
-            if !config.usesHashedFileName && !DiskStorage.isSafeFileName(key) { throw .invalidKey(key: key) }
+            try keyRule.check(key)
         }
 
         func checkReady() throws(CacheError) {

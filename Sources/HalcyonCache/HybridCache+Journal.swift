@@ -34,6 +34,10 @@ extension HybridCache {
         public var directory: URL? = nil
         /// Test hook: the materializer writes nothing while this returns true.
         public var materializerHeld: (@Sendable () -> Bool)? = nil
+        /// Told of each journaled value dropped because its file can never be written (see
+        /// `HybridCache.dropIfNeverWritable`), with its key and the error: on the ioQueue,
+        /// or during replay in init. The daemon logs them. It must not call the cache.
+        public var onDroppedEntry: (@Sendable (_ key: String, _ error: CacheError) -> Void)? = nil
 
         public init(fsync: Journal.FsyncPolicy = .everysec) {
             self.fsync = fsync
@@ -286,7 +290,21 @@ extension HybridCache {
         var clearFiles = false
         var fileTouches: [String: (key: String, expiresAt: Date)] = [:]
         let now = clock.now()
+        // A key the folder cannot name a file with (from a daemon that took such keys)
+        // is dropped, as the materializer drops it: its set would never reach a file, and
+        // a delete or touch of it has no file to act on (and must not reach outside the
+        // folder through a name such as `../x`).
+        let rule = diskStorage.keyRule
+        var dropped = 0
         for r in recovery.records {
+            if let key = r.record.key, !rule.accepts(key) {
+                if case .set = r.record {
+                    table.remove(key)
+                    dropped += 1
+                    config.onDroppedEntry?(key, .invalidKey(key: key))
+                }
+                continue
+            }
             switch r.record {
             case .set(let key, let flags, let version, let expiresAtNanos, let ttlNanos, let value):
                 versions.observe(version)
@@ -359,6 +377,7 @@ extension HybridCache {
         wb.counters.withLock {
             $0.replayedRecords = recovery.records.count
             $0.replayMillis = elapsed
+            $0.droppedEntries = dropped
         }
         return wb
     }

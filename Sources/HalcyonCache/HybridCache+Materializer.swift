@@ -148,14 +148,47 @@ extension HybridCache {
                 wb.table.withLock { $0.remove(e.key, ifVersion: e.entry.version) }
                 wb.counters.withLock { $0.filesWritten += 1 }
             } catch {
-                wb.counters.withLock { $0.fileWriteFailures += 1 }
-                counters.withLock { $0.maintenanceErrors += 1 }
-                break
+                if !dropIfNeverWritable(e, error, wb) {
+                    wb.counters.withLock {
+                        $0.fileWriteFailures += 1
+                        $0.lastFileWriteFailure = error
+                    }
+                    counters.withLock { $0.maintenanceErrors += 1 }
+                    break
+                }
             }
             handled += 1
         }
         if handled > 0 { enforceDiskSizeLimit() }
         return handled
+    }
+
+    /// Drops `e` when `error` says its file can never be written, whatever is retried:
+    /// the key cannot name a file, or the name is too long, is a directory, a symlink loop
+    /// or otherwise refused by the file system (`ENAMETOOLONG`, `EISDIR`, `ELOOP`,
+    /// `EINVAL`). Retrying such an entry would pin the checkpoint and stop every entry
+    /// behind it until the bounds refuse all writes. A failure of the folder or the
+    /// device (`ENOSPC`, `EIO`, `EACCES`, ...) is no reason: it is retried, as the
+    /// entries behind would meet it too. The memory copy of the same version goes with
+    /// the entry, so no tier keeps a value the other lost; the drop is counted
+    /// (`droppedEntries`) and reported through `JournalConfig.onDroppedEntry`. Replay
+    /// applies the same rule to keys (`openJournal`). Returns whether it dropped `e`.
+    /// ioQueue only.
+    func dropIfNeverWritable(_ e: Unwritten, _ error: CacheError, _ wb: WriteBehind) -> Bool {
+        dispatchPrecondition(condition: .onQueue(ioQueue))
+        switch error {
+        case .invalidKey:
+            break
+        case .cannotCreateCacheFile(_, let code) where [ENAMETOOLONG, EISDIR, ELOOP, EINVAL].contains(code):
+            break
+        default:
+            return false
+        }
+        wb.table.withLock { $0.remove(e.key, ifVersion: e.entry.version) }
+        if memoryStorage.meta(forKey: e.key)?.version == e.entry.version { memoryStorage.remove(forKey: e.key) }
+        wb.counters.withLock { $0.droppedEntries += 1 }
+        wb.config.onDroppedEntry?(e.key, error)
+        return true
     }
 
     /// Appends anew the records of up to `limit` of the oldest unwritten entries (live,

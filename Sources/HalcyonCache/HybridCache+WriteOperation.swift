@@ -49,6 +49,8 @@ extension HybridCache {
             var expiration: StorageExpiration
             /// The new memory expiration; nil keeps the memory copy's own.
             var memoryExpiration: StorageExpiration?
+            /// The new lifetime of an entry held in memory only; nil keeps its own.
+            var memoryOnlyExpiration: StorageExpiration?
             var forcedExtension: String?
             /// The instant the expiration counts from; `perform` fills it when nil.
             var countedFrom: Date?
@@ -290,17 +292,20 @@ extension HybridCache {
     /// The entry gets `t.expiration` counted from `t.countedFrom` in both tiers; the
     /// memory copy restarts its residency. A resident copy vouches for the entry even
     /// when its file's own times lag behind (the lifetime memory extended is written
-    /// with the touch); otherwise the file decides.
+    /// with the touch); otherwise the file decides. A memory-only entry gets
+    /// `t.memoryOnlyExpiration` (or its own). A new lifetime already over ends the entry
+    /// now (`expireByTouch`).
     private func applyTouch(_ t: WriteOperation.Touch) -> Result<TouchResult, CacheError> {
         let now = t.countedFrom!
         do throws(CacheError) {
-            if let resident = memoryStorage.meta(forKey: t.key), resident.hasDiskCopy {
-                if t.expiration.isExpired || Lifetime.end(of: t.expiration, from: now) <= now {
-                    memoryStorage.remove(forKey: t.key)
-                    // Journaled: the touch's record (an expired lifetime) goes first.
-                    _ = try removeDiskCopy(forKey: t.key, forcedExtension: t.forcedExtension, journaled: true)
-                    return .success(TouchResult(touched: true, expiresAt: .distantPast))
-                }
+            let resident = memoryStorage.meta(forKey: t.key)
+            let memoryOnly = resident.map { !$0.hasDiskCopy } ?? false
+            if let lifetime = memoryOnly ? t.memoryOnlyExpiration : t.expiration,
+               lifetime.isExpired || Lifetime.end(of: lifetime, from: now) <= now
+            {
+                return .success(try expireByTouch(t, memoryOnly: memoryOnly, now: now))
+            }
+            if let resident, resident.hasDiskCopy {
                 let expiresAt = t.expiresAt!
                 let timeToLive = t.expiration.timeToLive(from: now)
                 let wrote = try writeBackDiskCopy(.init(
@@ -318,18 +323,29 @@ extension HybridCache {
                         forcedExtension: t.forcedExtension))
                 return .success(TouchResult(touched: true, expiresAt: HybridCache.optionalDate(expiresAt)))
             }
-            let unwritten = unwrittenLookup(forKey: t.key, forcedExtension: t.forcedExtension, at: now)
             let diskMeta = try touchDiskCopy(
                 forKey: t.key, expiration: t.expiration, forcedExtension: t.forcedExtension, now: now)
-            if case .absent = unwritten, diskMeta?.expiration == .distantPast { adjustDiskUsage(replacing: diskMeta, with: nil) }
             // A memory-only entry: its memory expiration is its lifetime.
-            let memoryDate = diskMeta == nil ? memoryStorage.touch(forKey: t.key, expiration: t.memoryExpiration) : nil
+            let memoryDate = diskMeta == nil ? memoryStorage.touch(forKey: t.key, expiration: t.memoryOnlyExpiration) : nil
             let expiresAt = diskMeta.map(\.expiration) ?? memoryDate
             return .success(TouchResult(
                 touched: diskMeta != nil || memoryDate != nil, expiresAt: expiresAt.flatMap(HybridCache.optionalDate)))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// A touch whose new lifetime is already over: the entry ends now, as Redis's EXPIRE
+    /// with a past time ends a key. Both tiers lose it, it counts once as an expiration
+    /// (of memory for a memory-only entry, else of disk), and the result says when: the
+    /// current whole second, a real instant (never `Date.distantPast`).
+    private func expireByTouch(_ t: WriteOperation.Touch, memoryOnly: Bool, now: Date) throws(CacheError) -> TouchResult {
+        let inMemory = memoryOnly ? memoryStorage.expire(forKey: t.key) : memoryStorage.remove(forKey: t.key)
+        // Journaled: the touch's record (an expired lifetime) went first, so replay ends it too.
+        let onDisk = try removeDiskCopy(forKey: t.key, forcedExtension: t.forcedExtension, journaled: true)
+        if onDisk { counters.withLock { $0.diskExpirations += 1 } }
+        guard inMemory || onDisk else { return TouchResult(touched: false, expiresAt: nil) }
+        return TouchResult(touched: true, expiresAt: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))
     }
 
     private func applyRemove(
@@ -339,6 +355,9 @@ extension HybridCache {
         let inMemory = fromMemory && memoryStorage.remove(forKey: key, writingBack: !fromDisk)
         do throws(CacheError) {
             let onDisk = fromDisk ? try removeDiskCopy(forKey: key, forcedExtension: forcedExtension, journaled: journaled) : false
+            // Disk alone: the memory copy is now all a read answers from, so it becomes a
+            // memory-only entry (a touch then extends it, instead of finding no disk copy).
+            if fromDisk && !fromMemory { memoryStorage.detachFromDisk(forKey: key) }
             if inMemory || onDisk { counters.withLock { $0.removals += 1 } }
             return .success(inMemory || onDisk)
         } catch {

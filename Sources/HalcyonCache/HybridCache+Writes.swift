@@ -51,12 +51,15 @@ extension HybridCache {
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion, HybridCache.storeResult)
     }
 
-    /// The write a store of `entry` under `key` with `options` is.
+    /// The write a store of `entry` under `key` with `options` is. A memory-only entry's
+    /// lifetime is its memory expiration, else the expiration the caller gave (a TTL asked
+    /// for is never silently replaced by the memory default), else the memory default.
     func storeOperation(_ entry: CacheEntry, forKey key: String, options: Options) -> WriteOperation {
         .store(.init(
             key: key, entry: entry, toDisk: options.toDisk,
             expiration: options.diskExpiration ?? diskStorage.config.expiration,
-            memoryExpiration: options.memoryExpiration ?? config.memory.expiration,
+            memoryExpiration: options.memoryExpiration ?? (options.toDisk ? nil : options.diskExpiration)
+                ?? config.memory.expiration,
             forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
     }
 
@@ -65,7 +68,11 @@ extension HybridCache {
     /// Runs on the ioQueue. The entry gets `options.diskExpiration` (nil: the disk tier's
     /// rule) as its new lifetime, in both tiers; a memory copy restarts its residency
     /// with `options.memoryExpiration` (nil: its own). A memory-only entry gets
-    /// `options.memoryExpiration` (nil: its own) as its lifetime.
+    /// `options.memoryExpiration`, else `options.diskExpiration`, else its own memory
+    /// expiration as its lifetime. A new lifetime already over (`.expired`, a past date)
+    /// expires the entry now, as Redis's EXPIRE does: it is removed from both tiers,
+    /// counted as an expiration, and the result is `touched: true` with `expiresAt` the
+    /// current whole second.
     @discardableResult
     public func touch(
         forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
@@ -73,7 +80,9 @@ extension HybridCache {
     ) -> CacheTask {
         let operation = WriteOperation.touch(.init(
             key: key, expiration: options.diskExpiration ?? diskStorage.config.expiration,
-            memoryExpiration: options.memoryExpiration, forcedExtension: options.forcedExtension))
+            memoryExpiration: options.memoryExpiration,
+            memoryOnlyExpiration: options.memoryExpiration ?? options.diskExpiration,
+            forcedExtension: options.forcedExtension))
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion) {
             if case .touched(let r) = $0 { return r }
             return TouchResult(touched: false, expiresAt: nil)

@@ -374,6 +374,51 @@ public enum MemoryStorage {
             return true
         }
 
+        /// Removes `key` as an expiration (counted in `Stats.expirations`, not as a removal):
+        /// its lifetime was ended now by its owner (a touch with a lifetime already over).
+        /// Drops any pending write-back of `key`. Returns whether an entry was there.
+        @discardableResult
+        public func expire(forKey key: String) -> Bool {
+            let cost = shard(for: key).state.withLock { state -> Int? in
+                guard let slot = state.slot(forKey: key) else { return nil }
+                state.expirations += 1
+                return state.remove(slot)
+            }
+            dropPending(forKey: key, olderThan: .max)
+            guard let cost else { return false }
+            accountRemoval(cost: cost, count: 1)
+            return true
+        }
+
+        /// Turns the resident copy of `key` into a memory-only entry, because its disk copy
+        /// was removed and memory is all a read can answer from. It leaves when it would
+        /// have anyway (the earlier of its lifetime and its residency); a read extends it
+        /// by the shorter of its time-to-live and its residency span. Drops any pending
+        /// write-back (there is no file to write it to). Returns whether a copy was there.
+        @discardableResult
+        public func detachFromDisk(forKey key: String) -> Bool {
+            let now = clock.now()
+            let found = shard(for: key).state.withLock { state -> Bool in
+                guard let slot = state.slot(forKey: key) else { return false }
+                state.withNode(slot) { node in
+                    guard node.diskExpiresAt != nil else { return }
+                    let leaves = node.leavesAt
+                    let spans = [node.timeToLive, node.residency.timeToLive(from: now)].compactMap { $0 }
+                    let span = spans.min()
+                    node.timeToLive = span
+                    node.residency = span.map { .seconds($0) } ?? .never
+                    node.expiresAt = leaves
+                    node.residentUntil = leaves
+                    node.diskExpiresAt = nil
+                    node.forcedExtension = nil
+                    node.writeBackQueued = false
+                }
+                return true
+            }
+            dropPending(forKey: key, olderThan: .max)
+            return found
+        }
+
         /// Removes every entry. Returns how many there were (expired ones included).
         ///
         /// - Parameter writingBack: true when the disk copies stay (clearing the memory

@@ -1,4 +1,4 @@
-// The one grammar for durations that people type: daemon flags (`--default-ttl 7d`), the
+// The one grammar for durations that people type: daemon flags (`--disk-expiration 7d`), the
 // CLI (`--ttl 1h30m`, `--timeout 500ms`) and, matching it, the Python client. The
 // accepted and refused forms are tabled in Docs/DURATIONS.md; change both together.
 

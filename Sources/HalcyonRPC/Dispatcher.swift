@@ -142,6 +142,8 @@ public struct ServerFacts: Sendable {
     /// The daemon's metrics in the Prometheus text format, for `server.metrics`; set by the
     /// transport, which owns the metrics registry. Default: no series.
     public var metricsText: @Sendable () -> String = { "" }
+    /// The cache's name (`--name`), for `server.info`'s `cacheName`. Default `"default"`.
+    public var cacheName = "default"
 
     public init(
         version: String, socketPath: String, startedAt: Date, limits: [(String, Int64)],
@@ -220,8 +222,11 @@ public final class Dispatcher: Sendable {
     public let facts: ServerFacts
     /// The lease table of `cache.lease` (LeaseMethods.swift); owners are connection ids.
     public let leases: Leases
+    /// The keys the cache can name files with, fixed at start (`Params.keyRule`).
+    let keyRule: DiskStorage.KeyRule
     public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
         self.cache = cache
+        self.keyRule = cache.diskStorage.keyRule
         self.facts = facts
         self.leases = leases
         // The table's checks run here, at start, not at the first request.
@@ -284,7 +289,8 @@ public final class Dispatcher: Sendable {
         _ spec: MethodSpec, _ request: RPCRequest, session: ConnectionSession
     ) throws(RPCError) -> (Params, HybridCache.Options) {
         try check(spec, request)
-        let params = try Params(node: request.paramsNode, allowed: spec.params)
+        var params = try Params(node: request.paramsNode, allowed: spec.params)
+        params.keyRule = keyRule
         var options = HybridCache.Options()
         options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
         if spec.takesOptions {

@@ -2,6 +2,7 @@
 // with a stable reason and `data.param`, so a client learns exactly what was wrong.
 
 import Foundation
+import HalcyonCache
 import HalcyonJSON
 
 /// A request's params object, checked against the names its method takes.
@@ -21,6 +22,11 @@ public struct Params: Sendable {
 
     /// The params object, valid while this `Params` lives; nil when the request had none.
     @inlinable public var object: JSONView? { node?.view }
+
+    /// Which keys `key(_:)` accepts beyond their length: the dispatcher sets the cache's
+    /// own rule, so a key the disk tier cannot name a file with (`--no-hashed-file-names`)
+    /// is refused before anything runs. Default: every key.
+    public var keyRule = DiskStorage.KeyRule.anyKey
 
     /// Wraps `params`, rejecting any member whose name is not in `allowed`
     /// (`unknownParam`), so a typo does not silently fall back to a default.
@@ -69,18 +75,25 @@ public struct Params: Sendable {
     // MARK: Scalars
 
     /// A required cache key: a non-empty string (`emptyKey`) of at most
-    /// `Params.maxKeyBytes` UTF-8 bytes (`keyTooLong`).
+    /// `Params.maxKeyBytes` UTF-8 bytes (`keyTooLong`) that `keyRule` accepts (`invalidKey`).
     public func key(_ name: String = "key") throws(RPCError) -> String {
         let member = try require(name)
         guard let length = member.stringByteCount else { throw .wrongType(name, expected: "string") }
-        if length == 0 { throw .invalidParams(reason: .emptyKey, param: name, message: "'\(name)' must not be empty") }
+        try Params.checkKeyLength(length, param: name)
+        let key = member.string ?? ""
+        guard keyRule.accepts(key) else { throw .invalidKey(param: name) }
+        return key
+    }
+
+    /// `emptyKey` and `keyTooLong`, for a key of `length` UTF-8 bytes in member `param`.
+    static func checkKeyLength(_ length: Int, param: String) throws(RPCError) {
+        if length == 0 { throw .invalidParams(reason: .emptyKey, param: param, message: "'\(param)' must not be empty") }
         if length > Params.maxKeyBytes {
-            var error = RPCError.invalidParams(reason: .keyTooLong, param: name,
-                                               message: "'\(name)' is longer than \(Params.maxKeyBytes) UTF-8 bytes")
+            var error = RPCError.invalidParams(reason: .keyTooLong, param: param,
+                                               message: "'\(param)' is longer than \(Params.maxKeyBytes) UTF-8 bytes")
             error.data.append(.init("limit", .int(Int64(Params.maxKeyBytes))))
             throw error
         }
-        return member.string ?? ""
     }
 
     /// The longest key accepted, in UTF-8 bytes (Docs/PROTOCOL.md §4).

@@ -200,6 +200,18 @@ extension RPCError {
                         data: limit.map { [DataMember("limit", .int(Int64($0)))] } ?? [])
     }
 
+    /// -32005 `peerNotAllowed`: the peer check refused the connecting process, which gets
+    /// this line (id null) before the daemon closes the connection, so a client can say
+    /// why instead of reporting a closed connection. -32005 like the other refusals of a
+    /// whole connection (`tooManyConnections`, `outOfDescriptors`).
+    public static func peerNotAllowed(uid: UInt32, gid: UInt32) -> RPCError {
+        RPCError(code: Code.overloaded,
+                 message: "Not allowed: uid \(uid) may not use this daemon (it admits its own user, root, "
+                     + "--allow-uid and --allow-gid)",
+                 reason: "peerNotAllowed",
+                 data: [DataMember("uid", .int(Int64(uid))), DataMember("gid", .int(Int64(gid)))])
+    }
+
     /// -32005 `shuttingDown`: the daemon is draining and did not finish this request in
     /// time (or got it after shutdown began). Whether it ran is unknown to the client.
     public static var shuttingDown: RPCError {
@@ -247,8 +259,7 @@ extension RPCError {
             self.init(code: Code.cannotRead, message: "Cannot read \(path): \(RPCError.errnoName(errno))",
                       reason: error.reason, data: RPCError.errnoData(errno))
         case .invalidKey:
-            self.init(code: Code.invalidParams, message: "Invalid params: the key cannot name a file",
-                      reason: error.reason, data: [DataMember("param", .string("key"))])
+            self = .invalidKey(param: "key")
         case .diskBacklog(let journalBytes, let unwrittenBytes):
             self.init(code: Code.overloaded, message: "Disk backlog: the journal or the unwritten entries are at their bound",
                       reason: error.reason,
@@ -316,6 +327,11 @@ extension RPCError {
         var data: [DataMember] = []
         if let param { data.append(DataMember("param", .string(param))) }
         return RPCError(code: Code.invalidParams, message: "Invalid params: \(message)", reason: reason.rawValue, data: data)
+    }
+
+    /// -32602 `invalidKey`: the key in `param` cannot name a file (`--no-hashed-file-names`).
+    public static func invalidKey(param: String) -> RPCError {
+        invalidParams(reason: .invalidKey, param: param, message: "the key cannot name a file")
     }
 
     /// -32602 `missingParam`.

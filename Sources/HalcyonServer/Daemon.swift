@@ -65,7 +65,7 @@ public final class Daemon: Sendable {
     public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
         self.configuration = configuration
         self.logger = logger
-        self.cache = HybridCache(config: Self.cacheConfig(from: configuration))
+        self.cache = HybridCache(config: Self.cacheConfig(from: configuration, logger: logger))
         self.metrics = Metrics(cache: cache, counters: counters)
         self.observer = Observer(metrics: metrics, logger: logger)
         self.metricsListen = metricsListen
@@ -74,7 +74,7 @@ public final class Daemon: Sendable {
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }
 
-    static func cacheConfig(from c: ServerConfiguration) -> HybridCache.Config {
+    static func cacheConfig(from c: ServerConfiguration, logger: Logger) -> HybridCache.Config {
         var memory = MemoryStorage.Config()
         memory.totalCostLimit = c.memoryLimit
         memory.countLimit = c.memoryCountLimit
@@ -88,6 +88,14 @@ public final class Daemon: Sendable {
         var journal = HybridCache.JournalConfig(fsync: c.fsync)
         journal.maxJournalBytes = c.journalLimit
         journal.maxUnwrittenBytes = c.unwrittenLimit
+        journal.onDroppedEntry = { key, error in
+            var metadata: Logger.Metadata = ["key": "\(key)", "reason": "\(error.reason)"]
+            if let code = error.errno {
+                metadata["errno"] = "\(code)"
+                metadata["errnoName"] = "\(RPCError.errnoName(code))"
+            }
+            logger.error("dropped an acknowledged value whose file can never be written", metadata: metadata)
+        }
         config.journal = journal
         return config
     }
@@ -101,8 +109,8 @@ public final class Daemon: Sendable {
         do {
             try daemon.start()
         } catch {
+            // Once: the log goes to stderr already (a second plain line repeated it).
             logger.critical("halcyond cannot start: \(error)")
-            FileHandle.standardError.write(Data("halcyond: \(error)\n".utf8))
             exit(1)
         }
         let signalSources = daemon.installSignalHandlers()
@@ -193,21 +201,12 @@ public final class Daemon: Sendable {
             }
         }
         listening.withLock { $0 = (channel, prepared, false) }
-        logger.info(
-            "halcyond \(Self.version) listening",
-            metadata: [
-                "socket": "\(source.path)",
-                "cacheFolder": "\(cache.diskStorage.directoryURL.path)",
-                "diskSizeLimit": "\(configuration.diskSizeLimit)",
-                "diskExpiration": "\(configuration.diskExpiration)",
-                "memoryLimit": "\(configuration.memoryLimit)",
-                "memoryCountLimit": "\(configuration.memoryCountLimit)",
-                "memoryExpiration": "\(configuration.memoryExpiration)",
-                "maxConnections": "\(configuration.maxConnections)",
-                "maxInFlight": "\(configuration.maxInFlight)",
-                "eventLoops": "\(configuration.eventLoopThreads)",
-            ]
-        )
+        var listeningMetadata: Logger.Metadata = [
+            "socket": "\(source.path)",
+            "cacheFolder": "\(cache.diskStorage.directoryURL.path)",
+        ]
+        for (name, value) in configuration.limitsForLog { listeningMetadata[name] = "\(value)" }
+        logger.info("halcyond \(Self.version) listening", metadata: listeningMetadata)
         if !cache.diskStorage.isReady {
             logger.error("the disk tier is not ready; disk requests will fail with diskStorageIsNotReady",
                          metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
@@ -240,6 +239,7 @@ public final class Daemon: Sendable {
             debugMethodsEnabled: c.enableDebugMethods,
             liveCounters: { counters.snapshot }
         )
+        facts.cacheName = c.name
         facts.metricsText = { metrics.render() }
         return facts
     }
@@ -276,7 +276,12 @@ public final class Daemon: Sendable {
         guard policy.allows(peer) else {
             counters.peerRefused()
             logger.warning("refused peer", metadata: ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "gid": "\(peer.gid)"])
-            return channel.close()
+            // Told why before the close, as a refusal for --max-connections is; nothing
+            // it sent is read.
+            let reply = RPCReply.error(id: nil, .peerNotAllowed(uid: peer.uid, gid: peer.gid))
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(line: reply.bytes))
+            }
         }
         guard counters.openConnection(limit: configuration.maxConnections) else {
             counters.peerRefused()

@@ -84,6 +84,7 @@ public final class Metrics: Sendable {
         count("halcyon_cache_sets_total", [], stats.sets, &last)
         count("halcyon_cache_removals_total", [], stats.removals, &last)
         count("halcyon_cache_maintenance_errors_total", [], stats.maintenanceErrors, &last)
+        count("halcyon_journal_dropped_entries_total", [], stats.journal?.droppedEntries ?? 0, &last)
         count("halcyon_refused_peers_total", [], live.refusedPeers, &last)
         count("halcyon_output_buffer_overflows_total", [], live.outputBufferOverflows, &last)
         count("halcyon_lines_parsed_off_loop_total", [], live.linesParsedOffLoop, &last)

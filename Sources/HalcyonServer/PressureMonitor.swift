@@ -5,6 +5,7 @@
 
 import Dispatch
 import HalcyonCache
+import HalcyonRPC
 import Logging
 
 /// Compares the cache's and the transport's counters every `interval` and logs what grew.
@@ -65,7 +66,16 @@ final class PressureMonitor: @unchecked Sendable {
             }
             let failed = now.maintenanceErrors - before.maintenanceErrors
             if failed > 0 {
-                logger.error("sweeps or trims failed on the disk tier", metadata: ["count": "\(failed)"])
+                // Sweeps, trims, lifetime write-backs and the per-key file writes behind the
+                // journal: all are retried. A value whose file can never be written is
+                // dropped and logged on its own, with its key and errno.
+                let fileWrites = (now.journal?.fileWriteFailures ?? 0) - (before.journal?.fileWriteFailures ?? 0)
+                var metadata: Logger.Metadata = ["count": "\(failed)", "fileWrites": "\(fileWrites)"]
+                if fileWrites > 0, let last = now.journal?.lastFileWriteFailure {
+                    metadata["lastFileWriteFailure"] = "\(last.reason)"
+                    if let code = last.errno { metadata["errnoName"] = "\(RPCError.errnoName(code))" }
+                }
+                logger.error("disk maintenance failed and will be retried", metadata: metadata)
             }
         }
         let storage = counters.storageErrors

@@ -138,6 +138,9 @@ public struct ServerConfiguration: Sendable {
             .appendingPathComponent("halcyon", isDirectory: true)
     }
 
+    /// The smallest `--max-line-bytes`: room for any request with a short key and value.
+    public static let minimumLineBytes = 1024
+
     /// Checks the values no server could run with.
     /// - Throws: `ConfigurationError.invalid` naming the flag and the reason.
     public func validate() throws(ConfigurationError) {
@@ -155,7 +158,10 @@ public struct ServerConfiguration: Sendable {
         }
         guard memoryLimit >= 0 else { throw fail("--memory-limit", "must not be negative") }
         guard memoryCountLimit >= 0 else { throw fail("--memory-count-limit", "must not be negative") }
-        guard maxLineBytes > 0 else { throw fail("--max-line-bytes", "must be greater than zero") }
+        // Below this not even a ping fits, and every request would be refused lineTooLong.
+        guard maxLineBytes >= Self.minimumLineBytes else {
+            throw fail("--max-line-bytes", "must be at least 1KiB (\(Self.minimumLineBytes) bytes); requests would not fit")
+        }
         guard maxBatch > 0 else { throw fail("--max-batch", "must be greater than zero") }
         guard maxConnections > 0 else { throw fail("--max-connections", "must be greater than zero") }
         guard maxInFlight > 0 else { throw fail("--max-in-flight", "must be greater than zero") }
@@ -172,6 +178,36 @@ public struct ServerConfiguration: Sendable {
         guard journalLimit >= 1 << 20 else { throw fail("--journal-limit", "must be at least 1 MiB") }
         guard unwrittenLimit >= 1 << 20 else { throw fail("--unwritten-limit", "must be at least 1 MiB") }
         guard eventLoopThreads > 0 else { throw fail("--event-loop-threads", "must be greater than zero") }
+    }
+
+    /// The name and every limit and default, as the daemon holds them (bytes, seconds,
+    /// counts), named as the flags are in camelCase: the metadata of the start-up
+    /// `listening` line. Every flag that bounds or sets something is here.
+    public var limitsForLog: [(String, String)] {
+        var out: [(String, String)] = [
+            ("name", name),
+            ("diskSizeLimit", "\(diskSizeLimit)"),
+            ("diskExpiration", HumanUnits.formatExpiration(diskExpiration)),
+            ("memoryLimit", "\(memoryLimit)"),
+            ("memoryCountLimit", "\(memoryCountLimit)"),
+            ("memoryExpiration", HumanUnits.formatExpiration(memoryExpiration)),
+            ("hashedFileNames", "\(usesHashedFileNames)"),
+            ("maxLineBytes", "\(maxLineBytes)"),
+            ("maxBatch", "\(maxBatch)"),
+            ("maxConnections", "\(maxConnections)"),
+            ("maxInFlight", "\(maxInFlight)"),
+            ("maxOutputBuffer", "\(maxOutputBuffer)"),
+            ("maxInputBuffer", "\(maxInputBuffer)"),
+            ("sweepInterval", "\(sweepInterval)"),
+            ("fsync", fsync.rawValue),
+            ("journalLimit", "\(journalLimit)"),
+            ("unwrittenLimit", "\(unwrittenLimit)"),
+            ("socketMode", "0" + String(socketMode, radix: 8)),
+            ("drainTimeout", "\(drainTimeout)"),
+            ("eventLoops", "\(eventLoopThreads)"),
+        ]
+        if let ext = pathExtension { out.append(("pathExtension", ext)) }
+        return out
     }
 
     /// One line for the start-up log: socket, folder, limits and defaults.

@@ -22,13 +22,16 @@ enum CLIError: Error {
     case leased
     /// `lease`: the command it ran failed with this status, which becomes the exit status.
     case childFailed(status: Int32)
+    /// `lease`: the command could not be started: exit 127 when it was not found, 126
+    /// when it could not be executed, as a shell does.
+    case cannotRun(status: Int32, message: String)
 
     /// The process exit status for this outcome.
     var exitCode: Int32 {
         switch self {
         case .miss: return 1
         case .leased: return 3
-        case .childFailed(let status): return status
+        case .childFailed(let status), .cannotRun(let status, _): return status
         case .usage, .transport, .rpc, .badReply, .input: return 2
         }
     }
@@ -42,6 +45,7 @@ enum CLIError: Error {
         case .rpc(let code, let reason, let message): return "\(reason): \(message) (\(code))"
         case .badReply(let message): return "badReply: \(message)"
         case .input(let reason, let message): return "\(reason): \(message)"
+        case .cannotRun(_, let message): return "cannotRun: \(message)"
         }
     }
 }

@@ -23,10 +23,15 @@ final class Connection {
     private let fd: Int32
     /// Bytes read past the end of the last line.
     private var pending: [UInt8] = []
-    /// The `--timeout` in seconds: the longest wait for any progress.
-    private let timeout: Double
+    /// The `--timeout` in seconds: the longest wait for any progress. `halcyon loop`
+    /// sets it per command, since each line may give its own `--timeout`.
+    var timeout: Double
     /// The next request id.
     private var nextID: Int64 = 1
+    /// Set when an exchange failed part way (a broken or timed-out connection, a reply
+    /// that could not be read): what arrives next may answer an old request, so the
+    /// connection must not carry another.
+    private(set) var isBroken = false
 
     /// Connects to `path`.
     /// - Parameters:
@@ -34,7 +39,7 @@ final class Connection {
     ///   - timeout: the longest the connect, or any step of a `call`, may wait for the
     ///     daemon.
     /// - Throws: `CLIError.transport` with the complete error line, e.g.
-    ///   `cannot connect to /tmp/x.sock: No such file or directory (daemon not running?)`.
+    ///   `cannotConnect: cannot connect to /tmp/x.sock: No such file or directory (daemon not running?)`.
     init(path: String, timeout: Double) throws(CLIError) {
         self.path = path
         self.timeout = timeout
@@ -43,14 +48,14 @@ final class Connection {
         let pathBytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard !pathBytes.isEmpty, pathBytes.count < capacity, !pathBytes.contains(0) else {
-            throw .transport(line: "cannot connect to \(path): the path must be 1 to \(capacity - 1) bytes without NUL")
+            throw .transport(line: "cannotConnect: cannot connect to \(path): the path must be 1 to \(capacity - 1) bytes without NUL")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: pathBytes)
             raw[pathBytes.count] = 0
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw .transport(line: "cannot create a socket: \(Self.errnoText())") }
+        guard fd >= 0 else { throw .transport(line: "cannotConnect: cannot create a socket: \(Self.errnoText())") }
         self.fd = fd
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -75,6 +80,15 @@ final class Connection {
 
     deinit {
         close(fd)
+    }
+
+    /// Whether the daemon has closed this connection, or said something unasked (a
+    /// notice before it closes), while no request was outstanding: either way the
+    /// connection is not fit for the next request. Never blocks.
+    var isClosedByPeer: Bool {
+        guard pending.isEmpty else { return true }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) != 0
     }
 
     /// Sends one request and returns its `result`.
@@ -123,6 +137,18 @@ final class Connection {
     /// Writes `line`, then reads lines until the reply for `id` (or an error with a null
     /// id, which is how the daemon refuses a whole connection or line) arrives.
     private func exchange(line: [UInt8], id: Int64) throws(CLIError) -> JSONValue {
+        let reply: JSONValue
+        do {
+            reply = try receiveReply(after: line, id: id)
+        } catch {
+            isBroken = true
+            throw error
+        }
+        return try Self.result(of: reply)
+    }
+
+    /// Sends `line` and returns the reply for `id` (or the null-id error that refuses it).
+    private func receiveReply(after line: [UInt8], id: Int64) throws(CLIError) -> JSONValue {
         try send(line)
         while true {
             let replyLine = try readLine()
@@ -134,7 +160,7 @@ final class Connection {
             }
             guard let replyID = reply["id"] else { throw .badReply("a reply without an id: \(reply.compactText)") }
             if replyID.isNull || replyID.int64 == id {
-                return try Self.result(of: reply)
+                return reply
             }
             // A reply to something else (cannot happen with one request in flight): skip it.
         }
@@ -166,7 +192,7 @@ final class Connection {
             case EINTR: continue
             case EAGAIN: try wait(for: Int16(POLLOUT), doing: "send the request")
             case EPIPE, ECONNRESET: throw connectionClosed()
-            default: throw .transport(line: "cannot send to \(path): \(Self.errnoText())")
+            default: throw .transport(line: "connectionLost: cannot send to \(path): \(Self.errnoText())")
             }
         }
     }
@@ -202,7 +228,7 @@ final class Connection {
             case EINTR: continue
             case EAGAIN: try wait(for: Int16(POLLIN), doing: "read the reply")
             case ECONNRESET: throw connectionClosed()
-            default: throw .transport(line: "cannot read from \(path): \(Self.errnoText())")
+            default: throw .transport(line: "connectionLost: cannot read from \(path): \(Self.errnoText())")
             }
         }
     }
@@ -218,7 +244,7 @@ final class Connection {
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
             let ready = poll(&descriptor, 1, Int32(min(remaining, Int(Int32.max))))
             if ready > 0 { return }
-            if ready < 0, errno != EINTR { throw .transport(line: "cannot poll \(path): \(Self.errnoText())") }
+            if ready < 0, errno != EINTR { throw .transport(line: "connectionLost: cannot poll \(path): \(Self.errnoText())") }
         }
     }
 
@@ -230,7 +256,7 @@ final class Connection {
 
     private static func connectError(_ path: String, _ code: Int32) -> CLIError {
         let hint = (code == ENOENT || code == ECONNREFUSED) ? " (daemon not running?)" : ""
-        return .transport(line: "cannot connect to \(path): \(String(cString: strerror(code)))\(hint)")
+        return .transport(line: "cannotConnect: cannot connect to \(path): \(String(cString: strerror(code)))\(hint)")
     }
 
     private static func errnoText() -> String { String(cString: strerror(errno)) }

@@ -5,15 +5,25 @@ import HalcyonJSON
 /// A protocol expiration (`StorageExpiration` on the wire) chosen on the command line.
 enum Expiration {
     case never
+    /// `"expired"`: already over, which expires the key now (`touch k 0`).
+    case expired
     /// `{"seconds": N}`, N > 0.
     case seconds(Double)
     /// `{"date": T}`, Unix seconds.
     case date(Double)
 
     /// Parses a TTL argument: a duration (`10m`, `1h30m`, `90`) or `never`.
-    static func ttl(_ text: String, option: String) throws(CLIError) -> Expiration {
+    /// - Parameter zeroExpiresNow: accept a zero duration (`touch k 0`), which expires
+    ///   the entry now; elsewhere zero is refused, since storing an already expired value
+    ///   is a mistake rather than a request.
+    static func ttl(_ text: String, option: String, zeroExpiresNow: Bool = false) throws(CLIError) -> Expiration {
         if text.lowercased() == "never" { return .never }
-        do { return .seconds(try Durations.seconds(text)) } catch { throw .usage("\(option): \(error.description)") }
+        do {
+            let seconds = zeroExpiresNow ? try Durations.secondsOrZero(text) : try Durations.seconds(text)
+            return seconds == 0 ? .expired : .seconds(seconds)
+        } catch {
+            throw .usage("\(option): \(error.description)")
+        }
     }
 
     /// Picks the one expiration given by `--ttl`, `--expires-at` or `--never`, or nil
@@ -33,6 +43,8 @@ enum Expiration {
         switch self {
         case .never:
             writer.string("never")
+        case .expired:
+            writer.string("expired")
         case .seconds(let seconds):
             writer.beginObject()
             writer.key("seconds")

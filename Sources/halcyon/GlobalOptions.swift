@@ -23,7 +23,8 @@ struct GlobalOptions: ParsableArguments {
     var verbose = false
 }
 
-/// What a command needs to run: where the daemon is and how long to wait for it.
+/// What a command needs to run: where the daemon is, how long to wait for it, where its
+/// results go, and the words it was parsed from.
 ///
 /// Threading: a value; the CLI is single-threaded.
 struct CommandContext {
@@ -33,27 +34,69 @@ struct CommandContext {
     let timeout: Double
     /// `-v`/`--verbose`.
     let verbose: Bool
+    /// Where results go: stdout, or the reply line in `halcyon loop`.
+    let output: CommandOutput
+    /// The words the command was parsed from: the bytes of a VALUE that is not UTF-8.
+    let words: ArgumentWords
+    /// `halcyon loop`'s connection and defaults; nil when the process runs one command.
+    let session: LoopSession?
 
     /// The default `--timeout`: long enough for the daemon to store a 64 MiB value on a
     /// busy disk before it answers, short enough that a wedged daemon does not hang a
     /// script forever.
     static let defaultTimeout = 30.0
 
-    /// Resolves `options` against the environment.
-    /// - Throws: `CLIError.usage` for a bad `--timeout`.
-    init(options: GlobalOptions, environment: [String: String]) throws(CLIError) {
-        socketPath = SocketPath.resolve(flag: options.socket, environment: environment)
-        if let text = options.timeout {
-            do { timeout = try Durations.seconds(text) } catch { throw .usage("--timeout: \(error.description)") }
-        } else {
-            timeout = Self.defaultTimeout
-        }
-        verbose = options.verbose
+    /// Resolves `options` against the environment, or against the loop's own options.
+    /// - Throws: `CLIError.usage` for a bad `--timeout`, or a `--socket` on a line of
+    ///   `halcyon loop` (whose one connection has its socket already).
+    init(
+        options: GlobalOptions, environment: [String: String], output: CommandOutput = .standardOutput(),
+        words: ArgumentWords = ArgumentWords([]), session: LoopSession? = nil
+    ) throws(CLIError) {
+        try self.init(
+            socket: options.socket, timeout: options.timeout, verbose: options.verbose, environment: environment,
+            output: output, words: words, session: session)
     }
 
-    /// Opens a connection to the daemon.
+    /// The same from the global options' plain values (`nil`: not given).
+    init(
+        socket: String?, timeout timeoutText: String?, verbose: Bool, environment: [String: String],
+        output: CommandOutput, words: ArgumentWords, session: LoopSession?
+    ) throws(CLIError) {
+        if let session {
+            guard socket == nil else { throw .usage("--socket is given once, to 'halcyon loop'") }
+            socketPath = session.socketPath
+        } else {
+            socketPath = SocketPath.resolve(flag: socket, environment: environment)
+        }
+        if let timeoutText {
+            do { timeout = try Durations.seconds(timeoutText) } catch { throw .usage("--timeout: \(error.description)") }
+        } else {
+            timeout = session?.timeout ?? Self.defaultTimeout
+        }
+        self.verbose = verbose || session?.verbose == true
+        self.output = output
+        self.words = words
+        self.session = session
+    }
+
+    /// A connection to the daemon: a new one, or in `halcyon loop` the loop's own.
     func connect() throws(CLIError) -> Connection {
-        try Connection(path: socketPath, timeout: timeout)
+        if let session { return try session.connection(timeout: timeout) }
+        return try Connection(path: socketPath, timeout: timeout)
+    }
+
+    /// Fails when stdin cannot give a value: in `halcyon loop` it carries the commands,
+    /// and on a terminal a missing VALUE is almost always a forgotten argument (`-`
+    /// still reads the terminal for those who mean it).
+    /// - Parameter argument: the VALUE argument: nil when absent, `-` for stdin.
+    func checkStandardInput(for argument: String?) throws(CLIError) {
+        if session != nil {
+            throw .usage("missing VALUE: in 'halcyon loop' stdin carries the commands, so the value goes in the line")
+        }
+        if argument == nil, Output.stdinIsTerminal {
+            throw .usage("missing VALUE: give it as an argument, '-' to type it, or pipe it on stdin")
+        }
     }
 }
 
@@ -113,4 +156,11 @@ protocol HalcyonSubcommand: ParsableCommand {
     /// Does the work. Returns normally for exit 0.
     /// - Throws: `CLIError.miss` for exit 1, any other `CLIError` for exit 2.
     func execute(_ context: CommandContext) throws(CLIError)
+    /// The parsed arguments that are values, sent as bytes, so may be words that are not
+    /// UTF-8 (`set`'s VALUE, `lease`'s COMMAND); every other argument must be text.
+    var byteArguments: [String] { get }
+}
+
+extension HalcyonSubcommand {
+    var byteArguments: [String] { [] }
 }

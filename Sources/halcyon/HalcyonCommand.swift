@@ -12,8 +12,15 @@ struct HalcyonCommand: ParsableCommand {
         commandName: "halcyon",
         abstract: "Talk to the Halcyon cache daemon (halcyond) from the shell.",
         discussion: """
-            Exit status: 0 on success or a hit, 1 on a miss (get, exists, describe, rm, \
-            touch), 2 on any error, with one line on stderr naming the reason.
+            Exit status: 0 on success or a hit; 1 on a miss, printing nothing (get, exists, \
+            describe, rm, touch and rm-prefix found no key, add and cas did not store, release \
+            found no such lease); 2 on any error, with one line on stderr, \
+            'halcyon: <reason>: <message>'; lease only: 3 when another caller still held the \
+            lease after --wait, else COMMAND's own status (127 when it is not a program).
+
+            Negative numbers are arguments ('halcyon incr n -3'); a key or value that starts \
+            with '-' goes after '--' ('halcyon set -- -k -v'). For many commands from one \
+            script, 'halcyon loop' reads them one per line over one connection.
 
             Every command also takes --socket <path> (else $HALCYON_SOCKET, else the first \
             socket of $XDG_RUNTIME_DIR/halcyon/halcyon.sock, /run/user/<euid>/halcyon/halcyon.sock, \
@@ -27,6 +34,6 @@ struct HalcyonCommand: ParsableCommand {
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
             SizeCommand.self, CallCommand.self, MetricsCommand.self, AddCommand.self, IncrementCommand.self,
             DecrementCommand.self, CompareAndSetCommand.self, KeysCommand.self, RemovePrefixCommand.self,
-            LeaseCommand.self, ReleaseCommand.self,
+            LeaseCommand.self, ReleaseCommand.self, LoopCommand.self,
         ])
 }

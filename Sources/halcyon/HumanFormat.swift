@@ -1,7 +1,6 @@
 // Human renderings of results: sizes, expiries, relative times, and the key/value table
 // `stats` and `info` print by default.
 
-import Foundation
 import HalcyonJSON
 
 /// Formats result values for people. Machine output is always `--json`.
@@ -26,23 +25,25 @@ enum HumanFormat {
 
     /// An `expiresAt` member: `never`, `in 9m 59s (2026-11-23 10:00:00 UTC)`, or
     /// `expired 3s ago (…)` for an entry the sweep has not removed yet.
-    static func expiry(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
+    static func expiry(_ value: JSONValue?, now: Double = Durations.now()) -> String {
         guard let value, let time = value.double else { return "never" }
         let delta = time - now
         let when = Durations.formatUTC(time)
-        return delta >= 0 ? "in \(Durations.describe(delta)) (\(when))" : "expired \(Durations.describe(-delta)) ago (\(when))"
+        return delta >= 0
+            ? "in \(Durations.describe(delta, rounding: .down)) (\(when))"
+            : "expired \(Durations.describe(-delta)) ago (\(when))"
     }
 
     /// How long a memory copy stays in RAM: `in memory for 5m`, `in memory for good`.
-    static func residency(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
+    static func residency(_ value: JSONValue?, now: Double = Durations.now()) -> String {
         guard let value, let time = value.double else { return "in memory for good" }
-        return "in memory for \(Durations.describe(max(0, time - now)))"
+        return "in memory for \(Durations.describe(max(0, time - now), rounding: .down))"
     }
 
     /// A past instant: `3s ago (2026-11-23 09:59:57 UTC)`. The disk tier rounds times up
     /// to whole seconds, so an access a moment ago may lie up to a second ahead: that
     /// reads `just now`, not `in 0.4s`.
-    static func pastTime(_ value: JSONValue?, now: Double = Date().timeIntervalSince1970) -> String {
+    static func pastTime(_ value: JSONValue?, now: Double = Durations.now()) -> String {
         guard let value, let time = value.double else { return "unknown" }
         let delta = now - time
         let when = Durations.formatUTC(time)

@@ -28,13 +28,6 @@ enum Output {
         bytes.withUnsafeBytes { write($0, to: STDOUT_FILENO) }
     }
 
-    /// Writes a value's bytes exactly; on a terminal only, adds a final line feed when
-    /// the value has none.
-    static func value(_ bytes: [UInt8]) {
-        stdout(bytes)
-        if stdoutIsTerminal, !bytes.isEmpty, bytes.last != UInt8(ascii: "\n") { stdout([UInt8(ascii: "\n")]) }
-    }
-
     /// Writes `text` and a line feed to stdout.
     static func line(_ text: String) {
         stdout(Array((text + "\n").utf8))
@@ -45,11 +38,6 @@ enum Output {
         let bytes = Array("halcyon: \(text)\n".utf8)
         bytes.withUnsafeBytes { write($0, to: STDERR_FILENO) }
     }
-
-    /// Whether stdout is a terminal: then a value without a final line feed gets one,
-    /// so the prompt does not land on the value's last line (as redis-cli does). Pipes
-    /// and files always get the exact bytes.
-    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Whether stdin is a terminal (nothing piped in).
     static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
@@ -67,6 +55,47 @@ enum Output {
                 throw .input(reason: "cannotReadStdin", message: String(cString: strerror(errno)))
             }
             result.append(contentsOf: chunk[0..<count])
+        }
+    }
+}
+
+/// Where a command's results go: straight to stdout (one command per process), or into a
+/// buffer that becomes the command's reply line (`halcyon loop`). Commands write through
+/// this, never to stdout directly, so both modes print the same bytes.
+///
+/// Threading: not thread-safe; the CLI is single-threaded.
+final class CommandOutput {
+    /// The bytes written so far, when capturing; always empty otherwise.
+    private(set) var captured: [UInt8] = []
+    private let capturing: Bool
+
+    private init(capturing: Bool) {
+        self.capturing = capturing
+    }
+
+    /// Writes to the process's stdout.
+    static func standardOutput() -> CommandOutput { CommandOutput(capturing: false) }
+
+    /// Keeps what is written in `captured`.
+    static func capture() -> CommandOutput { CommandOutput(capturing: true) }
+
+    /// Writes `bytes` as they are.
+    func write(_ bytes: [UInt8]) {
+        if capturing { captured += bytes } else { Output.stdout(bytes) }
+    }
+
+    /// Writes `text` and a line feed.
+    func line(_ text: String) {
+        write(Array((text + "\n").utf8))
+    }
+
+    /// Writes a value's bytes exactly; on a terminal only, adds a final line feed when
+    /// the value has none, so the prompt does not land on the value's last line (as
+    /// redis-cli does). Pipes, files and captures always get the exact bytes.
+    func value(_ bytes: [UInt8]) {
+        write(bytes)
+        if !capturing, isatty(STDOUT_FILENO) == 1, !bytes.isEmpty, bytes.last != UInt8(ascii: "\n") {
+            write([UInt8(ascii: "\n")])
         }
     }
 }

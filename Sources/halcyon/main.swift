@@ -1,6 +1,8 @@
 // The `halcyon` executable. No code beyond this call lives in top-level code, whose
 // closures would be inferred @MainActor (see swift-on-linux-facts.md).
 
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-exit(CLIMain.run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+exit(CLIMain.run(ArgumentWords.processArguments(), environment: ProcessEnvironment.read()))

@@ -30,16 +30,19 @@ final class JournalCacheFixture: Sendable {
     func open(
         maxUnwritten: UInt64 = 64 << 20, backlogWait: Double = 2, directValueSize: Int = 1 << 20,
         memoryCostLimit: Int = 1 << 20, diskSizeLimit: UInt64 = 0, segmentSize: UInt64 = 16 << 20,
-        held: Locked<Bool>? = nil
+        held: Locked<Bool>? = nil, plainNames: Bool = false,
+        onDroppedEntry: (@Sendable (String, CacheError) -> Void)? = nil
     ) -> HybridCache {
         var memory = MemoryStorage.Config(totalCostLimit: memoryCostLimit)
         memory.clock = clock
         memory.cleanInterval = 0
         var disk = DiskStorage.Config(name: "test", sizeLimit: diskSizeLimit, directory: root)
         disk.clock = clock
+        disk.usesHashedFileName = !plainNames
         var config = HybridCache.Config(memory: memory, disk: disk)
         config.sweepInterval = 0
         var journal = HybridCache.JournalConfig(fsync: .never)
+        journal.onDroppedEntry = onDroppedEntry
         journal.maxUnwrittenBytes = maxUnwritten
         journal.backlogWait = backlogWait
         journal.directValueSize = directValueSize

@@ -1,6 +1,6 @@
 // One lifetime per entry: reads extend the entry whichever tier answers, the memory copy's
 // residency bounds only its stay in RAM, the extension reaches the file lazily (about
-// twice per TTL) and surely (eviction, residency end, clear, shutdown), and no
+// twice per TTL, departures from memory by the same rule, everything at shutdown), and no
 // maintenance deletes an entry that memory keeps alive. All on the fixture's one
 // ManualClock for both tiers.
 
@@ -65,51 +65,75 @@ struct HybridCacheLifetimeTests {
         #expect(try Self.fileExpiry(f, "hot")! >= f.clock.now().addingTimeInterval(50))
     }
 
-    @Test func flushedOnEviction() async throws {
+    /// An eviction writes a lifetime back only when the write-back threshold says it is
+    /// due: a small slide stays in memory's word alone; a lifetime whose file has at most
+    /// half of it left reaches the file.
+    @Test func evictionWritesBackOnlyWhenDue() async throws {
         let f = HybridCacheFixture(memoryCostLimit: 8)
-        _ = try await Self.store(f, "a", Self.ttl(1_000), bytes: 5)
+        let stored = try await Self.store(f, "a", Self.ttl(1_000), bytes: 5)
         f.clock.advance(by: 100)
         let hit = try await Self.get(f, "a")  // 100 s ahead of the file: below the threshold
         await f.drain()
         #expect(try Self.fileExpiry(f, "a")! < hit.expiresAt!)
         f.clock.advance(by: 1)
-        _ = try await Self.store(f, "b", Self.ttl(1_000), bytes: 5)  // evicts "a"
+        _ = try await Self.store(f, "b", Self.ttl(1_000), bytes: 5)  // evicts "a": 899 of 999 s left, not due
         await f.drain()
         #expect(f.cache.memoryStorage.meta(forKey: "a") == nil)
-        #expect(try Self.fileExpiry(f, "a") == hit.expiresAt)
+        #expect(try Self.fileExpiry(f, "a") == stored.expiresAt)
+        #expect(f.cache.stats().extensionWriteBacks == 0)
+
+        f.clock.advance(by: 100)
+        let hitB = try await Self.get(f, "b")  // again 100 s ahead of its file
+        await f.drain()
+        f.clock.advance(by: 800)  // the file has 100 s left of the 200 s memory promises: due
+        _ = try await Self.store(f, "c", Self.ttl(1_000), bytes: 5)  // evicts "b"
+        await f.drain()
+        #expect(f.cache.memoryStorage.meta(forKey: "b") == nil)
+        #expect(try Self.fileExpiry(f, "b") == hitB.expiresAt)
+        #expect(f.cache.stats().extensionWriteBacks == 1)
     }
 
-    @Test func flushedOnResidencyEnd() async throws {
+    /// The end of residency follows the same threshold. A copy kept past its file's own
+    /// expiry by reads writes its lifetime back before the disk read that follows (the
+    /// ioQueue runs them in order), so that read hits.
+    @Test func residencyEndWritesBackWhenDue() async throws {
         let f = HybridCacheFixture(memoryExpiration: .seconds(60))
-        _ = try await Self.store(f, "k", Self.ttl(1_000))
-        f.clock.advance(by: 30)
-        let hit = try await Self.get(f, "k")
-        f.clock.advance(by: 61)
-        // The residency is over: the copy leaves, its lifetime goes to the file before
-        // the disk read that follows (the ioQueue runs them in order).
+        let small = try await Self.store(f, "small", Self.ttl(1_000))
+        _ = try await Self.store(f, "k", Self.ttl(100))
+        f.clock.advance(by: 40)
+        _ = try await Self.get(f, "small")  // 40 s of a 1,000 s lifetime: never due
+        let hit = try await Self.get(f, "k")  // lifetime +140; the file still says +100
+        f.clock.advance(by: 61)  // both residencies are over; k's file has expired
         var read = HybridCache.Options()
         read.extendingExpiration = .none
         let again = try await Self.get(f, "k", read)
         #expect(again.cacheType == .disk)
         #expect(again.expiresAt == hit.expiresAt)
         #expect(try Self.fileExpiry(f, "k") == hit.expiresAt)
+        let smallAgain = try await Self.get(f, "small", read)
+        #expect(smallAgain.cacheType == .disk)
+        #expect(smallAgain.expiresAt == small.expiresAt)
+        #expect(f.cache.stats().extensionWriteBacks == 1)
     }
 
-    @Test func flushedOnClearOfMemoryAndOnShutdown() async throws {
+    /// A clear of memory follows the threshold; a clean shutdown writes back every lifetime
+    /// memory still holds.
+    @Test func clearOfMemoryFollowsTheThresholdAndShutdownFlushes() async throws {
         let f = HybridCacheFixture()
-        _ = try await Self.store(f, "a", Self.ttl(1_000))
+        let storedA = try await Self.store(f, "a", Self.ttl(1_000))
         _ = try await Self.store(f, "b", Self.ttl(1_000))
         f.clock.advance(by: 10)
         let a = try await Self.get(f, "a")
         _ = await result { f.cache.clear(memory: true, disk: false, completion: $0) }
-        #expect(try Self.fileExpiry(f, "a") == a.expiresAt)
+        #expect(try Self.fileExpiry(f, "a") == storedA.expiresAt)
+        #expect(try Self.fileExpiry(f, "a")! < a.expiresAt!)
 
         f.clock.advance(by: 10)
         let b = try await Self.get(f, "b")
         #expect(try Self.fileExpiry(f, "b")! < b.expiresAt!)
         f.cache.shutdown()
         #expect(try Self.fileExpiry(f, "b") == b.expiresAt)
-        #expect(f.cache.stats().extensionWriteBacks == 2)
+        #expect(f.cache.stats().extensionWriteBacks == 1)
     }
 
     @Test func sweepAndRemoveExpiredNeverDeleteAnEntryExtendedInMemory() async throws {

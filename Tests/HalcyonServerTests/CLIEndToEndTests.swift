@@ -308,7 +308,7 @@ struct CLIEndToEndTests {
         let run = try CLIProcess.run(["ping"], socket: path)
         #expect(run.status == 2)
         #expect(run.stdout.isEmpty)
-        #expect(run.stderrText == "halcyon: cannot connect to \(path): No such file or directory (daemon not running?)\n")
+        #expect(run.stderrText == "halcyon: cannotConnect: cannot connect to \(path): No such file or directory (daemon not running?)\n")
         // The same for a key command, which must not read stdin first and hang.
         #expect(try CLIProcess.run(["get", "k"], socket: path).status == 2)
     }

@@ -125,7 +125,8 @@ import Testing
     /// Each bad value names its flag, in one line.
     @Test(arguments: [
         ("--disk-size-limit", "lots"), ("--memory-limit", "9EiB"), ("--memory-expiration", "0s"),
-        ("--disk-expiration", "soon"), ("--max-line-bytes", "0"), ("--max-batch", "-3"),
+        ("--disk-expiration", "soon"), ("--max-line-bytes", "0"), ("--max-line-bytes", "10"),
+        ("--max-line-bytes", "1023"), ("--max-batch", "-3"),
         ("--max-connections", "0"), ("--max-in-flight", "many"), ("--sweep-interval", "10 parsecs"),
         ("--drain-timeout", "-1s"), ("--socket-mode", "0999"), ("--socket-mode", "1777"),
         ("--socket-mode", "0044"), ("--socket-group", "no-such-group-halcyon"), ("--log-level", "loud"),

@@ -115,8 +115,9 @@ func shapeDifferences(expected: JSONValue, actual: JSONValue, at path: String = 
     if expected.kind == .string, let text = expected.string, text.hasPrefix("<"), text.hasSuffix(">") {
         let ok: Bool
         switch text {
-        // Instants are whole Unix seconds (Docs/PROTOCOL.md §5: rounded up), or null for "never".
-        case "<time>": ok = actual.kind == .integer || actual.kind == .null
+        // Instants are whole Unix seconds (Docs/PROTOCOL.md §5: rounded up), or null for "never";
+        // a real instant, never one before 1970 (a placeholder date leaking onto the wire).
+        case "<time>": ok = (actual.kind == .integer && (actual.int64 ?? -1) >= 0) || actual.kind == .null
         case "<int>": ok = actual.kind == .integer
         case "<number>": ok = actual.kind == .integer || actual.kind == .real
         case "<string>": ok = actual.kind == .string
@@ -195,7 +196,7 @@ struct ProtocolDocTests {
             "lineTooLong", "batchTooLarge", "methodNotFound", "debugMethodsDisabled", "internalError",
             "requestCancelled", "shuttingDown", "cannotEncode", "diskStorageIsNotReady",
             "cannotCreateCacheFile", "cannotSetCacheFileAttribute", "cannotRemoveCacheFile",
-            "cannotLoadDataFromDisk",
+            "cannotLoadDataFromDisk", "peerNotAllowed",
         ])
         let missing = reasons.filter { !table.contains("`\($0)`") }.sorted()
         #expect(missing.isEmpty, "not in the §3 table: \(missing)")

@@ -160,3 +160,21 @@ def test_cancelled_task_cancels_its_request(fake: FakeServer, key: str) -> None:
     sets = [m for m in fake.received if m.get("method") == "cache.set"]
     cancels = [m for m in fake.received if m.get("method") == "$/cancelRequest"]
     assert cancels and cancels[0]["params"]["id"] == sets[0]["id"]
+
+
+def test_async_client_has_every_method_of_client() -> None:
+    # The docs promise the same methods; a method added to one client only fails here.
+    sync = {n for n in dir(halcyon.Client) if not n.startswith("_")}
+    asynchronous = {n for n in dir(AsyncClient) if not n.startswith("_")}
+    assert sync - asynchronous == set()
+    assert asynchronous - sync == set()
+
+
+def test_notify_sends_and_gets_no_reply(server_path: str, key: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(server_path) as c:
+            await c.notify("no.such.method")           # not even an error comes back
+            await c.notify("cache.set", {"key": key, "value": "sent"})
+            # The set ran before the next request of the same connection (per-connection order).
+            assert await c.get(key) == "sent"
+    run(main())

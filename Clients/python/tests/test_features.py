@@ -379,3 +379,28 @@ def test_memoize_across_6_processes_computes_once(rev2_fresh_daemon: Daemon, tmp
     assert codes == [0] * 6
     with open(marker) as f:
         assert len(f.read().split()) == 1
+
+
+def test_a_memory_only_entry_lives_for_the_expire_it_was_given(daemon_client: halcyon.Client, key: str) -> None:
+    # Without memory_expire, expire is the lifetime (not the daemon's 300 s memory default).
+    assert daemon_client.set(key, "v", expire=3600, to_disk=False)
+    entry = daemon_client.get_entry(key)
+    assert entry is not None and entry.cache_type == "memory"
+    assert entry.expires_at is not None and abs(entry.expires_at - (time.time() + 3600)) < 5
+    assert daemon_client.set(key, "v", expire=3600, memory_expire=60, to_disk=False)
+    entry = daemon_client.get_entry(key, extend=False)
+    assert entry is not None and entry.expires_at is not None and abs(entry.expires_at - (time.time() + 60)) < 5
+
+
+def test_touch_with_zero_ends_the_entry_now(daemon_client: halcyon.Client, key: str) -> None:
+    before = daemon_client.stats()["expirations"]
+    assert daemon_client.set(key, "v", expire=600)
+    assert daemon_client.touch(key, 0) is True
+    assert daemon_client.get(key) is None and key not in daemon_client
+    assert daemon_client.stats()["expirations"] == before + 1
+    assert daemon_client.touch(key, 0) is False
+    raw = daemon_client.call("cache.touch", {"key": key, "expiration": {"date": 1000}})
+    assert raw == {"touched": False, "expiresAt": None}
+    assert daemon_client.set(key, "v", expire=600)
+    raw = daemon_client.call("cache.touch", {"key": key, "expiration": {"date": 1000}})
+    assert raw["touched"] is True and 0 < raw["expiresAt"] <= time.time()

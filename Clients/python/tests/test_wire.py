@@ -56,7 +56,9 @@ def test_encoding_rule(value: object, encoding: str) -> None:
 
 
 @pytest.mark.parametrize("value", [object(), {1, 2}, float("nan"), float("inf"), {"a": object()},
-                                   2**63, [-(2**63) - 1], {"a": [2**64]}])
+                                   2**63, [-(2**63) - 1], {"a": [2**64]},
+                                   # json.dumps would turn these keys into strings:
+                                   {1: "a"}, {"a": {2.5: 1}}, [{True: 1}], {None: 0}, {("t",): 1}])
 def test_unstorable_values_raise_type_error(value: object) -> None:
     with pytest.raises(TypeError):
         _wire.encode_value(value)

@@ -17,6 +17,14 @@ extension Journal {
         /// The per-key file `name` was written directly (a value too large to journal),
         /// with `version`: replay drops any older unwritten value of that file.
         case written(name: String, version: UInt64)
+
+        /// The key the record is about; nil for `clear` and `written` (which names a file).
+        public var key: String? {
+            switch self {
+            case .set(let key, _, _, _, _, _), .delete(let key), .touch(let key, _): return key
+            case .clear, .written: return nil
+            }
+        }
     }
 
     /// The framing of records:

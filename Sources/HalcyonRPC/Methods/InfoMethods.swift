@@ -64,6 +64,7 @@ extension Dispatcher {
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 w.field("name", "halcyond")
+                w.field("cacheName", facts.cacheName)
                 w.field("version", facts.version)
                 w.field("protocol", 1)
                 w.field("pid", Int(getpid()))
@@ -183,6 +184,7 @@ extension CacheStats {
             w.field("bytes", j.bytes)
             w.field("unwrittenEntries", j.unwrittenEntries); w.field("unwrittenBytes", j.unwrittenBytes)
             w.field("filesWritten", j.filesWritten); w.field("fileWriteFailures", j.fileWriteFailures)
+            w.field("droppedEntries", j.droppedEntries)
             w.field("directWrites", j.directWrites)
             w.field("groups", j.groups); w.field("records", j.records); w.field("largestGroup", j.largestGroup)
             w.field("syncs", j.syncs); w.field("syncFailures", j.syncFailures)

@@ -16,7 +16,7 @@ extension Dispatcher {
             var keys: [String] = []
             keys.reserveCapacity(list.count)
             for (index, member) in list.enumerated() {
-                keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]"))
+                keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]", rule: call.params.keyRule))
             }
             let encoding = try call.params.encoding("encoding")
             var options = call.options
@@ -45,7 +45,8 @@ extension Dispatcher {
             var items: [HybridCache.StoreItem] = []
             items.reserveCapacity(list.count)
             for member in list {
-                let p = try Params(member, allowed: ["key", "value", "encoding", "expiration", "memoryExpiration"])
+                var p = try Params(member, allowed: ["key", "value", "encoding", "expiration", "memoryExpiration"])
+                p.keyRule = call.params.keyRule
                 guard p.object != nil else { throw .wrongType("entries", expected: "array of objects") }
                 let key = try p.key()
                 let encoding = try p.encoding("encoding") ?? .utf8
@@ -76,17 +77,12 @@ extension Dispatcher {
 
 
     /// One key of a list, checked as `Params.key` checks a `key` member.
-    static func keyElement(_ member: JSONValue, param: String) throws(RPCError) -> String {
+    static func keyElement(_ member: JSONValue, param: String, rule: DiskStorage.KeyRule) throws(RPCError) -> String {
         guard let length = member.withStringBytes({ $0.count }), let key = member.string else {
             throw .wrongType(param, expected: "string")
         }
-        if length == 0 { throw .invalidParams(reason: .emptyKey, param: param, message: "'\(param)' must not be empty") }
-        if length > Params.maxKeyBytes {
-            var error = RPCError.invalidParams(
-                reason: .keyTooLong, param: param, message: "'\(param)' is longer than \(Params.maxKeyBytes) UTF-8 bytes")
-            error.data.append(.init("limit", .int(Int64(Params.maxKeyBytes))))
-            throw error
-        }
+        try Params.checkKeyLength(length, param: param)
+        guard rule.accepts(key) else { throw .invalidKey(param: param) }
         return key
     }
 

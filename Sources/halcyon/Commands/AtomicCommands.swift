@@ -28,31 +28,48 @@ struct StoreOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The lease token from 'halcyon lease' this write fulfils.", valueName: "token"))
     var lease: String?
 
-    /// Reads the value (argument, or stdin for '-' or none) and writes the params of a
-    /// set-shaped request into `writer`'s open object, after `key`.
-    func params(value: String?, connectFirst connect: () throws(CLIError) -> Connection) throws(CLIError)
+    /// The options as plain values.
+    var settings: StoreSettings {
+        StoreSettings(ttl: ttl, expiresAt: expiresAt, never: never, memoryTTL: memoryTTL, noDisk: noDisk, json: json, lease: lease)
+    }
+}
+
+/// What `set`, `add` and `cas` store with: `StoreOptions` as plain values, so a command
+/// line that needs no parser (`DirectCommand`) makes the same request.
+struct StoreSettings {
+    var ttl: String?
+    var expiresAt: String?
+    var never = false
+    var memoryTTL: String?
+    var noDisk = false
+    var json = false
+    var lease: String?
+
+    /// Reads the value (argument, or stdin for '-' or none), connects, and returns the
+    /// connection with a writer of the params of a set-shaped request (into `writer`'s
+    /// open object, after `key`).
+    func params(value: String?, context: CommandContext) throws(CLIError)
         -> (Connection, (inout JSONWriter) -> Void)
     {
         let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
         let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
-        // A missing VALUE with a terminal on stdin is almost always a forgotten argument;
-        // '-' still reads the terminal for those who mean it.
-        if value == nil, Output.stdinIsTerminal {
-            throw .usage("missing VALUE: give it as an argument, '-' to type it, or pipe it on stdin")
-        }
+        let fromStandardInput = value == nil || value == "-"
+        if fromStandardInput { try context.checkStandardInput(for: value) }
         // Connect before reading stdin: a daemon that is down fails the command at once,
         // not after a slow producer on stdin is done.
-        let connection = try connect()
-        let bytes: [UInt8]
-        if let value, value != "-" { bytes = Array(value.utf8) } else { bytes = try Output.readStandardInput() }
+        let connection = try context.connect()
+        let bytes = fromStandardInput ? try Output.readStandardInput() : context.words.bytes(of: value!)
         let encoded = try EncodedValue(bytes, asJSON: json)
         let noDisk = self.noDisk
         let lease = self.lease
+        // Without a disk copy the memory lifetime is the entry's lifetime: --ttl says it
+        // unless --memory-ttl does.
+        let memoryLifetime = memoryExpiration ?? (noDisk ? expiration : nil)
         return (connection, { writer in
             writer.key("value"); encoded.write(to: &writer)
             writer.key("encoding"); writer.string(encoded.encoding.rawValue)
             if let expiration { writer.key("expiration"); expiration.write(to: &writer) }
-            if let memoryExpiration { writer.key("memoryExpiration"); memoryExpiration.write(to: &writer) }
+            if let memoryLifetime { writer.key("memoryExpiration"); memoryLifetime.write(to: &writer) }
             if noDisk { writer.key("toDisk"); writer.bool(false) }
             if let lease { writer.key("lease"); writer.string(lease) }
         })
@@ -71,14 +88,21 @@ struct AddCommand: HalcyonSubcommand {
     @Argument(help: "The value; '-' or absent reads stdin.") var value: String?
     @OptionGroup var store: StoreOptions
 
+    var byteArguments: [String] { value.map { [$0] } ?? [] }
+
     func execute(_ context: CommandContext) throws(CLIError) {
-        let (connection, write) = try store.params(value: value, connectFirst: context.connect)
+        try Self.run(context, key: key, value: value, settings: store.settings)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `add K V`).
+    static func run(_ context: CommandContext, key: String, value: String?, settings: StoreSettings) throws(CLIError) {
+        let (connection, write) = try settings.params(value: value, context: context)
         let result = try connection.call("cache.add") { writer in
             writer.key("key"); writer.string(key)
             write(&writer)
         }
         guard result["stored"]?.bool == true else { throw .miss }
-        if context.verbose, let version = result["version"]?.int64 { Output.line(String(version)) }
+        if context.verbose, let version = result["version"]?.int64 { context.output.line(String(version)) }
     }
 }
 
@@ -87,7 +111,7 @@ struct CompareAndSetCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "cas",
         abstract: "Store a value only if the key's version is still VERSION (exit 1 if it changed or is gone).",
-        discussion: "Take VERSION from 'halcyon describe KEY' (or 'get -v'). Prints the new version.")
+        discussion: "Take VERSION from 'halcyon describe KEY' (its 'version:' row, or 'describe --json'), or from 'add -v', 'set -v' or a previous 'cas'. Prints the new version.")
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
@@ -95,52 +119,84 @@ struct CompareAndSetCommand: HalcyonSubcommand {
     @Argument(help: "The value; '-' or absent reads stdin.") var value: String?
     @OptionGroup var store: StoreOptions
 
+    var byteArguments: [String] { value.map { [$0] } ?? [] }
+
     func execute(_ context: CommandContext) throws(CLIError) {
-        let (connection, write) = try store.params(value: value, connectFirst: context.connect)
+        let (connection, write) = try store.settings.params(value: value, context: context)
         let result = try connection.call("cache.cas") { writer in
             writer.key("key"); writer.string(key)
             writer.key("version"); writer.int(Int64(bitPattern: version))
             write(&writer)
         }
         guard result["stored"]?.bool == true else { throw .miss }
-        if let version = result["version"]?.int64 { Output.line(String(version)) }
+        if let version = result["version"]?.int64 { context.output.line(String(version)) }
     }
 }
 
-/// `halcyon incr KEY [BY]` and `halcyon decr KEY [BY]`: atomic integer arithmetic.
-struct IncrementCommand: HalcyonSubcommand {
-    static let configuration = CommandConfiguration(
-        commandName: "incr",
-        abstract: "Add BY (default 1) to the integer under KEY atomically and print the result.",
-        discussion: "A missing key starts at --initial (default 0). The entry keeps its expiration unless --ttl/--expires-at/--never is given.")
-
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-    @Argument(help: "The key.") var key: String
-    @Argument(help: "The amount (may be negative).") var by: Int64 = 1
+/// The options `incr` and `decr` share.
+struct CounterOptions: ParsableArguments {
     @Option(help: "The value a missing key starts from.") var initial: Int64 = 0
-    @Option(help: ArgumentHelp("A new expiration (disk tier).", valueName: "duration")) var ttl: String?
+    @Option(help: ArgumentHelp("A new expiration (the entry's lifetime; with --no-disk, in memory).", valueName: "duration"))
+    var ttl: String?
     @Option(help: ArgumentHelp("Expire at this instant: Unix seconds or ISO 8601.", valueName: "time")) var expiresAt: String?
-    @Flag(help: "Never expire (disk tier).") var never = false
+    @Flag(help: "Never expire.") var never = false
+    @Option(name: .customLong("memory-ttl"), help: ArgumentHelp("Expiration in the memory tier (or 'never').", valueName: "duration"))
+    var memoryTTL: String?
     @Flag(help: "Keep the value in memory only.") var noDisk = false
 
-    func execute(_ context: CommandContext) throws(CLIError) {
-        try Self.run(context, key: key, by: by, initial: initial, ttl: ttl, expiresAt: expiresAt, never: never, noDisk: noDisk)
+    /// The options as plain values.
+    var settings: CounterSettings {
+        CounterSettings(initial: initial, ttl: ttl, expiresAt: expiresAt, never: never, memoryTTL: memoryTTL, noDisk: noDisk)
     }
+}
 
-    static func run(
-        _ context: CommandContext, key: String, by: Int64, initial: Int64, ttl: String?, expiresAt: String?,
-        never: Bool, noDisk: Bool
-    ) throws(CLIError) {
+/// `CounterOptions` as plain values, and the request `incr` and `decr` make.
+struct CounterSettings {
+    var initial: Int64 = 0
+    var ttl: String?
+    var expiresAt: String?
+    var never = false
+    var memoryTTL: String?
+    var noDisk = false
+
+    /// Adds `by` to `key` and prints the new value.
+    func run(_ context: CommandContext, key: String, by: Int64) throws(CLIError) {
         let expiration = try Expiration.choose(ttl: ttl, expiresAt: expiresAt, never: never)
+        let memoryExpiration = try memoryTTL.map { text throws(CLIError) in try Expiration.ttl(text, option: "--memory-ttl") }
+        // Without a disk copy the memory lifetime is the entry's lifetime: --ttl says it
+        // unless --memory-ttl does.
+        let memoryLifetime = memoryExpiration ?? (noDisk ? expiration : nil)
+        let initial = self.initial
+        let noDisk = self.noDisk
         let result = try context.connect().call("cache.incr") { writer in
             writer.key("key"); writer.string(key)
             writer.key("by"); writer.int(by)
             if initial != 0 { writer.key("initial"); writer.int(initial) }
             if let expiration { writer.key("expiration"); expiration.write(to: &writer) }
+            if let memoryLifetime { writer.key("memoryExpiration"); memoryLifetime.write(to: &writer) }
             if noDisk { writer.key("toDisk"); writer.bool(false) }
         }
         guard let value = result["value"]?.int64 else { throw .badReply("an incr result without a value") }
-        Output.line(String(value))
+        context.output.line(String(value))
+    }
+}
+
+/// `halcyon incr KEY [BY]`: atomic integer arithmetic.
+struct IncrementCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "incr",
+        abstract: "Add BY (default 1) to the integer under KEY atomically and print the result.",
+        discussion: """
+            A missing key starts at --initial (default 0). The entry keeps its expiration unless             --ttl/--expires-at/--never is given. BY may be negative: 'halcyon incr n -3'.
+            """)
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+    @Argument(help: "The key.") var key: String
+    @Argument(help: "The amount (may be negative).") var by: Int64 = 1
+    @OptionGroup var counter: CounterOptions
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        try counter.settings.run(context, key: key, by: by)
     }
 }
 
@@ -152,15 +208,10 @@ struct DecrementCommand: HalcyonSubcommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The key.") var key: String
     @Argument(help: "The amount.") var by: Int64 = 1
-    @Option(help: "The value a missing key starts from.") var initial: Int64 = 0
-    @Option(help: ArgumentHelp("A new expiration (disk tier).", valueName: "duration")) var ttl: String?
-    @Option(help: ArgumentHelp("Expire at this instant: Unix seconds or ISO 8601.", valueName: "time")) var expiresAt: String?
-    @Flag(help: "Never expire (disk tier).") var never = false
-    @Flag(help: "Keep the value in memory only.") var noDisk = false
+    @OptionGroup var counter: CounterOptions
 
     func execute(_ context: CommandContext) throws(CLIError) {
         guard by != Int64.min else { throw .usage("BY is out of range") }
-        try IncrementCommand.run(
-            context, key: key, by: -by, initial: initial, ttl: ttl, expiresAt: expiresAt, never: never, noDisk: noDisk)
+        try counter.settings.run(context, key: key, by: -by)
     }
 }

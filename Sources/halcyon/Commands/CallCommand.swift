@@ -17,6 +17,7 @@ struct CallCommand: HalcyonSubcommand {
     func execute(_ context: CommandContext) throws(CLIError) {
         var parsed: JSONValue?
         if let params {
+            if params == "-" { try context.checkStandardInput(for: params) }
             let bytes = params == "-" ? try Output.readStandardInput() : Array(params.utf8)
             switch JSONValue.parse(bytes) {
             case .success(let value): parsed = value
@@ -25,6 +26,6 @@ struct CallCommand: HalcyonSubcommand {
             }
         }
         let result = try context.connect().call(method, rawParams: parsed)
-        Output.line(result.compactText)
+        context.output.line(result.compactText)
     }
 }

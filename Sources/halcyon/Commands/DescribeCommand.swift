@@ -20,7 +20,7 @@ struct DescribeCommand: HalcyonSubcommand {
         }
         let found = result["found"]?.bool == true
         if json {
-            Output.line(result.compactText)
+            context.output.line(result.compactText)
             if !found { throw .miss }
             return
         }
@@ -42,7 +42,8 @@ struct DescribeCommand: HalcyonSubcommand {
             ("version", result["version"]?.int64.map { String($0) } ?? "unknown"),
         ]
         for (name, text) in rows {
-            Output.line((name + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + text)
+            let label = name + ":"
+            context.output.line(label + String(repeating: " ", count: max(1, 13 - label.count)) + text)
         }
     }
 }

@@ -36,6 +36,14 @@ struct GetCommand: HalcyonSubcommand {
     var noExtend = false
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context, key: key, encoding: encoding, memoryOnly: memoryOnly, noExtend: noExtend)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `get KEY`).
+    static func run(
+        _ context: CommandContext, key: String, encoding: WireEncoding? = nil, memoryOnly: Bool = false,
+        noExtend: Bool = false
+    ) throws(CLIError) {
         let connection = try context.connect()
         let result = try connection.call("cache.get") { writer in
             writer.key("key"); writer.string(key)
@@ -50,15 +58,15 @@ struct GetCommand: HalcyonSubcommand {
             guard let text = value.stringBytes, let bytes = StrictBase64.decode(text) else {
                 throw .badReply("the value is not base64")
             }
-            Output.value(bytes)
+            context.output.value(bytes)
         case .utf8:
             guard let bytes = value.stringBytes else { throw .badReply("the value is not a string") }
-            Output.value(bytes)
+            context.output.value(bytes)
         case .base64:
             guard let text = value.string else { throw .badReply("the value is not a string") }
-            Output.line(text)
+            context.output.line(text)
         case .json:
-            Output.line(value.compactText)
+            context.output.line(value.compactText)
         }
     }
 }

@@ -33,7 +33,7 @@ struct KeysCommand: HalcyonSubcommand {
                 out += bytes
                 out.append(null ? 0 : UInt8(ascii: "\n"))
             }
-            Output.stdout(out)
+            context.output.write(out)
             cursor = page["cursor"]?.string
         } while cursor != nil
     }
@@ -43,7 +43,7 @@ struct KeysCommand: HalcyonSubcommand {
 struct RemovePrefixCommand: HalcyonSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "rm-prefix",
-        abstract: "Remove every key starting with PREFIX from both tiers and print how many (exit 1 if none).")
+        abstract: "Remove every key starting with PREFIX from both tiers and print how many (exit 1, printing nothing, if none).")
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
     @Argument(help: "The prefix (not empty; 'clear' removes everything).") var prefix: String
@@ -54,7 +54,8 @@ struct RemovePrefixCommand: HalcyonSubcommand {
             writer.key("prefix"); writer.string(prefix)
         }
         let removed = result["removed"]?.int64 ?? 0
-        Output.line(String(removed))
-        if removed == 0 { throw .miss }
+        // A miss prints nothing, as every other command's miss does.
+        guard removed > 0 else { throw .miss }
+        context.output.line(String(removed))
     }
 }

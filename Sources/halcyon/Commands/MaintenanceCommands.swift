@@ -21,7 +21,7 @@ struct ClearCommand: HalcyonSubcommand {
             if memoryOnly { writer.key("disk"); writer.bool(false) }
             if diskOnly { writer.key("memory"); writer.bool(false) }
         }
-        Output.line(json ? result.compactText : "removed \(result["removed"]?.compactText ?? "?")")
+        context.output.line(json ? result.compactText : "removed \(result["removed"]?.compactText ?? "?")")
     }
 }
 
@@ -35,9 +35,9 @@ struct TrimCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("cache.trim")
-        if json { return Output.line(result.compactText) }
+        if json { return context.output.line(result.compactText) }
         let total = result["totalSize"]?.int64.map(HumanFormat.size) ?? "?"
-        Output.line("removed \(result["removed"]?.compactText ?? "?"); disk tier now \(total)")
+        context.output.line("removed \(result["removed"]?.compactText ?? "?"); disk tier now \(total)")
     }
 }
 
@@ -50,7 +50,7 @@ struct RemoveExpiredCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("cache.removeExpired")
-        Output.line(json ? result.compactText : "removed \(result["removed"]?.compactText ?? "?")")
+        context.output.line(json ? result.compactText : "removed \(result["removed"]?.compactText ?? "?")")
     }
 }
 
@@ -63,8 +63,8 @@ struct SizeCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("cache.totalSize")
-        if json { return Output.line(result.compactText) }
+        if json { return context.output.line(result.compactText) }
         let bytes = result["bytes"]?.int64.map(HumanFormat.size) ?? "?"
-        Output.line("\(bytes) in \(result["count"]?.compactText ?? "?") entries")
+        context.output.line("\(bytes) in \(result["count"]?.compactText ?? "?") entries")
     }
 }

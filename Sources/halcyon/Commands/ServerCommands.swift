@@ -10,9 +10,14 @@ struct PingCommand: HalcyonSubcommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func execute(_ context: CommandContext) throws(CLIError) {
+        try Self.run(context)
+    }
+
+    /// The command as a function (also `DirectCommand`'s `ping`).
+    static func run(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.ping")
         guard result["pong"]?.bool == true else { throw .badReply("server.ping did not answer pong: \(result.compactText)") }
-        Output.line("PONG")
+        context.output.line("PONG")
     }
 }
 
@@ -25,7 +30,7 @@ struct InfoCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.info")
-        Output.line(json ? result.compactText : HumanFormat.table(result))
+        context.output.line(json ? result.compactText : HumanFormat.table(result))
     }
 }
 
@@ -38,7 +43,7 @@ struct StatsCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("cache.stats")
-        Output.line(json ? result.compactText : HumanFormat.table(result))
+        context.output.line(json ? result.compactText : HumanFormat.table(result))
     }
 }
 
@@ -57,6 +62,6 @@ struct MetricsCommand: HalcyonSubcommand {
         guard let text = result["text"]?.string else {
             throw .badReply("server.metrics has no text: \(result.compactText)")
         }
-        Output.stdout(Array(text.utf8))
+        context.output.write(Array(text.utf8))
     }
 }

@@ -27,15 +27,22 @@ struct SetCommand: HalcyonSubcommand {
 
     @OptionGroup var store: StoreOptions
 
+    var byteArguments: [String] { value.map { [$0] } ?? [] }
+
     func execute(_ context: CommandContext) throws(CLIError) {
-        // StoreOptions.params connects before reading stdin, so `slow-producer | halcyon
+        // StoreSettings.params connects before reading stdin, so `slow-producer | halcyon
         // set k` fails at once when the daemon is down instead of after the producer is done.
-        let (connection, write) = try store.params(value: value, connectFirst: context.connect)
+        try Self.run(context, key: key, value: value, settings: store.settings)
+    }
+
+    /// The command with its options as plain values (also `DirectCommand`'s `set K V`).
+    static func run(_ context: CommandContext, key: String, value: String?, settings: StoreSettings) throws(CLIError) {
+        let (connection, write) = try settings.params(value: value, context: context)
         let result = try connection.call("cache.set") { writer in
             writer.key("key"); writer.string(key)
             write(&writer)
         }
-        if context.verbose { Output.line(result.compactText) }
+        if context.verbose { context.output.line(result.compactText) }
     }
 }
 

@@ -117,25 +117,31 @@ def encode_value(value: Any) -> Tuple[Any, str]:
         raise TypeError(
             f"halcyon can store bytes, str or JSON-able values, not {type(value).__name__}: {exc}"
         ) from None
-    _check_integers(value)
+    _check_json_value(value)
     return value, "json"
 
 
 _INT64 = range(-(2**63), 2**63)
 
 
-def _check_integers(value: Any) -> None:
-    # The daemon's JSON parser holds 64-bit integers; a larger one would fail the whole
-    # request line as a parse error, so refuse it here with a clear message.
+def _check_json_value(value: Any) -> None:
+    # What json.dumps lets through but would not read back as stored: integers beyond
+    # 64 bits (the daemon's JSON parser holds 64-bit integers; a larger one would fail
+    # the whole request line as a parse error) and dict keys that are not str (json.dumps
+    # turns 1, 2.5, True and None into the strings "1", "2.5", "true", "null", so the
+    # value would come back different).
     if isinstance(value, int) and not isinstance(value, bool):
         if value not in _INT64:
             raise TypeError(f"integer {value} does not fit in 64 bits; store it as a str")
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _check_integers(item)
+            _check_json_value(item)
     elif isinstance(value, dict):
-        for item in value.values():
-            _check_integers(item)
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise TypeError(
+                    f"dict keys must be str to round-trip through JSON, not {type(name).__name__} ({name!r})")
+            _check_json_value(item)
 
 
 def decode_value(wire: Any, encoding: Optional[str]) -> Any:

@@ -434,6 +434,20 @@ class AsyncClient:
         """See :meth:`halcyon.Client.call`."""
         return await self._run(_wire.cmd_call(method, params), timeout)
 
+    async def notify(self, method: str, params: Optional[Mapping[str, Any]] = None, *,
+                     timeout: Optional[float] = None) -> None:
+        """See :meth:`halcyon.Client.notify`: sends the line and returns once it is written;
+        the daemon answers nothing, not even an error."""
+        wait = self.timeout if timeout is None else float(timeout)
+        writer = await self._connection(wait)
+        try:
+            writer.write(_wire.dumps(_wire.cmd_call(method, params).request(None)))
+            await asyncio.wait_for(writer.drain(), wait)
+        except asyncio.TimeoutError:
+            raise errors.HalcyonTimeoutError("could not send the notification", reason="timeout") from None
+        except OSError as exc:
+            raise errors.HalcyonConnectionError(f"write failed: {exc}", reason="connectionLost") from None
+
     def pipeline(self, *, raise_on_error: bool = True, timeout: Optional[float] = None) -> "AsyncPipeline":
         """See :meth:`halcyon.Client.pipeline`; use ``async with``."""
         return AsyncPipeline(self, batch=False, raise_on_error=raise_on_error, timeout=timeout)

@@ -29,7 +29,8 @@ The hierarchy by code::
     |   +-- CannotWriteError     -32002 (CannotCreateCacheFileError, ...)
     |   +-- CannotReadError      -32003 (CannotLoadDataFromDiskError)
     |   +-- CannotEncodeError    -32004
-    +-- OverloadedError          -32005 (TooManyInFlightError, TooManyConnectionsError, ShuttingDownError)
+    +-- OverloadedError          -32005 (TooManyInFlightError, TooManyConnectionsError, ShuttingDownError,
+    |                                    PeerNotAllowedError)
     +-- HalcyonConnectionError   (also a builtin ConnectionError): cannot reach the daemon
     +-- HalcyonTimeoutError      (also a builtin TimeoutError): no answer in time
 
@@ -82,6 +83,7 @@ __all__ = [
     "TooManyLeaseWaitersForKeyError",
     "TooManyLeaseWaitersError",
     "TooManyConnectionsError",
+    "PeerNotAllowedError",
     "TooManyInFlightError",
     "ShuttingDownError",
     "DebugMethodsDisabledError",
@@ -259,6 +261,11 @@ class TooManyConnectionsError(OverloadedError):
     """``tooManyConnections``: the daemon is at ``--max-connections``."""
 
 
+class PeerNotAllowedError(OverloadedError):
+    """``peerNotAllowed``: the daemon's peer check refused this user (``data.uid``); it
+    admits its own user, root, ``--allow-uid`` and ``--allow-gid``. Retrying will not help."""
+
+
 class TooManyInFlightError(OverloadedError):
     """``tooManyInFlight``: the daemon is at ``--max-in-flight`` requests."""
 
@@ -287,7 +294,7 @@ class CannotLoadDataFromDiskError(CannotReadError):
     """``cannotLoadDataFromDisk``: a stored file could not be read."""
 
 
-class CannotRemoveCacheFileError(StorageError):
+class CannotRemoveCacheFileError(CannotWriteError):
     """``cannotRemoveCacheFile``: a stored file could not be removed."""
 
 
@@ -335,6 +342,7 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("tooManyLeaseWaitersForKey", -32005): TooManyLeaseWaitersForKeyError,
     ("tooManyLeaseWaiters", -32005): TooManyLeaseWaitersError,
     ("tooManyConnections", -32005): TooManyConnectionsError,
+    ("peerNotAllowed", -32005): PeerNotAllowedError,
     ("tooManyInFlight", -32005): TooManyInFlightError,
     ("shuttingDown", -32005): ShuttingDownError,
     ("debugMethodsDisabled", -32601): DebugMethodsDisabledError,
