@@ -175,7 +175,7 @@ extension HybridCache {
     /// applies the same rule to keys (`openJournal`). Returns whether it dropped `e`.
     /// ioQueue only.
     func dropIfNeverWritable(_ e: Unwritten, _ error: CacheError, _ wb: WriteBehind) -> Bool {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         switch error {
         case .invalidKey:
             break
