@@ -19,6 +19,9 @@ extension DiskStorage {
         public var expiration: Date
         /// The value's byte count.
         public var size: UInt64
+        /// The extension of its file when it is not the one the configuration gives the
+        /// key (it was stored with a `forcedExtension`); nil otherwise.
+        public var forcedExtension: String? = nil
     }
 
     /// One page of a listing.
@@ -54,10 +57,13 @@ extension DiskStorage.Backend {
     ///   - referenceDate: default `config.clock.now()`.
     ///   - skipping: file names not to open (default none): the caller answers for them
     ///     (they still count towards `limit` and the cursor).
+    ///   - everyFile: list a key once per file it has (default false: once in all, for a
+    ///     key stored with and without forced extensions); each then names its
+    ///     `forcedExtension`.
     /// - Throws: `.diskStorageIsNotReady`, `.cannotLoadDataFromDisk`.
     public func listKeys(
         prefix: String = "", after cursor: String? = nil, limit: Int = 1000, referenceDate: Date? = nil,
-        skipping: Set<String> = []
+        skipping: Set<String> = [], everyFile: Bool = false
     ) throws(CacheError) -> DiskStorage.KeyPage {
         try checkReady()
         let now = FileTimes.nanos(referenceDate ?? config.clock.now())
@@ -68,13 +74,14 @@ extension DiskStorage.Backend {
             if e.code == ENOENT { return DiskStorage.KeyPage(keys: [], nextCursor: nil, unlistableFiles: 0) }
             throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
         }
-        names.removeAll { name in
-            if name.hasPrefix(DiskStorage.temporaryPrefix) { return true }
-            guard let cursor else { return false }
-            return !cursor.utf8.lexicographicallyPrecedes(name.utf8)  // at or before the cursor
-        }
+        names.removeAll { $0.hasPrefix(DiskStorage.temporaryPrefix) }
         // Sorted by bytes so the cursor order is total and stable across calls.
         names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        // Every name, for `isSecondFile`; then only those after the cursor.
+        let allNames = names
+        if let cursor {
+            names.removeAll { !cursor.utf8.lexicographicallyPrecedes($0.utf8) }  // at or before the cursor
+        }
         let slice = names.prefix(max(1, limit))
         let prefixBytes = Array(prefix.utf8)
 
@@ -95,12 +102,45 @@ extension DiskStorage.Backend {
             case .found(let file):
                 guard file.hasKey else { page.unlistableFiles += 1; continue }
                 guard file.keyBytes.starts(with: prefixBytes) else { continue }
+                let key = String(decoding: file.keyBytes, as: UTF8.self)
+                let forced = forcedExtension(ofFile: name, key: key)
+                // A key with several files (stored with and without forced extensions) is
+                // listed once, from the first of them in name order, on whichever page.
+                if !everyFile, forced != nil, isSecondFile(name, key: key, in: allNames) { continue }
                 page.keys.append(DiskStorage.ListedKey(
-                    key: String(decoding: file.keyBytes, as: UTF8.self), version: file.version, flags: file.flags,
-                    expiration: status.times.expirationDate, size: UInt64(file.valueSize)))
+                    key: key, version: file.version, flags: file.flags,
+                    expiration: status.times.expirationDate, size: UInt64(file.valueSize),
+                    forcedExtension: forced))
             }
         }
         if slice.count < names.count, let last = slice.last { page.nextCursor = last }
         return page
+    }
+
+    /// Whether another file of `key` comes right before `name` in `sorted` (all the folder's
+    /// names, sorted by bytes): the files of one key are neighbours there, as a key's
+    /// base name is followed by a dot, which sorts before every hex digit.
+    private func isSecondFile(_ name: String, key: String, in sorted: [String]) -> Bool {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid].utf8.lexicographicallyPrecedes(name.utf8) { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return false }
+        let previous = sorted[low - 1]
+        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key
+        return previous == base || previous.hasPrefix(base + ".")
+    }
+
+    /// The extension `name` carries beyond the key's own file name (the one a store
+    /// without `forcedExtension` picks), when it is not that name: a file some store gave
+    /// a `forcedExtension`, which only that extension reaches.
+    func forcedExtension(ofFile name: String, key: String) -> String? {
+        let config = self.config
+        guard name != cacheFileName(forKey: key, forcedExtension: nil, config: config) else { return nil }
+        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key
+        guard name.hasPrefix(base + ".") else { return nil }
+        return String(name.dropFirst(base.count + 1))
     }
 }

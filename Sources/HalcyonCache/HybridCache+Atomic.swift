@@ -204,7 +204,7 @@ extension HybridCache {
     ///
     /// - Important: only on the ioQueue (a write decides on what is there when it runs).
     func liveEntry(forKey key: String, forcedExtension: String?) throws(CacheError) -> LiveEntry? {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: ExpirationExtending.none) {
             return LiveEntry(entry: entry, expiresAt: meta.expiration)
         }

@@ -108,7 +108,7 @@ extension HybridCache {
     /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
-        guard let wb = writeBehind, wb.config.fsync != .always, ioJobs.isIdle,
+        guard let wb = writeBehind, wb.config.fsync != .always, scheduler.isIdle,
               journalsDirectly(write.options, valueSize: write.valueSize), wb.recentPressure.load(ordering: .relaxed) < 900
         else { return false }
         if case .update(let u) = write { return decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension) }
@@ -148,10 +148,9 @@ extension HybridCache {
     ///   `canCommitDirect` first; a write it refuses is still applied correctly here, but
     ///   may wait on the caller's thread (for a bound, for the device).
     public func commitDirect(_ group: [DirectWrite]) -> [DirectOutcome] {
-        dispatchPrecondition(condition: .notOnQueue(ioQueue))
-        return ioQueue.sync { [self] () -> [DirectOutcome] in
-            // What other threads queued first keeps its place ahead of this group.
-            commitQueuedWrites()
+        return scheduler.runDirect { [self] () -> [DirectOutcome] in
+            // What was queued first has run (and committed its runs): the group comes after
+            // it, and takes nothing queued after it.
             var commit = DirectCommit(cache: self, count: group.count)
             for (index, write) in group.enumerated() {
                 switch write {
@@ -228,9 +227,7 @@ extension HybridCache {
 
         private mutating func applySets() {
             guard !sets.isEmpty else { return }
-            cache.writes.withLock { book in
-                for s in sets { cache.register(s.write.scope, in: &book) }
-            }
+            cache.scheduler.beginDirect(sets.map(\.write.scope))
             for (s, outcome) in zip(sets, cache.commit(sets.map(\.write))) {
                 let result = outcome ?? .failure(CacheError.cancelled(started: false))
                 outcomes[s.index] = .stored(result.map(HybridCache.storeResult))
@@ -243,12 +240,12 @@ extension HybridCache {
         /// after the first of them too: those were decided on stores that never happened.
         private mutating func applyUpdates() {
             guard !updates.isEmpty else { return }
-            cache.writes.withLock { cache.register(.direct, in: &$0) }
+            cache.scheduler.beginDirect([.direct])
             let stores = updates.compactMap { u -> WriteOperation? in
                 if case .store(let operation, _) = u.step { operation } else { nil }
             }
             var results = (stores.isEmpty ? [] : cache.applyInJob(stores)).makeIterator()
-            cache.writes.withLock { $0.unregister(.direct) }
+            cache.scheduler.finish(.direct)
             var failure: CacheError?
             for u in updates {
                 switch u.step {

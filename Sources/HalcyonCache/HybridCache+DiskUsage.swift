@@ -12,7 +12,7 @@ import Foundation
 extension HybridCache {
     /// Lists the folder and resets the account to what it holds. ioQueue only.
     func recountDiskUsage() {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         do throws(CacheError) {
             let usage = DiskUsage(bytes: try diskStorage.totalSize(), count: try diskStorage.count())
             diskUsage.withLock { $0 = usage }

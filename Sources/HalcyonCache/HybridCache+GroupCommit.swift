@@ -1,21 +1,24 @@
-// Group commit: how writes with the journal on reach it and are applied. Writes queued
-// by any thread wait in the write book's journal queue; the first of their ioQueue jobs
-// to run takes the whole queue, appends the records with one write (Redis's rule: one
-// turn, one write, replies after), applies each in order and answers them; the jobs of
-// the others find their write done. A caller that gathers its own writes (the transport,
-// the writes of one read burst) commits them itself with `commitDirect` (in
-// `HybridCache+DirectWrites.swift`), on the ioQueue, waiting on its own thread: no hop to
-// the ioQueue's thread and back.
+// Group commit: how writes with the journal on reach it and are applied. A journaled write
+// joins the scheduler's journal queue with its ticket; when its job runs first among the
+// writes queued right after it with nothing between them (the run at the head of the
+// order, `IOScheduler.takeRun`), it appends their records with one write (Redis's rule:
+// one turn, one write, replies after), applies each in order and answers them; the jobs
+// of the others find their write done. A write queued behind any other job (a read, an
+// update, maintenance) is never taken ahead of it. A caller that gathers its own writes
+// (the transport, the writes of one read burst) commits them itself with `commitDirect`
+// (in `HybridCache+DirectWrites.swift`), on the ioQueue, waiting on its own thread: no
+// hop to the ioQueue's thread and back.
 //
-// The invariant both keep: journal order is apply order. Every write is applied by the
-// same call that appended its record, before any later record is appended.
+// The invariant both keep: journal order is apply order is enqueue order. Every write is
+// applied by the same call that appended its record, before any later record is appended.
 
 import Foundation
 
 extension HybridCache {
     /// A write with the journal on: the operation and what group commit decided for it.
-    /// Created by its caller; every `var` is written and read on the ioQueue only
-    /// (`@unchecked Sendable`: the ioQueue guards them).
+    /// Created by its caller; `ticket` is set once, before its job is queued; every other
+    /// `var` is written and read on the ioQueue only (`@unchecked Sendable`: the ioQueue
+    /// guards them).
     final class PendingWrite: @unchecked Sendable {
         let operation: WriteOperation
         /// What the write holds in the write book until it is applied.
@@ -25,8 +28,10 @@ extension HybridCache {
         /// Takes the outcome once the write is applied and uncounted (nil: cancelled before
         /// it began); runs on the ioQueue. Nil for a write its caller commits itself.
         let finish: (@Sendable (Result<WriteOutcome, CacheError>?) -> Void)?
-        /// A group commit has taken it.
+        /// A group commit has taken it. Set under the scheduler's book lock, on the ioQueue.
         var taken = false
+        /// Its place in the scheduler's order (set when it is enqueued).
+        var ticket: UInt64 = 0
         /// Its task began (false: cancelled before, skipped and not journaled).
         var began = false
         /// The operation with its times resolved and its version assigned.
@@ -48,9 +53,8 @@ extension HybridCache {
         }
     }
 
-    /// Queues a write with the journal on. The pending write joins the write book's
-    /// journal queue under the same lock as its ioQueue job, so a job finds every write
-    /// queued before it in the queue or already done.
+    /// Queues a write with the journal on: the pending write joins the scheduler's journal
+    /// queue, and its job commits the run it heads (see `IOScheduler.takeRun`).
     func enqueueJournaled<T: Sendable>(
         _ operation: WriteOperation, scope: WriteScope, _ callbackQueue: CallbackQueue,
         _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
@@ -60,24 +64,14 @@ extension HybridCache {
         let pending = PendingWrite(operation, scope: scope, task: task) { [self] outcome in
             if let outcome { deliver(outcome.map(map), task: task, callbackQueue, priority, completion) }
         }
-        let job: @Sendable () -> Void = { [self] in
-            if !pending.taken { commitQueuedWrites() }
-        }
-        writes.withLock { book in
-            register(scope, in: &book)
-            book.journalQueue.append(pending)
-            // A journaled set's job is a short one touching no file (it commits the
-            // journal queue, as a direct commit does first anyway), so it is not counted
-            // in `ioJobs`: counted, one set that had to be queued would keep the next ones
-            // off the direct path for as long as sets keep coming. Every other write may
-            // do file I/O when applied (an unlink, file times, a large value's file, a
-            // trim) and is counted, so a loop does not wait for it.
-            if operation.isJournaledSet(directValueSize: writeBehind?.config.directValueSize ?? 0) {
-                ioQueue.async(execute: job)
-            } else {
-                submit(job)
-            }
-        }
+        // A journaled set's job is a short one touching no file (it commits a run, as a
+        // direct commit behind it would wait for anyway), so it is not counted for
+        // `isIdle`: counted, one set that had to be queued would keep the next ones off the
+        // direct path for as long as sets keep coming. Every other write may do file I/O
+        // when applied (an unlink, file times, a large value's file, a trim) and is
+        // counted, so a loop does not wait for it.
+        let short = operation.isJournaledSet(directValueSize: writeBehind?.config.directValueSize ?? 0)
+        scheduler.enqueueJournaled(pending, countedWhileQueued: !short) { [self] ticket in commitRun(startingAt: ticket) }
         return task
     }
 
@@ -86,10 +80,10 @@ extension HybridCache {
     /// may run between their steps): their records are appended with one write, then each
     /// is applied as a group commit applies it (a journaled set goes to memory and the
     /// unwritten table; its file comes later). Writes queued by others are not taken: their
-    /// jobs come later in the queue, so their records follow these. Without a journal,
-    /// `perform`. ioQueue only.
+    /// jobs come later in the queue (a run is only ever taken by its own first job), so
+    /// their records follow these. Without a journal, `perform`. ioQueue only.
     func applyInJob(_ operations: [WriteOperation]) -> [Result<WriteOutcome, CacheError>] {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         guard let wb = writeBehind else { return operations.map { perform($0) } }
         // The scope is unused here: the job's caller counted the job in the write book.
         let group = operations.map { PendingWrite($0, scope: .wholeCache, task: nil, finish: nil) }
@@ -101,13 +95,10 @@ extension HybridCache {
         return group.map(apply)
     }
 
-    /// Takes every write waiting in the journal queue and commits them. ioQueue only.
-    func commitQueuedWrites() {
-        let group = writes.withLock { book -> [PendingWrite] in
-            let g = book.journalQueue
-            book.journalQueue.removeAll(keepingCapacity: true)
-            return g
-        }
+    /// Takes the run of journaled writes that the job of `ticket` heads and commits it.
+    /// ioQueue only, from that job.
+    func commitRun(startingAt ticket: UInt64) {
+        let group = scheduler.takeRun(startingAt: ticket)
         guard !group.isEmpty else { return }
         let outcomes = commit(group)
         for (p, outcome) in zip(group, outcomes) { p.finish?(outcome) }
@@ -118,21 +109,14 @@ extension HybridCache {
     /// them all. Returns each write's outcome (nil for one cancelled before it began).
     /// A failed append fails every write of the group; none of them is applied.
     func commit(_ group: [PendingWrite]) -> [Result<WriteOutcome, CacheError>?] {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         for p in group {
             p.taken = true
             p.began = p.task?.begin() ?? true
         }
         if let wb = writeBehind { journal(group, wb) }
         let outcomes = group.map { p in p.began ? apply(p) : nil }
-        writes.withLock { book in
-            var counted = 0
-            for p in group {
-                book.unregister(p.scope)
-                if p.scope.isCounted { counted += 1 }
-            }
-            writesCounted.subtract(counted, ordering: .sequentiallyConsistent)
-        }
+        scheduler.finish(group.map(\.scope))
         return outcomes
     }
 

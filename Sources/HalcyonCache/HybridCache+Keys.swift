@@ -87,6 +87,7 @@ extension HybridCache {
                     var seen = Set<String>()
                     for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil
                         || unwritten[found.key] != nil {
+                        guard !seen.contains(found.key) else { continue }
                         page.keys.append(found.key)
                         seen.insert(found.key)
                     }
@@ -160,6 +161,8 @@ extension HybridCache {
         enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
             var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))
             keys.formUnion(unwrittenKeys(prefix: prefix))
+            // Files stored with a forced extension: only that extension names them.
+            var forced: [(key: String, forcedExtension: String)] = []
             if diskStorage.isReady {
                 var cursor: String?
                 repeat {
@@ -167,24 +170,31 @@ extension HybridCache {
                         // Expired files too: a resident copy may vouch for one, and a file
                         // nobody can read is no loss.
                         let listed = try diskStorage.listKeys(
-                            prefix: prefix, after: cursor, limit: 4096, referenceDate: Date(timeIntervalSince1970: 0))
-                        for found in listed.keys { keys.insert(found.key) }
+                            prefix: prefix, after: cursor, limit: 4096, referenceDate: Date(timeIntervalSince1970: 0),
+                            everyFile: true)
+                        for found in listed.keys {
+                            keys.insert(found.key)
+                            if let ext = found.forcedExtension { forced.append((found.key, ext)) }
+                        }
                         cursor = listed.nextCursor
                     } catch {
                         return .failure(error)
                     }
                 } while cursor != nil
             }
-            var removed = 0
-            for key in keys {
-                let live = (try? liveEntry(forKey: key, forcedExtension: nil)) != nil
-                switch perform(.remove(key: key, fromMemory: true, fromDisk: true, forcedExtension: nil)) {
-                case .success(.removed(let n)) where n > 0 && live: removed += 1
+            var removed = Set<String>()
+            let targets = keys.map { ($0, String?.none) } + forced.map { ($0.key, Optional($0.forcedExtension)) }
+            for (key, forcedExtension) in targets {
+                let live = (try? liveEntry(forKey: key, forcedExtension: forcedExtension)) != nil
+                let operation = WriteOperation.remove(
+                    key: key, fromMemory: true, fromDisk: true, forcedExtension: forcedExtension)
+                switch perform(operation) {
+                case .success(.removed(let n)) where n > 0 && live: removed.insert(key)
                 case .success: break
                 case .failure(let error): return .failure(error)
                 }
             }
-            return .success(removed)
+            return .success(removed.count)
         }
     }
 }

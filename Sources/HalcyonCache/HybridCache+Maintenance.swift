@@ -97,6 +97,6 @@ extension HybridCache {
 
     /// Runs a sweep now, on the ioQueue; for tests and operators.
     public func sweepNow() {
-        submit { [self] in sweep() }
+        scheduler.enqueue(.background) { [self] in sweep() }
     }
 }

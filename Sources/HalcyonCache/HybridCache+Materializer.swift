@@ -26,20 +26,20 @@ extension HybridCache {
             defer { scheduled = true }
             return !scheduled
         }
-        // Counted only while it runs, like every slice (see `IOQueueJobs`): a commit may
+        // Counted only while it runs, like every slice (see `IOScheduler`): a commit may
         // wait behind one slice, and a group commit kicks the materializer each time.
-        if claimed { ioQueue.async(execute: ioJobs.counting { [weak self] in self?.materializerTick() }) }
+        if claimed { scheduler.enqueue(.slice) { [weak self] in self?.materializerTick() } }
     }
 
     /// Queues the next slice. ioQueue only.
     func scheduleMaterializer(_ wb: WriteBehind, after delay: DispatchTimeInterval? = nil) {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         wb.materializerScheduled.withLock { $0 = true }
         let job: @Sendable () -> Void = { [weak self] in self?.materializerTick() }
         if let delay {
-            ioQueue.asyncAfter(deadline: .now() + delay, execute: ioJobs.counting(job))
+            scheduler.enqueue(after: delay, .slice, job)
         } else {
-            ioQueue.async(execute: ioJobs.counting(job))
+            scheduler.enqueue(.slice, job)
         }
     }
 
@@ -128,7 +128,7 @@ extension HybridCache {
     /// record stands behind them.
     @discardableResult
     func materializeSlice(_ wb: WriteBehind, files: Int) -> Int {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         var handled = 0
         while handled < files, let e = wb.table.withLock({ $0.oldest() }) {
             let old = existingFile(forKey: e.key, forcedExtension: nil)
@@ -175,7 +175,7 @@ extension HybridCache {
     /// applies the same rule to keys (`openJournal`). Returns whether it dropped `e`.
     /// ioQueue only.
     func dropIfNeverWritable(_ e: Unwritten, _ error: CacheError, _ wb: WriteBehind) -> Bool {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         switch error {
         case .invalidKey:
             break
@@ -199,7 +199,7 @@ extension HybridCache {
     /// twice to the same result. Returns how many it copied. ioQueue only.
     @discardableResult
     func copyForward(_ wb: WriteBehind, limit: Int) -> Int {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         let current = wb.writer.position.segment
         let entries = wb.table.withLock { $0.oldestLive(limit: limit, at: config.disk.clock.now(), before: current) }
         guard !entries.isEmpty else { return 0 }
@@ -219,10 +219,10 @@ extension HybridCache {
     /// then deletes the segments before it. The files it vouches for are flushed first
     /// unless fsync is `never`, so a checkpoint never outruns the files it covers.
     func checkpointIfUseful(_ wb: WriteBehind, force: Bool, at explicit: Journal.Position? = nil) {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         // Under the write book's lock: an inline store appends and enters the table under
         // it, so the journal's end is never read between the two.
-        var candidate = writes.withLock { _ -> Journal.Position in
+        var candidate = scheduler.withBookHeld { () -> Journal.Position in
             let oldestTable = wb.table.withLock { t -> Journal.Position? in t.oldest()?.start }
             var c = explicit ?? wb.writer.position
             if let p = oldestTable, p < c { c = p }
@@ -288,7 +288,7 @@ extension HybridCache {
 
     /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
     public func materializeNow(completion: @escaping @Sendable () -> Void) {
-        submit { [self] in
+        scheduler.enqueue(.background) { [self] in
             materializeAll()
             completion()
         }

@@ -25,15 +25,12 @@ extension HybridCache {
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
     public func memoryLookup(forKey key: String, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
-        if mustQueueRead(key) { return .behindWrite }
-        if let (entry, meta) = memoryStorage.valueAndMeta(
-            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
-        {
-            return .answered(RetrieveResult(
-                cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
+        switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
+        case .memoryHit(let found): return .answered(found)
+        case .memoryOnlyMiss: return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
+        case .behindWrite: return .behindWrite
+        case .diskInline, .diskQueued: return .missed
         }
-        if options.fromMemoryOnly { return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)) }
-        return .missed
     }
 
     /// After `memoryLookup` answered `.missed`: `retrieve` without asking memory again
@@ -53,8 +50,8 @@ extension HybridCache {
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
     public func memoryDescription(forKey key: String, options: Options = .init()) -> EntryDescription? {
-        if mustQueueRead(key) { return nil }
-        guard let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) else { return nil }
+        let plan = readPlan(forKey: key, options: options) { memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) }
+        guard case .memoryHit(let meta) = plan else { return nil }
         return HybridCache.description(of: meta)
     }
 }

@@ -93,20 +93,17 @@ extension HybridCache {
         forKeys keys: [String], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
     ) {
-        // Memory hits of keys with nothing queued are answered here, as `retrieve` would
-        // answer each on this thread; only the rest go through `retrieve` one by one.
-        let mustQueue = mustQueueReads(keys)
+        // Each key takes the read plan `retrieve` takes: memory hits (and memory-only
+        // misses) are answered here; the rest go through `retrieve` one by one, without
+        // asking memory again when it already missed.
         var ready = [RetrieveResult?](repeating: nil, count: keys.count)
-        var rest: [Int] = []
+        var rest: [(index: Int, memoryAsked: Bool)] = []
         for (index, key) in keys.enumerated() {
-            if !mustQueue[index], let (entry, meta) = memoryStorage.valueAndMeta(
-                forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
-            {
-                ready[index] = RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
-            } else if !mustQueue[index], options.fromMemoryOnly {
-                ready[index] = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
-            } else {
-                rest.append(index)
+            switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
+            case .memoryHit(let found): ready[index] = found
+            case .memoryOnlyMiss: ready[index] = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
+            case .behindWrite: rest.append((index, false))
+            case .diskInline, .diskQueued: rest.append((index, true))
             }
         }
         guard !rest.isEmpty else {
@@ -120,10 +117,10 @@ extension HybridCache {
             var left: Int
         }
         let gather = Locked(Gather(results: ready, failure: nil, left: rest.count))
-        for index in rest {
+        for (index, memoryAsked) in rest {
             let key = keys[index]
             // Each read answers on `.untouch` (no hop); the gathered reply takes the caller's queue once.
-            retrieve(forKey: key, options: options, callbackQueue: .untouch) { result in
+            _ = retrieve(forKey: key, options: options, callbackQueue: .untouch, memoryAsked: memoryAsked) { result in
                 let done = gather.withLock { g -> Gather? in
                     switch result {
                     case .success(let r): g.results[index] = r

@@ -9,20 +9,58 @@ import Foundation
 import Synchronization
 
 extension HybridCache {
-    /// Where a read runs.
-    enum ReadPath {
-        /// Memory on the caller's thread, then the disk on the caller's thread.
-        case inline(epoch: UInt64)
-        /// Memory on the caller's thread, then the disk on the ioQueue.
-        case inlineThenQueue
-        /// Everything on the ioQueue, behind a queued write.
-        case queued
+    /// How one read is served: the one decision every read makes (`retrieve`,
+    /// `describe`, `cachedType`, `getMany`, and the transport's memory answers).
+    enum ReadPlan<Found> {
+        /// Memory holds the key live, and no write of it is queued: the answer.
+        case memoryHit(Found)
+        /// A `fromMemoryOnly` read that memory missed: a miss, at once.
+        case memoryOnlyMiss
+        /// A write of the key (or a whole-cache write) is queued or running: the whole
+        /// read runs on the ioQueue after it, and asks memory there.
+        case behindWrite
+        /// Memory missed: read the disk on the caller's thread
+        /// (`loadDiskFileSynchronously`); a hit goes back into memory only if the epochs
+        /// taken with the decision have not moved (no write of the key meanwhile).
+        case diskInline(Epochs)
+        /// Memory missed: read the disk on the ioQueue.
+        case diskQueued
     }
 
-    private func readPath(forKey key: String, options: Options) -> ReadPath {
-        writes.withLock { book in
-            if book.mustQueue(key) { return .queued }
-            return options.loadDiskFileSynchronously ? .inline(epoch: book.epoch) : .inlineThenQueue
+    /// Decides how a read of `key` is served (see `ReadPlan`). `lookInMemory` is the
+    /// read's memory lookup (it counts a hit or a miss and may extend the entry); it runs
+    /// at most once, and not at all when `memoryAsked` (the caller's own lookup missed).
+    ///
+    /// Whether a write is queued and the epochs a put-back compares are taken under one
+    /// hold of the write book's lock (`IOScheduler.readStamp`), after any memory lookup:
+    /// a write queued later changes the epochs, so an older disk value never replaces
+    /// it. While no write at all is queued, a memory hit takes no lock.
+    func readPlan<Found>(
+        forKey key: String, options: Options, memoryAsked: Bool = false, _ lookInMemory: () -> Found?
+    ) -> ReadPlan<Found> {
+        var asked = memoryAsked
+        if !asked, !scheduler.mustQueue(key) {
+            asked = true
+            if let found = lookInMemory() { return .memoryHit(found) }
+        }
+        let (mustQueue, epochs) = scheduler.readStamp(forKey: key)
+        if mustQueue { return .behindWrite }
+        // A write queued after the stamp comes after this read: memory may answer now.
+        if !asked, let found = lookInMemory() { return .memoryHit(found) }
+        if options.fromMemoryOnly { return .memoryOnlyMiss }
+        // A pending write-back of this key goes first on the ioQueue: read after it.
+        if options.loadDiskFileSynchronously, !memoryStorage.hasPendingWriteBack(forKey: key) {
+            return .diskInline(epochs)
+        }
+        return .diskQueued
+    }
+
+    /// A memory lookup of `key` as `retrieve` makes it (extending per `options`).
+    func memoryRetrieve(forKey key: String, options: Options) -> RetrieveResult? {
+        memoryStorage.valueAndMeta(
+            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration
+        ).map { entry, meta in
+            RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
         }
     }
 
@@ -52,35 +90,26 @@ extension HybridCache {
         forKey key: String, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
-        let path = readPath(forKey: key, options: options)
-        if case .queued = path {
-            return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
-                let inlineEpoch = writes.withLock { $0.inlineEpoch }
-                return retrieveNow(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
-            }
-        }
-        if !memoryAsked, let (entry, meta) = memoryStorage.valueAndMeta(
-            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
-        {
-            return runInline(callbackQueue, options.priority, completion) {
-                .success(RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration)))
-            }
-        }
-        if options.fromMemoryOnly {
+        switch readPlan(forKey: key, options: options, memoryAsked: memoryAsked, { memoryRetrieve(forKey: key, options: options) }) {
+        case .memoryHit(let found):
+            return runInline(callbackQueue, options.priority, completion) { .success(found) }
+        case .memoryOnlyMiss:
             return runInline(callbackQueue, options.priority, completion) {
                 .success(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
             }
-        }
-        switch path {
-        case .inline(let epoch) where !memoryStorage.hasPendingWriteBack(forKey: key):
-            // (A pending write-back of this key goes first on the ioQueue: read after it.)
-            return runInline(callbackQueue, options.priority, completion) {
-                retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.epoch == epoch })
-            }
-        case .inline, .inlineThenQueue, .queued:
+        case .behindWrite:
             return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
-                let inlineEpoch = writes.withLock { $0.inlineEpoch }
-                return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inlineEpoch == inlineEpoch })
+                let inlineEpoch = scheduler.epochs.inline
+                return retrieveNow(forKey: key, options: options, putBackIf: { $0.inline == inlineEpoch })
+            }
+        case .diskInline(let epochs):
+            return runInline(callbackQueue, options.priority, completion) {
+                retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.all == epochs.all })
+            }
+        case .diskQueued:
+            return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
+                let inlineEpoch = scheduler.epochs.inline
+                return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inline == inlineEpoch })
             }
         }
     }
@@ -115,24 +144,22 @@ extension HybridCache {
         completion: @escaping @Sendable (Result<T, CacheError>) -> Void,
         _ transform: @escaping @Sendable (EntryDescription) -> T
     ) -> CacheTask {
-        let path = readPath(forKey: key, options: options)
         let lookUp: @Sendable (Bool) -> Result<T, CacheError> = { [self] memoryOnly in
             describeNow(forKey: key, options: options, memoryOnly: memoryOnly).map(transform)
         }
-        switch path {
-        case .queued:
+        let plan = readPlan(forKey: key, options: options) {
+            memoryStorage.meta(forKey: key, referenceDate: options.referenceDate)
+        }
+        switch plan {
+        case .memoryHit(let meta):
+            return runInline(callbackQueue, options.priority, completion) { .success(transform(HybridCache.description(of: meta))) }
+        case .memoryOnlyMiss:
+            return runInline(callbackQueue, options.priority, completion) { lookUp(true) }
+        case .behindWrite:
             return enqueue(write: nil, callbackQueue, options.priority, completion) { lookUp(options.fromMemoryOnly) }
-        case .inline, .inlineThenQueue:
-            if let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {
-                return runInline(callbackQueue, options.priority, completion) {
-                    .success(transform(HybridCache.description(of: meta)))
-                }
-            }
-            if options.fromMemoryOnly
-                || (options.loadDiskFileSynchronously && !memoryStorage.hasPendingWriteBack(forKey: key))
-            {
-                return runInline(callbackQueue, options.priority, completion) { lookUp(options.fromMemoryOnly) }
-            }
+        case .diskInline:
+            return runInline(callbackQueue, options.priority, completion) { lookUp(false) }
+        case .diskQueued:
             return enqueue(write: nil, callbackQueue, options.priority, completion) { lookUp(false) }
         }
     }
@@ -174,7 +201,7 @@ extension HybridCache {
 
     /// Memory, then disk; for reads queued behind a write (on the ioQueue).
     private func retrieveNow(
-        forKey key: String, options: Options, putBackIf: @escaping (WriteBook) -> Bool
+        forKey key: String, options: Options, putBackIf: @escaping (Epochs) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         if let (entry, meta) = memoryStorage.valueAndMeta(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
@@ -194,7 +221,7 @@ extension HybridCache {
     /// goes into the resident copy (or, when memory cannot keep the value, straight into
     /// the write-back set once it is due), like a memory hit's.
     private func retrieveFromDisk(
-        forKey key: String, options: Options, putBackIf: (WriteBook) -> Bool
+        forKey key: String, options: Options, putBackIf: (Epochs) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         do throws(CacheError) {
             typealias Found = (entry: CacheEntry, meta: DiskStorage.FileMeta)
@@ -216,8 +243,7 @@ extension HybridCache {
             }
             counters.withLock { $0.diskHits += 1 }
             let mirror = extendedLifetime(of: meta, options.extendingExpiration, forcedExtension: options.forcedExtension)
-            writes.withLock { book in
-                guard putBackIf(book) else { return }
+            scheduler.ifUnchanged(putBackIf) {
                 let kept = memoryStorage.store(
                     entry, forKey: key, residency: options.memoryExpiration, mirroring: mirror)
                 let now = mirror.extendedAt

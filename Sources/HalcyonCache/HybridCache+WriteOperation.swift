@@ -111,7 +111,7 @@ extension HybridCache {
     /// removal of a disk copy that is not journaled so journals a `delete` itself (see
     /// `removeDiskCopy`).
     func perform(_ operation: WriteOperation, inline: Bool = false, journaled: Bool = false) -> Result<WriteOutcome, CacheError> {
-        if !inline { dispatchPrecondition(condition: .onQueue(ioQueue)) }
+        if !inline { scheduler.assertOnQueue() }
         // With a journal, `enqueueJournaled` has appended the operation's record (and
         // stamped it) before this runs; stamping again changes nothing.
         let operation = operation.stamped(config.disk.clock.now(), versions: versions)
@@ -160,9 +160,11 @@ extension HybridCache {
     // MARK: Write-back of extended lifetimes
 
     /// Called by the memory tier when write-backs become pending: one ioQueue job drains
-    /// the whole pending set, so a burst of extensions costs one job.
+    /// the whole pending set, so a burst of extensions costs one job. (The memory tier
+    /// calls this from inside stores, some of which run with the write book held: work
+    /// that counts no write never takes the book's lock to be queued.)
     func scheduleWriteBackDrain() {
-        submit { [weak self] in
+        scheduler.enqueue(.background) { [weak self] in
             guard let self else { return }
             _ = perform(.writeBack(memoryStorage.takeWriteBacks()))
         }
@@ -188,7 +190,7 @@ extension HybridCache {
     public func shutdown() {
         sweepTimer?.cancel()
         let done = DispatchSemaphore(value: 0)
-        submit { [self] in
+        scheduler.enqueue(.background) { [self] in
             _ = perform(.writeBack(memoryStorage.takeAllWriteBacks()))
             // Everything acknowledged is in the journal; make it reach the device too.
             if let writeBehind, writeBehind.config.fsync != .never { try? writeBehind.writer.sync() }
@@ -224,15 +226,11 @@ extension HybridCache {
     /// is counted; the write-back itself still goes to the file or the unwritten entry.
     private func journalWriteBacks(_ records: [MemoryStorage.WriteBack]) {
         guard let wb = writeBehind else { return }
-        // A key with a write in the book may already have that write's record in the journal
-        // (a group commits every write waiting, also those queued after this job): a touch
-        // after it would give the new value the old one's lifetime. That write supersedes
-        // the extension anyway, so its key gets no touch.
-        let touches: [Journal.Record] = writes.withLock { book in
-            records.compactMap { r in
-                r.forcedExtension == nil && !book.mustQueue(r.key)
-                    ? .touch(key: r.key, expiresAtNanos: HybridCache.nanos(r.expiresAt)) : nil
-            }
+        // Every key gets its touch, also one with a write queued: that write's job comes
+        // later in the order, so its record follows this touch (a run never takes writes
+        // queued behind other jobs), and a replay ends with the write's own lifetime.
+        let touches: [Journal.Record] = records.compactMap { r in
+            r.forcedExtension == nil ? .touch(key: r.key, expiresAtNanos: HybridCache.nanos(r.expiresAt)) : nil
         }
         guard !touches.isEmpty else { return }
         _ = try? wb.append(touches)  // a failure is counted; the files' times still get the lifetimes
@@ -443,7 +441,7 @@ extension HybridCache {
     /// tier list the folder, trim to half the limit (judging last access by what memory
     /// knows), and the account get recounted.
     func enforceDiskSizeLimit() {
-        dispatchPrecondition(condition: .onQueue(ioQueue))
+        scheduler.assertOnQueue()
         let limit = config.disk.sizeLimit
         guard limit > 0 else { return }
         if diskUsage.withLock({ $0 }) == nil { recountDiskUsage() }

@@ -39,13 +39,10 @@ extension HybridCache {
             // in the unwritten table after the look and in memory before this store). The
             // memory store happens under the same lock, so a concurrent disk read cannot put
             // an older value back after it.
-            let result = writes.withLock { book -> Result<WriteOutcome, CacheError>? in
-                guard !book.mustQueue(key), book.directCommits == 0,
-                      !mayHoldDiskCopy(key: key, forcedExtension: options.forcedExtension)
-                else { return nil }
-                book.epoch &+= 1
-                book.inlineEpoch &+= 1
-                return perform(operation, inline: true)
+            let result = scheduler.runInlineWrite(forKey: key, {
+                !mayHoldDiskCopy(key: key, forcedExtension: options.forcedExtension)
+            }) {
+                perform(operation, inline: true)
             }
             if let result {
                 return runInline(callbackQueue, options.priority, completion) { result.map(HybridCache.storeResult) }

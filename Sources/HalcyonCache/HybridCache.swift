@@ -35,8 +35,8 @@ import Synchronization
 /// - Every call returns a `CacheTask`; see its guarantees.
 ///
 /// `@unchecked Sendable`: every stored property is immutable after init and itself
-/// thread-safe: the backends lock internally, `writes`, `counters` and `diskUsage` are `Locked`, the
-/// ioQueue and the sweep timer are libdispatch objects.
+/// thread-safe: the backends lock internally, the scheduler is `Sendable`, `counters` and
+/// `diskUsage` are `Locked`, the sweep timer is a libdispatch object.
 public final class HybridCache: @unchecked Sendable {
     /// The settings of both tiers and of the periodic sweep.
     public struct Config: Sendable {
@@ -157,25 +157,9 @@ public final class HybridCache: @unchecked Sendable {
     public let memoryStorage: MemoryStorage.Backend
     /// The disk tier. Thread-safe; using it directly bypasses the ioQueue's ordering.
     public let diskStorage: DiskStorage.Backend
-    /// The one serial queue that runs every write, every queued disk read, the sweep and
-    /// `debugSleep`, in the order they were asked for. Only `commitDirect` runs `sync` on
-    /// it, and only when nothing else is queued (`ioJobs`). Not public: other modules
-    /// reach it only through the methods named for what they need.
-    let ioQueue: DispatchQueue
-    /// The ioQueue's jobs queued or running; every job goes through `submit` (or, for
-    /// timers, `ioJobs.counting`), so `commitDirect` can see whether it would wait.
-    let ioJobs = IOQueueJobs()
-
-    /// The read-your-writes bookkeeping ("write book"). Held only to count or to compare
-    /// counters, to enqueue a write (so enqueue order is bookkeeping order), and around
-    /// the memory store of an inline write or a disk hit's put-back.
-    let writes = Locked(WriteBook())
-    /// All writes queued or running: the write book's total, kept outside its lock (changed
-    /// only under it, by `register(_:in:)` and `finishWrite`). A memory read that sees 0
-    /// knows no write concerns its key without taking the book's lock, which every reader
-    /// of every key would otherwise share: a write's reply follows its decrement, and a
-    /// client's own write is counted on its thread before its next read looks.
-    let writesCounted = Atomic<Int>(0)
+    /// The order of every piece of work: the ioQueue, the write book behind
+    /// read-your-writes, the journal queue. The only way work is queued or ordered.
+    let scheduler: IOScheduler
     /// Request counters that the backends do not keep themselves; held to add.
     let counters = Locked(CacheStats())
     /// The disk tier's bytes and files as the ioQueue last accounted them (see
@@ -191,75 +175,6 @@ public final class HybridCache: @unchecked Sendable {
     /// tier or the journal folder is not usable: then writes go to files directly).
     let writeBehind: WriteBehind?
 
-    /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
-    /// happened while it was reading (then it must not put its older value into memory).
-    struct WriteBook {
-        /// Writes queued or running per key; absent = 0.
-        var perKey: [String: Int] = [:]
-        /// Whole-cache writes (clear, removeExpired, trim) queued or running.
-        var wholeCache = 0
-        /// Bumped by every write at enqueue and every inline write.
-        var epoch: UInt64 = 0
-        /// Bumped by inline writes only (the ones that do not run on the ioQueue).
-        var inlineEpoch: UInt64 = 0
-
-        /// Journaled writes queued and not yet taken by a group commit, in queue order.
-        var journalQueue: [PendingWrite] = []
-        /// Sets of a direct commit (`commitDirect`) under way. Their keys are not counted
-        /// one by one: a commit runs as one step inside the ioQueue, its writes are not
-        /// acknowledged before it ends, and a read that races them may see either value,
-        /// as a read racing any unacknowledged write may. Only an inline store must not
-        /// slip between a commit's table put and its memory insert (see `store`).
-        var directCommits = 0
-
-        func mustQueue(_ key: String) -> Bool {
-            wholeCache > 0 || perKey[key] != nil
-        }
-
-        /// Counts a write from its enqueue: later reads of its keys (of anything, for a
-        /// whole-cache write) queue behind it until `unregister`.
-        mutating func register(_ scope: WriteScope) {
-            switch scope {
-            case .key(let key): perKey[key, default: 0] += 1
-            case .keys(let keys): for key in keys { perKey[key, default: 0] += 1 }
-            case .wholeCache: wholeCache += 1
-            case .direct: directCommits += 1
-            }
-            epoch &+= 1
-        }
-
-        /// Uncounts a write once its effects are in place (or it was skipped).
-        mutating func unregister(_ scope: WriteScope) {
-            func release(_ key: String) {
-                let left = (perKey[key] ?? 1) - 1
-                perKey[key] = left > 0 ? left : nil
-            }
-            switch scope {
-            case .key(let key): release(key)
-            case .keys(let keys): keys.forEach(release)
-            case .wholeCache: wholeCache -= 1
-            case .direct: directCommits -= 1
-            }
-        }
-    }
-
-    /// What a write blocks until it has run.
-    enum WriteScope {
-        case key(String)
-        /// Several keys written by one job (setMany): each is counted as a key write.
-        case keys([String])
-        case wholeCache
-        /// A set of a direct commit: bumps the epoch, keeps inline stores queued while it
-        /// runs, and is not counted in `writesCounted` (see `WriteBook.directCommits`).
-        case direct
-
-        /// Whether the write is in `writesCounted` (reads of its keys wait for it).
-        var isCounted: Bool {
-            if case .direct = self { return false }
-            return true
-        }
-    }
-
     /// Creates both tiers, the ioQueue and the sweep timer. Never fails: a disk tier that
     /// is not ready makes every disk call fail with its error, memory-only calls work.
     public init(config: Config) {
@@ -271,17 +186,20 @@ public final class HybridCache: @unchecked Sendable {
             HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock)
         }
         versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
-        let queue = DispatchQueue(label: "halcyon.HybridCache.ioQueue")
-        ioQueue = queue
+        let scheduler = IOScheduler(label: "halcyon.HybridCache.ioQueue")
+        self.scheduler = scheduler
         sweepTimer = config.sweepInterval > 0
-            ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: queue)
+            ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: scheduler.timerQueue)
             : nil
-        // Weak: the timer must not keep a forgotten cache alive; deinit cancels it.
-        sweepTimer?.start(ioJobs.counting { [weak self] in self?.sweep() })
+        // Weak: the timer must not keep a forgotten cache alive; deinit cancels it. It
+        // only enqueues: the sweep takes its place in the order like any job.
+        sweepTimer?.start { [weak self] in
+            self?.scheduler.enqueue(.slice) { [weak self] in self?.sweep() }
+        }
         memoryStorage.setWriteBackHandler { [weak self] in self?.scheduleWriteBackDrain() }
         // The first ioQueue job: list the disk folder once, so stores can check the size
         // limit without listing it again.
-        submit { [self] in
+        scheduler.enqueue(.background) { [self] in
             recountDiskUsage()
             // Replayed entries go to their files in the background.
             if let writeBehind, writeBehind.table.withLock({ $0.count }) > 0 { scheduleMaterializer(writeBehind) }
@@ -306,7 +224,7 @@ public final class HybridCache: @unchecked Sendable {
         let usage = diskUsage.withLock { $0 }
         stats.diskBytes = usage?.bytes ?? 0
         stats.diskEntries = usage?.count ?? 0
-        stats.writesQueued = writesCounted.load(ordering: .sequentiallyConsistent)
+        stats.writesQueued = scheduler.writesQueued
         stats.journal = journalStats()
         return stats
     }
@@ -362,9 +280,7 @@ public final class HybridCache: @unchecked Sendable {
     /// of its key queue behind it. A cancelled job is skipped and still uncounted.
     ///
     /// `short`: the job touches at most one small file (an update whose store goes to the
-    /// journal), so it is counted in `ioJobs` only while it runs, like a materializer
-    /// slice: counted from its queueing, one update that had to be queued would keep the
-    /// next ones off the direct path for as long as they keep coming.
+    /// journal): see `IOScheduler.JobKind.shortWrite`.
     func enqueue<T: Sendable>(
         write scope: WriteScope?, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
         short: Bool = false,
@@ -374,53 +290,15 @@ public final class HybridCache: @unchecked Sendable {
         let task = makeTask(callbackQueue, priority, completion)
         let job: @Sendable () -> Void = { [self] in
             let result: Result<T, CacheError>? = task.begin() ? work() : nil
-            if let scope { finishWrite(scope) }
+            if let scope { scheduler.finish(scope) }
             if let result { deliver(result, task: task, callbackQueue, priority, completion) }
         }
         if let scope {
-            // Enqueue under the book's lock: the queue order of writes is then the order in
-            // which they were counted, and a reader that saw the count queues after the write.
-            writes.withLock { book in
-                register(scope, in: &book)
-                if short { ioQueue.async(execute: ioJobs.counting(job)) } else { submit(job) }
-            }
+            scheduler.enqueue(short ? .shortWrite(scope) : .write(scope), job)
         } else {
-            submit(job)
+            scheduler.enqueue(.read, job)
         }
         return task
-    }
-
-    /// Queues `job` on the ioQueue, counted in `ioJobs` until it has run.
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        ioJobs.submit(job, on: ioQueue)
-    }
-
-    /// Counts a write in the book from its enqueue; inside `writes.withLock`.
-    func register(_ scope: WriteScope, in book: inout WriteBook) {
-        book.register(scope)
-        if scope.isCounted { writesCounted.add(1, ordering: .sequentiallyConsistent) }
-    }
-
-    func finishWrite(_ scope: WriteScope) {
-        writes.withLock {
-            $0.unregister(scope)
-            writesCounted.subtract(1, ordering: .sequentiallyConsistent)
-        }
-    }
-
-    /// Whether a queued write concerns `key` (read-your-writes); the book's lock only when
-    /// some write is queued at all.
-    func mustQueueRead(_ key: String) -> Bool {
-        guard writesCounted.load(ordering: .sequentiallyConsistent) > 0 else { return false }
-        return writes.withLock { $0.mustQueue(key) }
-    }
-
-    /// `mustQueueRead` of each key, under one hold of the lock.
-    func mustQueueReads(_ keys: [String]) -> [Bool] {
-        guard writesCounted.load(ordering: .sequentiallyConsistent) > 0 else {
-            return [Bool](repeating: false, count: keys.count)
-        }
-        return writes.withLock { book in keys.map { book.mustQueue($0) } }
     }
 
     /// Converts a tier's "never" instant to the API's nil.

@@ -140,7 +140,7 @@ struct HybridCacheJournalTests {
         _ = try await Self.store(first, "gone", "x")
         _ = try await result { first.remove(forKey: "gone", completion: $0) }.get()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            first.ioQueue.async {
+            first.scheduler.holdForTesting {
                 first.materializeSlice(first.writeBehind!, files: 100)  // files only, no checkpoint
                 c.resume()
             }
@@ -157,29 +157,74 @@ struct HybridCacheJournalTests {
         #expect(file?.entry.bytes == Array("v2".utf8))
     }
 
+    /// Stores [7] under "s" for 10 s, then reads it `after` seconds later (extending it to
+    /// 10 s from then) and returns that hit.
+    static func storeThenExtend(
+        _ f: JournalCacheFixture, _ cache: HybridCache, after seconds: Double
+    ) async throws -> HybridCache.RetrieveResult {
+        var options = HybridCache.Options()
+        options.diskExpiration = .seconds(10)
+        _ = try await result { cache.store(CacheEntry(bytes: [7]), forKey: "s", options: options, completion: $0) }.get()
+        f.clock.advance(by: seconds)
+        let hit = try await result { cache.retrieve(forKey: "s", completion: $0) }.get()
+        #expect(hit.expiresAt == f.clock.now().addingTimeInterval(10))
+        return hit
+    }
+
+    /// Reopens the cache (a restart that replays the journal), `after` seconds later, and
+    /// expects "s" with the lifetime of `hit`.
+    static func expectReplayKeeps(_ hit: HybridCache.RetrieveResult, _ f: JournalCacheFixture, after seconds: Double) async throws {
+        let second = f.open()
+        f.clock.advance(by: seconds)
+        var look = HybridCache.Options()
+        look.extendingExpiration = ExpirationExtending.none
+        let after = try await result { second.retrieve(forKey: "s", options: look, completion: $0) }.get()
+        #expect(after.entry?.bytes == [7])
+        #expect(after.expiresAt == hit.expiresAt)
+    }
+
     /// A lifetime extended in memory and written back reaches the journal as a touch
     /// record: a restart that replays the key's set record (its file never written) keeps
     /// the extended lifetime instead of the one the set gave.
     @Test func aWrittenBackExtensionSurvivesAReplayOfTheSet() async throws {
         let f = JournalCacheFixture()
         let first = f.open(held: f.frozen)
-        var options = HybridCache.Options()
-        options.diskExpiration = .seconds(10)
-        _ = try await result { first.store(CacheEntry(bytes: [7]), forKey: "s", options: options, completion: $0) }.get()
-        f.clock.advance(by: 8)
-        let hit = try await result { first.retrieve(forKey: "s", completion: $0) }.get()
+        let hit = try await Self.storeThenExtend(f, first, after: 8)
         #expect(hit.cacheType == .memory)
-        #expect(hit.expiresAt == f.clock.now().addingTimeInterval(10))
         first.shutdown()  // the write-backs of a clean stop; no file is written (frozen)
         #expect(!f.fileExists(first, "s"))
 
-        let second = f.open()
-        f.clock.advance(by: 4)  // past the set's lifetime (10 s), within the extended one (18 s)
-        var look = HybridCache.Options()
-        look.extendingExpiration = ExpirationExtending.none
-        let after = try await result { second.retrieve(forKey: "s", options: look, completion: $0) }.get()
-        #expect(after.entry?.bytes == [7])
-        #expect(after.expiresAt == hit.expiresAt)
+        // Past the set's lifetime (10 s), within the extended one (18 s).
+        try await Self.expectReplayKeeps(hit, f, after: 4)
+    }
+
+    /// The write-back's touch record is journaled even while a write of the key is queued
+    /// behind it: that write comes later in the order, so the touch cannot undo it; and
+    /// when it never happens (cancelled before it began), a replay keeps the extension.
+    @Test func anExtensionIsJournaledWhileAWriteOfTheKeyIsQueuedBehindIt() async throws {
+        let f = JournalCacheFixture()
+        let first = f.open(held: f.frozen)
+        // Extended below half the TTL: no write-back is due yet; the flush below takes it.
+        let hit = try await Self.storeThenExtend(f, first, after: 4)
+
+        let gate = DispatchSemaphore(value: 0)
+        first.scheduler.holdForTesting { gate.wait() }
+        let flushed = Locked<Result<Int, CacheError>?>(nil)
+        let flushDone = DispatchSemaphore(value: 0)
+        first.flush { r in
+            flushed.withLock { $0 = r }
+            flushDone.signal()
+        }
+        // Queued behind the write-back, then cancelled before it begins: it never happens.
+        let later = first.store(CacheEntry(bytes: [8]), forKey: "s")
+        later.cancel()
+        gate.signal()
+        #expect(flushDone.wait(timeout: .now() + 10) == .success)
+        #expect(try flushed.withLock({ $0 })?.get() ?? 0 >= 1)
+        #expect(!f.fileExists(first, "s"))  // frozen: only the journal holds the key
+
+        // Past the set's lifetime (10 s), within the extended one (14 s).
+        try await Self.expectReplayKeeps(hit, f, after: 8)
     }
 
     @Test func aLargeValueGoesStraightToItsFileAndHidesAnOlderUnwrittenOne() async throws {
@@ -415,7 +460,7 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let written = first.ioQueue.sync { first.materializeSlice(wb, files: 10) }
+        let written = first.scheduler.runNowForTesting { first.materializeSlice(wb, files: 10) }
         #expect(written == 2)
         #expect(!f.fileExists(first, "evicted"))
         #expect(wb.lastCheckpoint == nil)
@@ -445,9 +490,9 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let segmentsBefore = first.ioQueue.sync { wb.writer.position.segment }
+        let segmentsBefore = first.scheduler.runNowForTesting { wb.writer.position.segment }
         #expect(segmentsBefore >= 3)
-        let copied = first.ioQueue.sync { () -> Int in
+        let copied = first.scheduler.runNowForTesting { () -> Int in
             let n = first.copyForward(wb, limit: 64)
             first.checkpointIfUseful(wb, force: false)
             return n

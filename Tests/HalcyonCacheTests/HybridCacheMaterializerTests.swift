@@ -16,7 +16,7 @@ import Glibc
 struct HybridCacheMaterializerTests {
     static func materializeSlice(_ cache: HybridCache) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            cache.ioQueue.async {
+            cache.scheduler.holdForTesting {
                 cache.materializeSlice(cache.writeBehind!, files: 100)
                 c.resume()
             }

@@ -170,6 +170,27 @@ def test_remove_prefix(daemon_client: halcyon.Client, key: str) -> None:
         c.remove_prefix("")
 
 
+def test_keys_and_remove_prefix_see_forced_extension_files(rev2_fresh_daemon: Daemon) -> None:
+    """An entry stored with a forcedExtension is listed (from memory, and from its file
+    alone after a restart) and removed by prefix: its file too, not only the memory copy."""
+    with halcyon.Client(rev2_fresh_daemon.socket) as c:
+        c.call("cache.set", {"key": "fx:png", "value": "1", "forcedExtension": "png"})
+        c.call("cache.set", {"key": "fx:both", "value": "2"})
+        c.call("cache.set", {"key": "fx:both", "value": "3", "forcedExtension": "dat"})
+        c.set("other", 1)
+        assert sorted(c.keys("fx:")) == ["fx:both", "fx:png"]
+        rev2_fresh_daemon.restart()
+        assert sorted(c.keys("fx:")) == ["fx:both", "fx:png"]
+        assert c.remove_prefix("fx:") == 2
+        for key, ext in (("fx:png", "png"), ("fx:both", "dat"), ("fx:both", None)):
+            params: Dict[str, Any] = {"key": key}
+            if ext:
+                params["forcedExtension"] = ext
+            assert c.call("cache.get", params) == {"found": False}, (key, ext)
+        assert list(c.keys("fx:")) == []
+        assert c.get("other") == 1
+
+
 def test_ttl(daemon_client: halcyon.Client, key: str) -> None:
     c = daemon_client
     assert c.ttl(key) is None

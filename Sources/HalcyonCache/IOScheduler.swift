@@ -1,0 +1,369 @@
+// The order of the hybrid cache's work: the one serial queue that runs every write, every
+// queued disk read and every piece of maintenance, and the book that tells a read whether
+// a write it must see is still waiting there. No other file touches the queue or the book.
+
+import Dispatch
+import Synchronization
+
+extension HybridCache {
+    /// The one owner of the order in which the hybrid cache's work takes effect.
+    ///
+    /// The rule it keeps: work takes effect in the order it was enqueued. A job runs on the
+    /// serial ioQueue after every job enqueued before it. A read that must see a queued
+    /// write (`mustQueue`) is enqueued behind it. A direct group (`runDirect`) runs on the
+    /// queue after everything enqueued before it, on its caller's thread when the queue
+    /// is idle. Group commit (`takeRun`) may apply, together with a journaled write, only
+    /// the journaled writes enqueued right after it with no other job between them: the
+    /// run at the head of the order. (Taking writes that sit behind a read would let the
+    /// read see writes that arrived after it.)
+    ///
+    /// Every enqueue takes a ticket and queues its job in one hold of the `order` lock, so
+    /// ticket order is queue order; a run is a stretch of consecutive tickets. A write is
+    /// counted in the book in the same hold of the book's lock as it is queued (book, then
+    /// order: the only nesting of the two), so a reader that saw it counted queues after
+    /// it. Work that counts nothing (a read, background work) takes only the order lock, so
+    /// it may be enqueued with the book held (the memory tier asks for a write-back drain
+    /// from inside stores that run under it).
+    /// Timers never put work on the queue themselves: they fire on `timerQueue` and
+    /// enqueue a ticketed job, so nothing reaches the queue without a ticket.
+    ///
+    /// Counting, for `isIdle` (whether a direct group would wait behind a long job):
+    /// - `.read`, `.write`, `.background`: from enqueue until the job has run;
+    /// - `.shortWrite`, `.slice`: only while the job runs (each touches at most one small
+    ///   file; counted from enqueue, one of them would keep the next direct groups off the
+    ///   direct path for as long as such work keeps coming);
+    /// - journaled writes (`enqueueJournaled`): not at all when `countedWhileQueued` is
+    ///   false (a journaled set touches no file; its job commits a run, which a direct
+    ///   group behind it only waits for).
+    ///
+    /// Threading: every method may be called from any thread, except where it says
+    /// "on the queue" (checked with `assertOnQueue`). `Sendable`: the queue is a
+    /// libdispatch object, the book is `Locked`, the counts are atomics.
+    final class IOScheduler: Sendable {
+        /// What a job is, which decides how it is counted and what it holds in the book.
+        enum JobKind {
+            /// Reads keys (a disk read, a read behind a write).
+            case read
+            /// A write counted in the book under its scope until `finish(_:)`.
+            case write(WriteScope)
+            /// A write whose store goes to the journal (an update that decides on memory):
+            /// as `write`, counted in `isIdle` only while it runs.
+            case shortWrite(WriteScope)
+            /// Work that writes no key (a write-back drain, a flush, a recount, a sweep
+            /// asked for), counted from enqueue.
+            case background
+            /// A slice of background work (the materializer, the timed sweep), counted
+            /// only while it runs.
+            case slice
+        }
+
+        /// The serial queue; private: work reaches it only through this type.
+        private let queue: DispatchQueue
+        /// Where timers fire; they only enqueue.
+        let timerQueue: DispatchQueue
+        /// Jobs counted for `isIdle` (see the type's comment).
+        private let jobs = Atomic<Int>(0)
+        /// The write book; held only to count, to compare epochs, to enqueue a write and
+        /// around a memory store that must not race a write.
+        private let book = Locked(WriteBook())
+        /// The ticket of the next job; held only to take a ticket and queue its job, so
+        /// ticket order is queue order. Never held while taking the book's lock.
+        private let order = Locked<UInt64>(0)
+        /// All writes queued or running: the book's total, kept outside its lock (changed
+        /// only under it). A memory read that sees 0 knows no write concerns its key
+        /// without taking the lock every reader of every key would otherwise share: a
+        /// write's reply follows its decrement, and a client's own write is counted on its
+        /// thread before its next read looks.
+        private let counted = Atomic<Int>(0)
+
+        init(label: String) {
+            queue = DispatchQueue(label: label)
+            timerQueue = DispatchQueue(label: label + ".timers")
+        }
+
+        // MARK: Enqueueing
+
+        /// Queues `job` as a job of `kind`, after everything enqueued before. A write is
+        /// counted in the book from here until the job calls `finish(_:)`, which is what
+        /// makes later reads of its keys queue behind it.
+        func enqueue(_ kind: JobKind, _ job: @escaping @Sendable () -> Void) {
+            switch kind {
+            case .write(let scope), .shortWrite(let scope):
+                book.withLock { book in
+                    register(scope, in: &book)
+                    queueTicketed(kind, job)
+                }
+            case .read, .background, .slice:
+                queueTicketed(kind, job)
+            }
+        }
+
+        /// Queues a journaled write: `pending` joins the journal queue with its ticket, and
+        /// its job runs `commit` with that ticket unless a run already took it.
+        func enqueueJournaled(
+            _ pending: PendingWrite, countedWhileQueued: Bool, commit: @escaping @Sendable (UInt64) -> Void
+        ) {
+            book.withLock { book in
+                register(pending.scope, in: &book)
+                order.withLock { next in
+                    let ticket = next
+                    next &+= 1
+                    pending.ticket = ticket
+                    let job: @Sendable () -> Void = { if !pending.taken { commit(ticket) } }
+                    if countedWhileQueued { queueCounted(job) } else { queue.async(execute: job) }
+                }
+                // In ticket order: every journaled write is queued with the book held.
+                book.journalQueue.append(pending)
+            }
+        }
+
+        /// Queues `job` on the queue after `delay`: the delay passes on `timerQueue`, then
+        /// the job is enqueued as `kind` (so it takes its place, and its ticket, then).
+        func enqueue(after delay: DispatchTimeInterval, _ kind: JobKind, _ job: @escaping @Sendable () -> Void) {
+            timerQueue.asyncAfter(deadline: .now() + delay) { [self] in enqueue(kind, job) }
+        }
+
+        /// Takes the run of journaled writes that begins with the job of `ticket`, now
+        /// running: the writes of the consecutive tickets from it on, up to the first job
+        /// that is not one of them. On the queue, from that job.
+        func takeRun(startingAt ticket: UInt64) -> [PendingWrite] {
+            assertOnQueue()
+            return book.withLock { book in
+                // Every earlier job has run and taken its own run: the head is this one.
+                assert(book.journalQueue.first?.ticket == ticket, "a run begins at the head of the journal queue")
+                var next = ticket
+                var count = 0
+                for pending in book.journalQueue {
+                    guard pending.ticket == next else { break }
+                    pending.taken = true
+                    next &+= 1
+                    count += 1
+                }
+                let run = Array(book.journalQueue.prefix(count))
+                book.journalQueue.removeFirst(count)
+                return run
+            }
+        }
+
+        /// Runs `body` on the queue after everything enqueued before, waiting on the
+        /// caller's thread (`DispatchQueue.sync`; when the queue is idle `body` runs on
+        /// this thread): a direct group. It takes a ticket first, so no run enqueued
+        /// before it reaches past it.
+        ///
+        /// - Important: never on the queue, nor from work the queue waits for.
+        func runDirect<T>(_ body: () -> T) -> T {
+            dispatchPrecondition(condition: .notOnQueue(queue))
+            order.withLock { $0 &+= 1 }
+            return queue.sync(execute: body)
+        }
+
+        /// Test hook: runs `body` on the queue after everything enqueued before it, and
+        /// waits for it.
+        func runNowForTesting<T>(_ body: () -> T) -> T { runDirect(body) }
+
+        /// Test hook: holds the queue until `gate` returns (enqueued as background work).
+        func holdForTesting(_ gate: @escaping @Sendable () -> Void) { enqueue(.background, gate) }
+
+        /// Test hook: marks the queue so a test can tell that code runs on it.
+        func setSpecificForTesting<T>(key: DispatchSpecificKey<T>, value: T) { queue.setSpecific(key: key, value: value) }
+
+        // MARK: Questions
+
+        /// No counted job is queued or running: a direct group that starts now waits for no
+        /// one but other direct groups, slices and runs of journaled writes.
+        var isIdle: Bool { jobs.load(ordering: .sequentiallyConsistent) == 0 }
+
+        /// Writes queued or running (for stats).
+        var writesQueued: Int { counted.load(ordering: .sequentiallyConsistent) }
+
+        /// Whether a read of `key` must queue behind a write (read-your-writes): the book's
+        /// lock only when some write is queued at all.
+        func mustQueue(_ key: String) -> Bool {
+            guard counted.load(ordering: .sequentiallyConsistent) > 0 else { return false }
+            return book.withLock { $0.mustQueue(key) }
+        }
+
+        /// `mustQueue` of each key, under one hold of the lock.
+        func mustQueue(_ keys: [String]) -> [Bool] {
+            guard counted.load(ordering: .sequentiallyConsistent) > 0 else {
+                return [Bool](repeating: false, count: keys.count)
+            }
+            return book.withLock { book in keys.map { book.mustQueue($0) } }
+        }
+
+        /// Whether `key` must queue, and the epochs a read that does not queue compares
+        /// later (its put-back into memory must not overwrite a write made meanwhile),
+        /// under one hold of the lock.
+        func readStamp(forKey key: String) -> (mustQueue: Bool, epochs: Epochs) {
+            book.withLock { ($0.mustQueue(key), Epochs(all: $0.epoch, inline: $0.inlineEpoch)) }
+        }
+
+        /// The epochs now.
+        var epochs: Epochs { book.withLock { Epochs(all: $0.epoch, inline: $0.inlineEpoch) } }
+
+        /// Runs `body` (a memory store of what a disk read found) with the book held, when
+        /// `unchanged` says no write made since the read began concerns it; else nothing.
+        func ifUnchanged(_ unchanged: (Epochs) -> Bool, _ body: () -> Void) {
+            book.withLock { book in
+                if unchanged(Epochs(all: book.epoch, inline: book.inlineEpoch)) { body() }
+            }
+        }
+
+        /// Runs `body` (a write applied on the caller's thread) with the book held, when no
+        /// write to `key` nor a direct group is queued or running and `mayRunInline`
+        /// agrees; returns nil (nothing ran) otherwise: then enqueue the write.
+        func runInlineWrite<T>(forKey key: String, _ mayRunInline: () -> Bool, _ body: () -> T) -> T? {
+            book.withLock { book -> T? in
+                guard !book.mustQueue(key), book.directCommits == 0, mayRunInline() else { return nil }
+                book.epoch &+= 1
+                book.inlineEpoch &+= 1
+                return body()
+            }
+        }
+
+        /// Runs `body` with the book held and nothing else: for reading two things (the
+        /// journal's end and the unwritten table) that an inline write changes together
+        /// under it.
+        func withBookHeld<T>(_ body: () -> T) -> T { book.withLock { _ in body() } }
+
+        // MARK: Counting writes
+
+        /// Counts the writes of a direct group (see `WriteScope.direct`); on the queue.
+        func beginDirect(_ scopes: [WriteScope]) {
+            book.withLock { book in for scope in scopes { register(scope, in: &book) } }
+        }
+
+        /// Uncounts a write once its effects are in place (or it was skipped).
+        func finish(_ scope: WriteScope) { finish([scope]) }
+
+        /// Uncounts several writes under one hold of the lock.
+        func finish(_ scopes: [WriteScope]) {
+            book.withLock { book in
+                var uncounted = 0
+                for scope in scopes {
+                    book.unregister(scope)
+                    if scope.isCounted { uncounted += 1 }
+                }
+                counted.subtract(uncounted, ordering: .sequentiallyConsistent)
+            }
+        }
+
+        // MARK: The queue itself
+
+        /// Checks that the caller runs on the queue.
+        func assertOnQueue() { dispatchPrecondition(condition: .onQueue(queue)) }
+
+        /// Checks that the caller does not run on the queue.
+        func assertNotOnQueue() { dispatchPrecondition(condition: .notOnQueue(queue)) }
+
+        private func register(_ scope: WriteScope, in book: inout WriteBook) {
+            book.register(scope)
+            if scope.isCounted { counted.add(1, ordering: .sequentiallyConsistent) }
+        }
+
+        /// Takes a ticket and queues `job` as `kind` says it is counted, in one hold of
+        /// the order lock.
+        private func queueTicketed(_ kind: JobKind, _ job: @escaping @Sendable () -> Void) {
+            order.withLock { next in
+                next &+= 1
+                switch kind {
+                case .read, .write, .background: queueCounted(job)
+                case .shortWrite, .slice: queue.async(execute: countedWhileRunning(job))
+                }
+            }
+        }
+
+        private func queueCounted(_ job: @escaping @Sendable () -> Void) {
+            jobs.add(1, ordering: .sequentiallyConsistent)
+            queue.async { [self] in
+                job()
+                jobs.subtract(1, ordering: .sequentiallyConsistent)
+            }
+        }
+
+        private func countedWhileRunning(_ job: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+            { [self] in
+                jobs.add(1, ordering: .sequentiallyConsistent)
+                job()
+                jobs.subtract(1, ordering: .sequentiallyConsistent)
+            }
+        }
+    }
+
+    /// The book's epochs at one instant: `all` is bumped by every write at enqueue and by
+    /// every inline write, `inline` by inline writes only (those that do not run on the
+    /// queue, so a read on the queue compares only these).
+    struct Epochs: Equatable {
+        var all: UInt64
+        var inline: UInt64
+    }
+
+    /// What is queued on the ioQueue, and epochs that tell a disk read whether a write
+    /// happened while it was reading (then it must not put its older value into memory).
+    /// Only `IOScheduler` holds one.
+    struct WriteBook {
+        /// Writes queued or running per key; absent = 0.
+        var perKey: [String: Int] = [:]
+        /// Whole-cache writes (clear, removeExpired, trim) queued or running.
+        var wholeCache = 0
+        /// Bumped by every write at enqueue and every inline write.
+        var epoch: UInt64 = 0
+        /// Bumped by inline writes only (the ones that do not run on the ioQueue).
+        var inlineEpoch: UInt64 = 0
+        /// Journaled writes queued and not yet taken by a run, in ticket order.
+        var journalQueue: [PendingWrite] = []
+        /// Sets of a direct commit (`commitDirect`) under way. Their keys are not counted
+        /// one by one: a commit runs as one step inside the ioQueue, its writes are not
+        /// acknowledged before it ends, and a read that races them may see either value,
+        /// as a read racing any unacknowledged write may. Only an inline store must not
+        /// slip between a commit's table put and its memory insert (see `store`).
+        var directCommits = 0
+
+        func mustQueue(_ key: String) -> Bool {
+            wholeCache > 0 || perKey[key] != nil
+        }
+
+        /// Counts a write from its enqueue: later reads of its keys (of anything, for a
+        /// whole-cache write) queue behind it until `unregister`.
+        mutating func register(_ scope: WriteScope) {
+            switch scope {
+            case .key(let key): perKey[key, default: 0] += 1
+            case .keys(let keys): for key in keys { perKey[key, default: 0] += 1 }
+            case .wholeCache: wholeCache += 1
+            case .direct: directCommits += 1
+            }
+            epoch &+= 1
+        }
+
+        /// Uncounts a write once its effects are in place (or it was skipped).
+        mutating func unregister(_ scope: WriteScope) {
+            func release(_ key: String) {
+                let left = (perKey[key] ?? 1) - 1
+                perKey[key] = left > 0 ? left : nil
+            }
+            switch scope {
+            case .key(let key): release(key)
+            case .keys(let keys): keys.forEach(release)
+            case .wholeCache: wholeCache -= 1
+            case .direct: directCommits -= 1
+            }
+        }
+    }
+
+    /// What a write blocks until it has run.
+    enum WriteScope {
+        case key(String)
+        /// Several keys written by one job (setMany): each is counted as a key write.
+        case keys([String])
+        case wholeCache
+        /// A set of a direct commit: bumps the epoch, keeps inline stores queued while it
+        /// runs, and is not counted in `writesQueued` (see `WriteBook.directCommits`).
+        case direct
+
+        /// Whether the write is in `writesQueued` (reads of its keys wait for it).
+        var isCounted: Bool {
+            if case .direct = self { return false }
+            return true
+        }
+    }
+}
