@@ -12,7 +12,7 @@
 #   --seconds S      measured seconds per run (default 1; each run also has 0.5 s warm-up)
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
-#   --out FILE       report path (default Benchmarks/results/compare.md)
+#   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
 #   --only LIST      comma-separated sections: main,reads,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
@@ -27,7 +27,7 @@ root="$(cd "$here/.." && pwd)"
 cell_seconds=1
 warmup=0.5
 repeat=3
-out="$here/results/compare.md"
+out="$here/.reports/compare.md"
 only="main,reads,policies,disk,memset,atomic,wal"
 halcyond=""
 build=1
@@ -243,11 +243,11 @@ if want main; then
     echo >>"$report"
 fi
 
-# ------------------------------------------------------------------ 1b. issue 10's read cells
+# ------------------------------------------------------------------ 1b. memory-hit read cells
 if want reads; then
-    log "section: memory-hit reads (issue 10's cells)"
+    log "section: memory-hit reads"
     {
-        echo "## Memory-hit gets against Redis without persistence (issue 10's cells)"
+        echo "## Memory-hit gets against Redis without persistence"
         echo
         echo "Targets: ≥ 0.9× Redis at 1×1, ≥ 0.8× at 8×1, ≥ 0.5× at 8×16 and 64×16, ≥ 0.6× at 8×16 with 4 KiB values; server CPU ≤ 5 µs per get."
         echo

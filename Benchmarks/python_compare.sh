@@ -4,7 +4,7 @@
 # (pip) when missing, then runs the comparison.
 #
 # usage: Benchmarks/python_compare.sh [--halcyond PATH] [--no-build] [python_compare.py options]
-#   e.g. Benchmarks/python_compare.sh --runs 9 --out Benchmarks/results/python-$(date -u +%F).md
+#   e.g. Benchmarks/python_compare.sh --runs 9 --out Benchmarks/.reports/python.md
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"

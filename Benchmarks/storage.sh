@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the storage micro-benchmarks (package-benchmark, release) and writes
-# results/storage.md: the machine, then one markdown table per metric.
+# .reports/storage.md (tables for Benchmarks/RESULTS.md): the machine, then one markdown table per metric.
 #
 # usage: Benchmarks/storage.sh [--out FILE] [--filter REGEX]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-out="$here/results/storage.md"
+out="$here/.reports/storage.md"
 filter=()
 while [ $# -gt 0 ]; do
     case "$1" in

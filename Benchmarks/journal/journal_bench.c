@@ -1,4 +1,4 @@
-// Journal I/O measurements (issue 9 points 3 and 8), in C so the numbers are the system
+// Journal I/O measurements in C so the numbers are the system
 // calls' and not a harness's. The framing and checksum are the journal's own (the C
 // CRC32C of Sources/CHalcyonSystem); the Swift writer adds encoding overhead on top.
 //

@@ -26,7 +26,7 @@ extension HybridCache {
         /// with `diskBacklog`, in seconds. Default 2.
         public var backlogWait: Double = 2
         /// Values of this many bytes and more skip the journal: their file is written
-        /// before the reply (Benchmarks/results/journal.md). Default 1 MiB.
+        /// before the reply (Benchmarks/RESULTS.md, "Journal I/O"). Default 1 MiB.
         public var directValueSize: Int = 1 << 20
         /// Segment size; at most a quarter of `maxJournalBytes`. Default 16 MiB.
         public var segmentSize: UInt64 = 16 << 20

@@ -1,5 +1,5 @@
 // Request latencies, kept per event loop and summed when read: the per-request path of the
-// metrics touches no process-wide lock and no cache line another loop writes (issue 10).
+// metrics touches no process-wide lock and no cache line another loop writes.
 // swift-prometheus's histogram takes a lock per series on every record and cannot be fed
 // pre-aggregated buckets, so this file also writes the series' Prometheus text itself, in
 // the same form swift-prometheus writes histograms.

@@ -2,7 +2,7 @@
 // 10,000 times a second on a ManualClock, every read answered from memory. The number
 // of file-time writes per simulated second is what the lazy write-back costs the disk;
 // it must not depend on the read rate. The printed figures go to
-// Benchmarks/results/lifetime-writeback.txt.
+// Benchmarks/RESULTS.md, "The write-back cost of sliding lifetimes".
 
 import Foundation
 import Testing

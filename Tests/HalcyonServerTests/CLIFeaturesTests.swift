@@ -1,4 +1,4 @@
-// The CLI's commands for issue 12 (add, incr/decr, cas, keys, rm-prefix, lease/release,
+// The CLI's atomic, listing and lease commands (add, incr/decr, cas, keys, rm-prefix, lease/release,
 // describe's version) against a real daemon, and the duration grammar it shares with the
 // daemon (the table in Docs/DURATIONS.md).
 

@@ -165,7 +165,7 @@ def client(server_path: str) -> Iterator[halcyon.Client]:
         yield c
 
 
-#: The methods protocol revision 2 added (issue 12).
+#: The methods protocol revision 2 added.
 REVISION_2 = ("cache.add", "cache.incr", "cache.cas", "cache.getMany", "cache.setMany", "cache.keys",
               "cache.removePrefix", "cache.lease", "cache.releaseLease")
 _missing: Dict[str, List[str]] = {}
@@ -188,7 +188,7 @@ def require_revision_2(daemon: Daemon) -> None:
         _missing[daemon.binary] = missing
     if _missing[daemon.binary]:
         pytest.skip(f"{daemon.binary} lacks {', '.join(_missing[daemon.binary])} "
-                    "(protocol revision 2, issue 12): build a daemon that has them")
+                    "(protocol revision 2): build a daemon that has them")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Issue 12's methods through the Python client, against the real daemon only (the fake
+"""The atomic, listing and lease methods through the Python client, against the real daemon only (the fake
 server has none of them): add, incr/decr, cas, get_many/set_many, keys, remove_prefix,
 ttl, leases, and memoize computing once across threads, tasks and processes."""
 

@@ -30,7 +30,7 @@ def env(daemon: Daemon, cli_bin: str) -> Dict[str, str]:
     there, so no stand-in server)."""
     require_revision_2(daemon)
     if subprocess.run([cli_bin, "lease", "--help"], capture_output=True, timeout=30).returncode != 0:
-        pytest.skip(f"{cli_bin} has no 'lease' command (issue 12's CLI): halcyon_cached needs it")
+        pytest.skip(f"{cli_bin} has no 'lease' command: halcyon_cached needs it")
     return {"daemon_socket": daemon.socket, "cli": cli_bin}
 
 

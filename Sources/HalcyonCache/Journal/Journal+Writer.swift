@@ -160,7 +160,7 @@ extension Journal {
                     let value = RecordCodec.appendHead(record, salt: s.salt, to: &heads)
                     if value.count < Self.inlineValueLimit {
                         // Copying a small value is cheaper than one more iovec for the
-                        // kernel to walk (measured: Benchmarks/results/journal.md).
+                        // kernel to walk (measured: Benchmarks/RESULTS.md, "Journal I/O").
                         heads.append(contentsOf: value)
                         pieces.append((start..<heads.count, []))
                     } else {
