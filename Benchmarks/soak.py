@@ -94,6 +94,21 @@ def wait_for_socket(path, proc, seconds=30):
     raise SystemExit(f"no socket at {path} after {seconds} s")
 
 
+def ask(path, request, complete):
+    """Sends `request` on a new connection to the socket at `path` and reads until
+    `complete(bytes so far)` says the reply is whole (or the server closes)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        s.sendall(request)
+        buf = b""
+        while not complete(buf):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        return buf
+
+
 class Halcyond:
     name = "halcyond"
     proto = "halcyon"
@@ -107,15 +122,7 @@ class Halcyond:
         wait_for_socket(self.sock, self.proc)
 
     def stats(self):
-        with socket.socket(socket.AF_UNIX) as s:
-            s.connect(self.sock)
-            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"cache.stats"}\n')
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
+        buf = ask(self.sock, b'{"jsonrpc":"2.0","id":1,"method":"cache.stats"}\n', lambda b: b.endswith(b"\n"))
         result = json.loads(buf)["result"]
         journal = result.get("journal", {})
         return {
@@ -139,15 +146,11 @@ class Redis:
         wait_for_socket(self.sock, self.proc)
 
     def stats(self):
-        with socket.socket(socket.AF_UNIX) as s:
-            s.connect(self.sock)
-            s.sendall(b"INFO stats\r\n")
-            buf = b""
-            while True:
-                buf += s.recv(65536)
-                header, _, rest = buf.partition(b"\r\n")
-                if header.startswith(b"$") and len(rest) >= int(header[1:]):
-                    break
+        def whole(buf):
+            header, _, rest = buf.partition(b"\r\n")
+            return header.startswith(b"$") and len(rest) >= int(header[1:])
+
+        _, _, rest = ask(self.sock, b"INFO stats\r\n", whole).partition(b"\r\n")
         info = dict(line.split(":", 1) for line in rest.decode().splitlines() if ":" in line)
         return {"evictions": int(info["evicted_keys"])}
 
