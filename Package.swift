@@ -11,7 +11,8 @@
 //                              (no JSON, no sockets)
 //   HalcyonRPC                 JSON-RPC 2.0: envelopes, errors, the method table and handlers (no sockets, no files)
 //   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
-//                              metrics (swift-metrics, Prometheus text) and log formats
+//                              metrics (swift-metrics, Prometheus text) and log formats; it also builds the
+//                              upstream tier of `--upstream` (HalcyonUpstreamTier, listed below)
 //   halcyond, halcyon          thin executables: the daemon and the command-line client
 //   HalcyonUpstream            a RESP3 client for Redis and Valkey on SwiftNIO: codec, connections,
 //                              cluster slots and redirects, client tracking (no cache, no JSON)
@@ -88,6 +89,7 @@ let package = Package(
             name: "HalcyonServer",
             dependencies: [
                 "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
+                "HalcyonUpstream", "HalcyonUpstreamTier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

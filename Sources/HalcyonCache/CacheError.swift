@@ -30,6 +30,12 @@ public enum CacheError: Error, Sendable, Equatable {
     /// The request was cancelled. `started` tells whether its work ran (its effects
     /// stand; only the result was withdrawn) or never began.
     case cancelled(started: Bool)
+    /// The upstream shared by several hosts could not be reached for a shared key: a
+    /// write may or may not have taken effect there, and nothing was stored locally.
+    case upstreamUnavailable(detail: String)
+    /// The upstream refused the command for a shared key (the value under the key is not
+    /// one Halcyon can use, the store is out of memory, ...); nothing was stored locally.
+    case upstreamRefused(detail: String)
 
     /// The stable wire name of this error (`data.reason`).
     public var reason: String {
@@ -43,6 +49,8 @@ public enum CacheError: Error, Sendable, Equatable {
         case .cannotWriteJournal: return "cannotWriteJournal"
         case .diskBacklog: return "diskBacklog"
         case .cancelled: return "requestCancelled"
+        case .upstreamUnavailable: return "upstreamUnavailable"
+        case .upstreamRefused: return "upstreamRefused"
         }
     }
 
@@ -53,7 +61,7 @@ public enum CacheError: Error, Sendable, Equatable {
              .cannotSetCacheFileAttribute(_, let e), .cannotLoadDataFromDisk(_, let e),
              .cannotRemoveCacheFile(_, let e), .cannotWriteJournal(_, let e):
             return e
-        case .invalidKey, .cancelled, .diskBacklog:
+        case .invalidKey, .cancelled, .diskBacklog, .upstreamUnavailable, .upstreamRefused:
             return nil
         }
     }

@@ -48,6 +48,8 @@ public struct CacheStats: Sendable, Equatable {
     public var sweeps: Int = 0
     /// The write-ahead journal and the write-behind materializer; nil without a journal.
     public var journal: JournalStats? = nil
+    /// The shared keys (`HybridCache.Config.upstream`); nil without an upstream.
+    public var upstream: UpstreamStats? = nil
 
     public init() {}
 }

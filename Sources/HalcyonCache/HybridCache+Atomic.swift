@@ -52,7 +52,10 @@ extension HybridCache {
         _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        conditionalStore(
+        if let near = shared(key) {
+            return conditionalStoreShared(near, entry, forKey: key, version: nil, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+        return conditionalStore(
             entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion, when: HybridCache.isAbsent)
     }
 
@@ -66,7 +69,10 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        conditionalStore(
+        if let near = shared(key) {
+            return conditionalStoreShared(near, entry, forKey: key, version: version, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+        return conditionalStore(
             entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion,
             when: HybridCache.hasVersion(version))
     }
@@ -84,7 +90,11 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(
+        if let near = shared(key) {
+            return incrementShared(near, forKey: key, by: delta, initial: initial, flags: flags, options: options,
+                                   callbackQueue: callbackQueue, completion: completion)
+        }
+        return enqueue(
             write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: HybridCache.incrementValueSize),
             completion
         ) { [self] in

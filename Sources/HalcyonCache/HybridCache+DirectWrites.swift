@@ -108,6 +108,7 @@ extension HybridCache {
     /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
+        if shared(write.key) != nil { return false }  // shared keys are written upstream (HybridCache+Upstream.swift)
         guard let wb = writeBehind, wb.config.fsync != .always, scheduler.isIdle,
               journalsDirectly(write.options, valueSize: write.valueSize), wb.recentPressure.load(ordering: .relaxed) < 900
         else { return false }

@@ -158,6 +158,16 @@ extension HybridCache {
         _ prefix: String, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
     ) -> CacheTask {
+        if let nearCache, nearCache.mayShare(prefix: prefix) {
+            return removePrefixShared(nearCache, prefix, callbackQueue: callbackQueue, completion: completion)
+        }
+        return removeLocalPrefix(prefix, callbackQueue: callbackQueue, completion: completion)
+    }
+
+    /// `removePrefix` of this host's keys only.
+    func removeLocalPrefix(
+        _ prefix: String, callbackQueue: CallbackQueue, completion: (@Sendable (Result<Int, CacheError>) -> Void)?
+    ) -> CacheTask {
         enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
             var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))
             keys.formUnion(unwrittenKeys(prefix: prefix))

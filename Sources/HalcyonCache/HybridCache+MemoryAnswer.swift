@@ -25,6 +25,7 @@ extension HybridCache {
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
     public func memoryLookup(forKey key: String, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
+        if let near = shared(key) { return memoryLookupShared(near, forKey: key, options: options) }
         switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
         case .memoryHit(let found): return .answered(found)
         case .memoryOnlyMiss: return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
@@ -50,6 +51,7 @@ extension HybridCache {
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
     public func memoryDescription(forKey key: String, options: Options = .init()) -> EntryDescription? {
+        if let near = shared(key), near.writePending(key) { return nil }
         let plan = readPlan(forKey: key, options: options) { memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) }
         guard case .memoryHit(let meta) = plan else { return nil }
         return HybridCache.description(of: meta)

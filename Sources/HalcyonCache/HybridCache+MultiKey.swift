@@ -35,7 +35,10 @@ extension HybridCache {
         _ items: [StoreItem], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(write: .keys(items.map(\.key)), callbackQueue, options.priority, completion) { [self] () -> Result<[StoreResult], CacheError> in
+        if let nearCache, items.contains(where: { nearCache.shares($0.key) }) {
+            return storeManySplit(items, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+        return enqueue(write: .keys(items.map(\.key)), callbackQueue, options.priority, completion) { [self] () -> Result<[StoreResult], CacheError> in
             let operations = items.map { item in
                 var itemOptions = options
                 itemOptions.diskExpiration = item.diskExpiration ?? options.diskExpiration
@@ -68,7 +71,11 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<[Bool], CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueue(write: .keys(keys), callbackQueue, options.priority, completion) { [self] () -> Result<[Bool], CacheError> in
+        if let nearCache, keys.contains(where: nearCache.shares) {
+            return removeManySplit(keys, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
+                                   callbackQueue: callbackQueue, completion: completion)
+        }
+        return enqueue(write: .keys(keys), callbackQueue, options.priority, completion) { [self] () -> Result<[Bool], CacheError> in
             let operations = keys.map {
                 WriteOperation.remove(key: $0, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: options.forcedExtension)
             }
@@ -93,6 +100,9 @@ extension HybridCache {
         forKeys keys: [String], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
     ) {
+        if let nearCache, keys.contains(where: nearCache.shares) {
+            return retrieveManySplit(keys, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
         // Each key takes the read plan `retrieve` takes: memory hits (and memory-only
         // misses) are answered here; the rest go through `retrieve` one by one, without
         // asking memory again when it already missed.

@@ -90,6 +90,7 @@ extension HybridCache {
         forKey key: String, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
+        if let near = shared(key) { return retrieveShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         switch readPlan(forKey: key, options: options, memoryAsked: memoryAsked, { memoryRetrieve(forKey: key, options: options) }) {
         case .memoryHit(let found):
             return runInline(callbackQueue, options.priority, completion) { .success(found) }
@@ -144,6 +145,9 @@ extension HybridCache {
         completion: @escaping @Sendable (Result<T, CacheError>) -> Void,
         _ transform: @escaping @Sendable (EntryDescription) -> T
     ) -> CacheTask {
+        if let near = shared(key) {
+            return describeShared(near, forKey: key, options: options, callbackQueue: callbackQueue) { completion($0.map(transform)) }
+        }
         let lookUp: @Sendable (Bool) -> Result<T, CacheError> = { [self] memoryOnly in
             describeNow(forKey: key, options: options, memoryOnly: memoryOnly).map(transform)
         }

@@ -31,6 +31,7 @@ extension HybridCache {
         _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
+        if let near = shared(key) { return storeShared(near, entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         let operation = storeOperation(entry, forKey: key, options: options)
         if !options.toDisk {
             // Inline when nothing for this key is queued and the disk certainly has no file
@@ -78,6 +79,7 @@ extension HybridCache {
         forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
+        if let near = shared(key) { return touchShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         let operation = WriteOperation.touch(.init(
             key: key, expiration: options.diskExpiration ?? diskStorage.config.expiration,
             memoryExpiration: options.memoryExpiration,
@@ -99,6 +101,10 @@ extension HybridCache {
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Bool, CacheError>) -> Void)? = nil
     ) -> CacheTask {
+        if let near = shared(key) {
+            return removeShared(near, forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
+                                callbackQueue: callbackQueue, completion: completion)
+        }
         let operation = WriteOperation.remove(
             key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: options.forcedExtension)
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion) {

@@ -50,6 +50,9 @@ public final class HybridCache: @unchecked Sendable {
         /// The write-ahead journal (see `JournalConfig`); nil (default) = none: every
         /// disk write reaches its file before its reply.
         public var journal: JournalConfig? = nil
+        /// A store shared with other hosts for some keys (HybridCache+Upstream.swift); nil
+        /// (default) = every key is this host's alone.
+        public var upstream: UpstreamConfig? = nil
 
         public init(memory: MemoryStorage.Config, disk: DiskStorage.Config) {
             self.memory = memory
@@ -174,6 +177,8 @@ public final class HybridCache: @unchecked Sendable {
     /// The journal and the write-behind state; nil without a journal (or when the disk
     /// tier or the journal folder is not usable: then writes go to files directly).
     let writeBehind: WriteBehind?
+    /// The shared keys' order and copies; nil without `config.upstream`.
+    let nearCache: NearCache?
 
     /// Creates both tiers, the ioQueue and the sweep timer. Never fails: a disk tier that
     /// is not ready makes every disk call fail with its error, memory-only calls work.
@@ -186,6 +191,10 @@ public final class HybridCache: @unchecked Sendable {
             HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock)
         }
         versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
+        let memory = memoryStorage
+        let near = config.upstream.map { NearCache(config: $0, memory: memory) }
+        nearCache = near
+        if let near { near.tier.observe(near) }
         let scheduler = IOScheduler(label: "halcyon.HybridCache.ioQueue")
         self.scheduler = scheduler
         sweepTimer = config.sweepInterval > 0
@@ -226,6 +235,7 @@ public final class HybridCache: @unchecked Sendable {
         stats.diskEntries = usage?.count ?? 0
         stats.writesQueued = scheduler.writesQueued
         stats.journal = journalStats()
+        stats.upstream = nearCache?.stats
         return stats
     }
 

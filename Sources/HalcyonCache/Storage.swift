@@ -71,6 +71,9 @@ public enum CacheType: String, Sendable, Equatable {
     case memory
     /// The disk tier answered.
     case disk
+    /// The upstream (a store shared by several hosts) answered: this read brought the
+    /// value to this host.
+    case upstream
 }
 
 /// A stored value: its bytes, a small opaque `flags` word that the cache keeps with

@@ -144,6 +144,9 @@ public struct ServerFacts: Sendable {
     public var metricsText: @Sendable () -> String = { "" }
     /// The cache's name (`--name`), for `server.info`'s `cacheName`. Default `"default"`.
     public var cacheName = "default"
+    /// The upstream's last sample, for `server.info` and `cache.stats`; nil (default)
+    /// when the daemon has no upstream.
+    public var upstream: @Sendable () -> UpstreamFacts? = { nil }
 
     public init(
         version: String, socketPath: String, startedAt: Date, limits: [(String, Int64)],

@@ -87,6 +87,7 @@ extension RPCError {
         public static let cannotRead: Int32 = -32003
         public static let cannotEncode: Int32 = -32004
         public static let overloaded: Int32 = -32005
+        public static let upstreamUnavailable: Int32 = -32006
     }
 }
 
@@ -267,6 +268,10 @@ extension RPCError {
                              DataMember("unwrittenBytes", .int(Int64(unwrittenBytes)))])
         case .cancelled(let started):
             self = .cancelled(started: started)
+        case .upstreamUnavailable(let detail):
+            self.init(code: Code.upstreamUnavailable, message: "Upstream unavailable: \(detail)", reason: error.reason)
+        case .upstreamRefused(let detail):
+            self.init(code: Code.upstreamUnavailable, message: "Upstream refused: \(detail)", reason: error.reason)
         }
     }
 

@@ -35,6 +35,10 @@ public final class Daemon: Sendable {
     /// Where `--metrics-listen` serves the metrics; nil for no endpoint.
     private let metricsListen: MetricsListenAddress?
     private let group: MultiThreadedEventLoopGroup
+    /// The store shared with other hosts (`--upstream`); nil without one.
+    private let upstream: UpstreamLink?
+    /// Why the upstream could not be set up (an unreadable password file): `start` throws it.
+    private let upstreamSetupError: ConfigurationError?
     private let lifecycleQueue = DispatchQueue(label: "halcyon.Daemon.lifecycle")
     /// Open client channels, so shutdown can reach each one; guarded by its own lock.
     private let channels = Locked([ObjectIdentifier: any Channel]())
@@ -65,13 +69,25 @@ public final class Daemon: Sendable {
     public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
         self.configuration = configuration
         self.logger = logger
-        self.cache = HybridCache(config: Self.cacheConfig(from: configuration, logger: logger))
-        self.metrics = Metrics(cache: cache, counters: counters)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
+        self.group = group
+        let upstream: UpstreamLink?
+        do throws(ConfigurationError) {
+            upstream = try UpstreamLink.make(configuration, eventLoop: group.next())
+            upstreamSetupError = nil
+        } catch {
+            upstream = nil
+            upstreamSetupError = error
+        }
+        self.upstream = upstream
+        var cacheConfig = Self.cacheConfig(from: configuration, logger: logger)
+        cacheConfig.upstream = upstream?.cacheConfig
+        self.cache = HybridCache(config: cacheConfig)
+        self.metrics = Metrics(cache: cache, counters: counters, upstream: { upstream?.facts })
         self.observer = Observer(metrics: metrics, logger: logger)
         self.metricsListen = metricsListen
         self.inputBudget = InputBudget(limit: configuration.maxInputBuffer)
         self.parseBudget = InputBudget(limit: configuration.maxInputBuffer)
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }
 
     static func cacheConfig(from c: ServerConfiguration, logger: Logger) -> HybridCache.Config {
@@ -120,12 +136,14 @@ public final class Daemon: Sendable {
     /// Binds the socket (or adopts the one systemd passed), starts accepting, and says
     /// READY to systemd.
     public func start() throws {
+        if let upstreamSetupError { throw upstreamSetupError }
         // Before the socket: a refused folder must not leave a socket or lock file behind.
         try CacheFolderCheck.verify(configuration.cacheDirectory)
         try CacheFolderCheck.verify(cache.diskStorage.directoryURL)
         let source = try SocketPath.listenSource(configuration)
         let dispatcher = Dispatcher(cache: cache, facts: facts(socketPath: source.path))
         let policy = AccessPolicy(configuration: configuration)
+        upstream?.start(logger: logger)
 
         let logger = self.logger
         let outOfDescriptors = self.outOfDescriptors
@@ -241,6 +259,8 @@ public final class Daemon: Sendable {
         )
         facts.cacheName = c.name
         facts.metricsText = { metrics.render() }
+        let upstream = self.upstream
+        if upstream != nil { facts.upstream = { upstream?.facts } }
         return facts
     }
 
@@ -374,6 +394,7 @@ public final class Daemon: Sendable {
         // Every write that started has finished once the ioQueue is empty; then the
         // lifetimes reads extended in memory are written to their files.
         cache.shutdown()
+        upstream?.shutdown()
         // Errors of the last seconds would otherwise never reach the log.
         pressureMonitor.withLock { $0 }?.checkNow()
         socket?.cleanUp()

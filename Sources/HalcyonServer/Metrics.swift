@@ -4,6 +4,7 @@
 
 import CoreMetrics
 import HalcyonCache
+import HalcyonRPC
 import HalcyonVersion
 import Prometheus
 
@@ -40,8 +41,11 @@ public final class Metrics: Sendable {
     /// The cumulative values at the previous render, by series; guarded by its own lock,
     /// which `render` holds throughout.
     private let lastSeen = Locked([String: Int64]())
+    /// The upstream's last sample (`UpstreamLink`); nil without an upstream.
+    private let upstream: @Sendable () -> UpstreamFacts?
 
-    init(cache: HybridCache, counters: ServerCounters) {
+    init(cache: HybridCache, counters: ServerCounters, upstream: @escaping @Sendable () -> UpstreamFacts? = { nil }) {
+        self.upstream = upstream
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         self.cache = cache
@@ -97,6 +101,24 @@ public final class Metrics: Sendable {
         level("halcyon_write_backlog", [], Double(stats.writesQueued))
         level("halcyon_connections", [], Double(live.connections))
         level("halcyon_requests_in_flight", [], Double(live.inFlight))
+        if let shared = stats.upstream, let facts = upstream() { refreshUpstream(shared, facts, &last) }
+    }
+
+    /// The shared keys' counters and the upstream connection's.
+    private func refreshUpstream(_ shared: UpstreamStats, _ facts: UpstreamFacts, _ last: inout [String: Int64]) {
+        count("halcyon_upstream_hits_total", [], shared.hits, &last)
+        count("halcyon_upstream_misses_total", [], shared.misses, &last)
+        count("halcyon_upstream_invalidations_total", [], shared.invalidations, &last)
+        count("halcyon_upstream_flushes_total", [], shared.flushes, &last)
+        count("halcyon_upstream_failures_total", [("reason", "unavailable")], shared.unavailable, &last)
+        count("halcyon_upstream_failures_total", [("reason", "refused")], shared.refused, &last)
+        count("halcyon_upstream_reconnects_total", [], facts.reconnects, &last)
+        count("halcyon_upstream_redirects_total", [("kind", "moved")], facts.moved, &last)
+        count("halcyon_upstream_redirects_total", [("kind", "ask")], facts.asks, &last)
+        count("halcyon_upstream_commands_total", [], facts.commands, &last)
+        level("halcyon_upstream_round_trip_mean_seconds", [], Double(facts.roundTripMeanMicros) / 1e6)
+        level("halcyon_upstream_round_trip_max_seconds", [], Double(facts.roundTripMaxMicros) / 1e6)
+        level("halcyon_upstream_up", [], facts.state == "connected" ? 1 : 0)
     }
 
     /// Moves a counter up to `value` (a cumulative count its owner keeps).

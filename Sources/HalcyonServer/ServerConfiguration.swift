@@ -5,6 +5,7 @@
 
 import Foundation
 import HalcyonCache
+import HalcyonUpstream
 import Logging
 import NIOCore
 
@@ -99,6 +100,15 @@ public struct ServerConfiguration: Sendable {
     public var enableDebugMethods = false
     /// SwiftNIO event-loop threads (`--event-loop-threads`). Default: the core count.
     public var eventLoopThreads = System.coreCount
+    /// The Redis or Valkey deployment shared with other hosts (`--upstream`, repeatable:
+    /// several seeds of one cluster). Default none: every key is this host's alone.
+    public var upstreamURLs: [UpstreamURL] = []
+    /// The file holding the upstream's password (`--upstream-password-file`); its first
+    /// line is read at start. Never on the command line or in a log. Default none.
+    public var upstreamPasswordFile: String? = nil
+    /// Only keys starting with one of these are shared (`--upstream-prefix`, repeatable).
+    /// Default empty: with an upstream, every key is shared.
+    public var upstreamPrefixes: [String] = []
 
     /// A configuration with every default, listening at `socketPath` and keeping files in
     /// `cacheDirectory`.
@@ -178,6 +188,11 @@ public struct ServerConfiguration: Sendable {
         guard journalLimit >= 1 << 20 else { throw fail("--journal-limit", "must be at least 1 MiB") }
         guard unwrittenLimit >= 1 << 20 else { throw fail("--unwritten-limit", "must be at least 1 MiB") }
         guard eventLoopThreads > 0 else { throw fail("--event-loop-threads", "must be greater than zero") }
+        if upstreamURLs.isEmpty {
+            if upstreamPasswordFile != nil { throw fail("--upstream-password-file", "needs --upstream") }
+            if !upstreamPrefixes.isEmpty { throw fail("--upstream-prefix", "needs --upstream") }
+        }
+        if upstreamPrefixes.contains("") { throw fail("--upstream-prefix", "must not be empty (leave it out to share every key)") }
     }
 
     /// The name and every limit and default, as the daemon holds them (bytes, seconds,
@@ -207,6 +222,10 @@ public struct ServerConfiguration: Sendable {
             ("eventLoops", "\(eventLoopThreads)"),
         ]
         if let ext = pathExtension { out.append(("pathExtension", ext)) }
+        if !upstreamURLs.isEmpty {
+            out.append(("upstream", upstreamURLs.map(\.description).joined(separator: ",")))
+            out.append(("upstreamPrefixes", upstreamPrefixes.isEmpty ? "*" : upstreamPrefixes.joined(separator: ",")))
+        }
         return out
     }
 
@@ -241,6 +260,9 @@ public struct ServerConfiguration: Sendable {
         if !allowedUIDs.isEmpty { parts.append("allow-uid=\(allowedUIDs.map(String.init).joined(separator: ","))") }
         if !allowedGIDs.isEmpty { parts.append("allow-gid=\(allowedGIDs.map(String.init).joined(separator: ","))") }
         if enableDebugMethods { parts.append("debug-methods=on") }
+        for url in upstreamURLs { parts.append("upstream=\(url)") }
+        if upstreamPasswordFile != nil { parts.append("upstream-password=(from file)") }
+        for prefix in upstreamPrefixes { parts.append("upstream-prefix=\(prefix)") }
         return parts.joined(separator: " ")
     }
 }
@@ -291,6 +313,9 @@ extension ServerConfiguration {
         public var logLevel: String?
         public var enableDebugMethods = false
         public var eventLoopThreads: String?
+        public var upstream: [String] = []
+        public var upstreamPasswordFile: String?
+        public var upstreamPrefix: [String] = []
 
         /// No flag given.
         public init() {}
@@ -370,6 +395,11 @@ extension ServerConfiguration {
             logLevel = level
         }
         enableDebugMethods = flags.enableDebugMethods
+        for text in flags.upstream {
+            do { upstreamURLs.append(try UpstreamURL(text)) } catch { throw .invalid(flag: "--upstream", reason: "\(error)") }
+        }
+        upstreamPasswordFile = given(flags.upstreamPasswordFile)
+        upstreamPrefixes = flags.upstreamPrefix
         try validate()
     }
 

@@ -65,3 +65,13 @@ public struct UpstreamURL: Sendable, Equatable {
         self.database = database
     }
 }
+
+extension UpstreamURL: CustomStringConvertible {
+    /// The URL as a user would write it (it never holds a password).
+    public var description: String {
+        switch address {
+        case .unix(let path): return "unix://\(path)"
+        case .tcp: return "redis://" + (username.map { "\($0)@" } ?? "") + address.description + (database == 0 ? "" : "/\(database)")
+        }
+    }
+}

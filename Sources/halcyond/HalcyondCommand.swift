@@ -114,6 +114,17 @@ struct HalcyondCommand: ParsableCommand {
     @Option(help: "SwiftNIO event-loop threads. (default: the number of cores)")
     var eventLoopThreads: String?
 
+    @Option(help: ArgumentHelp(
+        "Share keys with other hosts through this Redis or Valkey: redis://[user@]host:port[/db] or unix:///path; repeat for several seeds of a cluster. (default: none)",
+        discussion: "See Docs/OPERATIONS.md, \"Across machines\"."))
+    var upstream: [String] = []
+
+    @Option(help: "File whose first line is the upstream's password (never on the command line). (default: none)")
+    var upstreamPasswordFile: String?
+
+    @Option(help: "Share only keys starting with this; repeatable. (default: every key, with --upstream)")
+    var upstreamPrefix: [String] = []
+
     /// The flags as text, for `ServerConfiguration(flags:environment:)`.
     var flags: ServerConfiguration.Flags {
         var flags = ServerConfiguration.Flags()
@@ -145,6 +156,9 @@ struct HalcyondCommand: ParsableCommand {
         flags.logLevel = logLevel
         flags.enableDebugMethods = enableDebugMethods
         flags.eventLoopThreads = eventLoopThreads
+        flags.upstream = upstream
+        flags.upstreamPasswordFile = upstreamPasswordFile
+        flags.upstreamPrefix = upstreamPrefix
         return flags
     }
 

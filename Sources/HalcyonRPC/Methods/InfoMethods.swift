@@ -41,6 +41,13 @@ extension Dispatcher {
                 w.field("leasesExpired", leases.expired)
                 w.field("leaseWaitersRefused", leases.refused)
                 w.field("leaseWaitsTimedOut", leases.timedOut)
+                if let shared = stats.upstream {
+                    w.key("upstream"); w.beginObject()
+                    shared.write(to: &w)
+                    w.field("leaseWaiters", dispatcher.cache.sharedLeaseWaiters)
+                    dispatcher.facts.upstream()?.writeCounters(to: &w)
+                    w.endObject()
+                }
                 w.endObject()
             })
             return nil
@@ -81,6 +88,7 @@ extension Dispatcher {
                 w.key("encoding"); w.string("utf8")
                 w.endObject()
                 w.field("debugMethods", facts.debugMethodsEnabled)
+                if let upstream = facts.upstream() { w.key("upstream"); upstream.writeInfo(to: &w) }
                 w.endObject()
             })
             return nil
@@ -156,6 +164,16 @@ extension Dispatcher {
                 throw .invalidParams(reason: .invalidValue, param: "on", message: "'on' must be \"ioQueue\" or \"callbackQueue\"")
             }
         }
+    }
+}
+
+extension UpstreamStats {
+    /// The storage engine's half of `cache.stats`'s `upstream` member (fields only).
+    func write(to w: inout JSONWriter) {
+        w.field("hits", hits); w.field("misses", misses)
+        w.field("invalidations", invalidations); w.field("flushes", flushes)
+        w.field("unavailable", unavailable); w.field("refused", refused)
+        w.field("staleCopiesRefused", staleCopiesRefused); w.field("queuedBehindWrite", queuedBehindWrite)
     }
 }
 

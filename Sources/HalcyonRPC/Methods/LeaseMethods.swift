@@ -31,6 +31,12 @@ extension Dispatcher {
             guard wait >= 0, wait.isFinite else {
                 throw .invalidParams(reason: .outOfRange, param: "wait", message: "'wait' must be 0 or more seconds")
             }
+            if dispatcher.cache.isShared(key) {
+                return SharedLeaseAttempt(
+                    dispatcher: dispatcher, key: key, ttl: ttl, deadline: Date().addingTimeInterval(wait),
+                    encoding: try call.params.encoding("encoding"), options: call.options, responder: call.responder
+                ).start()
+            }
             let attempt = LeaseAttempt(
                 dispatcher: dispatcher, key: key, owner: call.session.id, ttl: ttl,
                 deadline: Date().addingTimeInterval(wait), encoding: try call.params.encoding("encoding"),
@@ -45,6 +51,7 @@ extension Dispatcher {
         static func releaseLease(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
             guard let token = try call.params.string("lease") else { throw .missingParam("lease") }
+            if dispatcher.cache.isShared(key) { return releaseShared(dispatcher, call, key: key, token: token) }
             let released = dispatcher.leases.release(key: key, token: token)
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject(); w.field("released", released); w.endObject()

@@ -15,8 +15,13 @@ extension Dispatcher {
             let responder = call.responder
             let leases = dispatcher.leases
             let key = set.key
-            return dispatcher.cache.store(set.entry, forKey: key, options: set.options, callbackQueue: call.callbackQueue) { result in
+            let cache = dispatcher.cache
+            return cache.store(set.entry, forKey: key, options: set.options, callbackQueue: call.callbackQueue) { result in
                 if Leases.mayHaveWritten(result, { _ in true }) { leases.written(key: key) }
+                // A shared key's lease lives upstream: the write gives it back, waking every host's waiters.
+                if let token = set.lease, case .success = result, cache.isShared(key) {
+                    return cache.releaseSharedLease(key, token: token) { _ in responder.finish(result, writeSet) }
+                }
                 responder.finish(result, writeSet)
             }
         }
@@ -27,6 +32,8 @@ extension Dispatcher {
             var key: String
             var entry: CacheEntry
             var options: HybridCache.Options
+            /// The lease the writer holds (a shared key's is given back upstream).
+            var lease: String?
 
             init(_ params: Params, _ connectionOptions: HybridCache.Options) throws(RPCError) {
                 key = try params.key()
@@ -36,7 +43,7 @@ extension Dispatcher {
                 options = try MethodCall.optionsWithExpirations(params, connectionOptions)
                 options.toDisk = try params.bool("toDisk", default: true)
                 options.forcedExtension = try params.string("forcedExtension")
-                _ = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
+                lease = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
                 entry = CacheEntry(bytes: bytes, flags: encoding.flags)
             }
         }

@@ -1,0 +1,415 @@
+"""halcyond as each host's near-cache in front of Redis: two daemons (two "hosts", each
+with its own socket and cache folder) sharing keys through a real ``redis-server`` that
+these tests start on a free loopback port.
+
+Covered: coherence after writes through either daemon and through ``redis-cli``;
+invalidation delay; ``CLIENT KILL`` of a daemon's connection, then no stale hit;
+``-32006 upstreamUnavailable`` while Redis is stopped and recovery after it restarts;
+only the configured prefixes are shared; the visibility in ``server.info`` and
+``cache.stats``; and the order model of ``test_order.py`` with every key shared.
+Every wait has a deadline; where there is no event to wait for, the tests poll.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import time
+import uuid
+from typing import Any, Callable, Iterator, List, Optional
+
+import pytest
+
+import halcyon
+from conftest import Daemon, _start_daemon, short_tmpdir
+
+REDIS_SERVER = shutil.which("valkey-server") or shutil.which("redis-server")
+REDIS_CLI = shutil.which("redis-cli") or shutil.which("valkey-cli")
+pytestmark = pytest.mark.skipif(REDIS_SERVER is None or REDIS_CLI is None,
+                                reason="redis-server is not installed (scripts/bootstrap installs it)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(what: str, check: Callable[[], Any], seconds: float = 10.0, every: float = 0.005) -> Any:
+    """Polls ``check`` until it returns something true; fails after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what}: not within {seconds} s"
+        time.sleep(every)
+
+
+class Redis:
+    """One redis-server on a loopback port, no persistence, in its own folder."""
+
+    def __init__(self, port: Optional[int] = None) -> None:
+        self.port = port or free_port()
+        self.folder = short_tmpdir()
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        assert REDIS_SERVER is not None
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.folder],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until("redis-server answers PING", lambda: self.cli("PING") == "PONG", every=0.02)
+
+    def cli(self, *args: str) -> str:
+        assert REDIS_CLI is not None
+        done = subprocess.run([REDIS_CLI, "-p", str(self.port), *args], capture_output=True, timeout=10)
+        return done.stdout.decode().strip()
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[Redis]:
+    server = Redis()
+    server.start()
+    yield server
+    server.remove()
+
+
+def start_host(redis: Redis, *extra: str) -> Daemon:
+    return _start_daemon(["--upstream", redis.url, *extra])
+
+
+@pytest.fixture(scope="module")
+def hosts(redis_server: Redis) -> Iterator[List[Daemon]]:
+    """Two daemons sharing every key through the module's Redis."""
+    daemons = [start_host(redis_server), start_host(redis_server)]
+    yield daemons
+    for d in daemons:
+        d.stop()
+        shutil.rmtree(d.folder, ignore_errors=True)
+
+
+def client(d: Daemon) -> halcyon.Client:
+    return halcyon.Client(d.socket, timeout=10)
+
+
+def get(c: halcyon.Client, key: str) -> Any:
+    return c.call("cache.get", {"key": key})
+
+
+def unique(prefix: str = "k") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+# ------------------------------------------------------------------ coherence
+
+def test_a_write_through_one_host_is_read_by_the_other(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique()
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        written = a.call("cache.set", {"key": key, "value": "one"})
+        first = get(b, key)
+        assert first["value"] == "one" and first["cacheType"] == "upstream"
+        assert first["version"] == written["version"]
+        second = get(b, key)
+        assert second["value"] == "one" and second["cacheType"] == "memory"
+        # The writer keeps what it wrote.
+        assert get(a, key)["cacheType"] == "memory"
+        # The bytes are the value, for any Redis client.
+        assert redis_server.cli("GET", key) == "one"
+        # B changes it: A's copy goes, and A reads the new value from Redis.
+        b.call("cache.set", {"key": key, "value": "two"})
+        seen = wait_until("A sees B's write", lambda: (lambda r: r if r["value"] == "two" else None)(get(a, key)), 2)
+        assert seen["cacheType"] == "upstream"
+
+
+def test_a_write_through_redis_cli_reaches_both_hosts(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique()
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": key, "value": "from-halcyon"})
+        assert get(b, key)["value"] == "from-halcyon"
+        assert get(b, key)["cacheType"] == "memory"
+        assert redis_server.cli("SET", key, "from-cli") == "OK"
+        for c in (a, b):
+            # Foreign bytes read through as bytes (base64 shows them whatever they are).
+            r = wait_until("the cli's write is seen", lambda: (lambda r: r if r.get("found") and r["cacheType"] == "upstream" else None)(
+                c.call("cache.get", {"key": key, "encoding": "base64"})), 2)
+            assert r["value"] == "ZnJvbS1jbGk="   # base64 of from-cli
+        assert redis_server.cli("DEL", key) == "1"
+        wait_until("the removal is seen", lambda: get(a, key) == {"found": False}, 2)
+        wait_until("the removal is seen", lambda: get(b, key) == {"found": False}, 2)
+
+
+def test_conditional_writes_agree_across_hosts(hosts: List[Daemon]) -> None:
+    key, counter = unique(), unique("n")
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        assert a.call("cache.add", {"key": key, "value": "first"})["stored"] is True
+        assert b.call("cache.add", {"key": key, "value": "second"})["stored"] is False
+        version = get(b, key)["version"]
+        assert a.call("cache.cas", {"key": key, "value": "a", "version": version})["stored"] is True
+        assert b.call("cache.cas", {"key": key, "value": "b", "version": version})["stored"] is False
+        assert get(b, key)["value"] == "a"
+        for i in range(5):
+            a.call("cache.incr", {"key": counter, "by": 1})
+            b.call("cache.incr", {"key": counter, "by": 10})
+        assert get(a, counter)["value"] == 55
+        assert get(b, counter)["value"] == 55
+        assert b.call("cache.touch", {"key": key, "expiration": {"seconds": 100}})["touched"] is True
+        expires = get(a, key)["expiresAt"]
+        assert expires is not None and 90 <= expires - time.time() <= 101
+        assert a.call("cache.remove", {"key": key})["removed"] is True
+        wait_until("B sees the removal", lambda: get(b, key) == {"found": False}, 2)
+
+
+def test_the_lifetime_is_the_upstream_keys(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique()
+    with client(hosts[0]) as a:
+        a.call("cache.set", {"key": key, "value": "v", "expiration": {"seconds": 60}})
+        pttl = int(redis_server.cli("PTTL", key))
+        assert 50_000 < pttl <= 60_000
+        redis_server.cli("PEXPIRE", key, "120")
+        # Expiry in Redis invalidates the copy too.
+        wait_until("the expired key is gone", lambda: get(a, key) == {"found": False}, 3)
+
+
+def test_remove_prefix_and_many_keys(hosts: List[Daemon], redis_server: Redis) -> None:
+    prefix = unique("p") + ":"
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        stored = a.call("cache.setMany", {"entries": [{"key": f"{prefix}{i}", "value": str(i)} for i in range(5)]})
+        assert stored["stored"] == 5
+        got = b.call("cache.getMany", {"keys": [f"{prefix}{i}" for i in range(6)]})["entries"]
+        assert [e.get("value") for e in got] == ["0", "1", "2", "3", "4", None]
+        assert b.call("cache.removePrefix", {"prefix": prefix})["removed"] == 5
+        assert redis_server.cli("EXISTS", f"{prefix}0") == "0"
+        wait_until("A's copies are gone", lambda: get(a, f"{prefix}1") == {"found": False}, 2)
+
+
+def test_only_the_configured_prefixes_are_shared(redis_server: Redis) -> None:
+    host = start_host(redis_server, "--upstream-prefix", "shared:")
+    try:
+        with client(host) as c:
+            shared, local = unique("shared:"), unique("local:")
+            c.call("cache.set", {"key": shared, "value": "s"})
+            c.call("cache.set", {"key": local, "value": "l"})
+            assert redis_server.cli("GET", shared) == "s"
+            assert redis_server.cli("EXISTS", local) == "0"
+            info = c.info()["upstream"]
+            assert info["prefixes"] == ["shared:"]
+    finally:
+        host.stop()
+        shutil.rmtree(host.folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ invalidation timing
+
+def test_invalidation_reaches_the_other_host_within_50_ms(hosts: List[Daemon]) -> None:
+    """Twenty rounds: B holds a copy in memory, A writes, B polls until it reads the new
+    value. Each delay is bounded by 1 s; the median, measured from A's reply, by 50 ms."""
+    key = unique()
+    delays = []
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        for i in range(20):
+            a.call("cache.set", {"key": key, "value": f"v{i}"})
+            wait_until("B reads the write", lambda: get(b, key).get("value") == f"v{i}", 2)
+            assert get(b, key)["cacheType"] == "memory"
+            a.call("cache.set", {"key": key, "value": f"w{i}"})
+            written = time.monotonic()
+            wait_until("B sees the change", lambda: get(b, key).get("value") == f"w{i}", 1, every=0.0005)
+            delays.append(time.monotonic() - written)
+    median = statistics.median(delays)
+    assert median < 0.050, f"median invalidation delay {median * 1000:.1f} ms; all: {[round(d * 1000, 1) for d in delays]}"
+
+
+# ------------------------------------------------------------------ failures
+
+def kill_clients_of(redis: Redis, d: Daemon) -> int:
+    """CLIENT KILL of every connection the daemon holds (named halcyond-<pid>)."""
+    assert d.proc is not None
+    name = f"halcyond-{d.proc.pid}"
+    ids = [line.split(" ")[0].split("=")[1] for line in redis.cli("CLIENT", "LIST").splitlines()
+           if f" name={name} " in line]
+    for client_id in ids:
+        redis.cli("CLIENT", "KILL", "ID", client_id)
+    return len(ids)
+
+
+def test_a_killed_tracking_connection_leaves_no_stale_hit(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique()
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": key, "value": "before"})
+        assert get(b, key)["value"] == "before"
+        assert get(b, key)["cacheType"] == "memory"
+        flushes = b.stats()["upstream"]["flushes"]
+        assert kill_clients_of(redis_server, hosts[1]) >= 1
+        # Changed while B had no connection, so no invalidation can ever reach B for it.
+        assert redis_server.cli("SET", key, "after") == "OK"
+        assert get(b, key).get("value") != "before"
+        assert b.stats()["upstream"]["flushes"] > flushes
+        wait_until("B reads the new value", lambda: get(b, key).get("value") == "after", 5, every=0.02)
+        wait_until("B reconnected", lambda: b.info()["upstream"]["state"] == "connected", 5, every=0.05)
+        assert b.stats()["upstream"]["reconnects"] >= 1
+
+
+def test_upstream_unavailable_while_redis_is_stopped_then_recovery() -> None:
+    redis = Redis()
+    redis.start()
+    host = start_host(redis)
+    try:
+        with client(host) as c:
+            key = unique()
+            c.call("cache.set", {"key": key, "value": "v"})
+            redis.stop()
+            with pytest.raises(halcyon.HalcyonError) as refused:
+                # The first write may meet the connection before its loss is noticed.
+                wait_until("writes are refused", lambda: c.call("cache.set", {"key": key, "value": "w"}) and False, 5)
+            assert refused.value.code == -32006
+            assert refused.value.reason == "upstreamUnavailable"
+            for method, params in (("cache.add", {"key": key, "value": "x"}), ("cache.incr", {"key": unique(), "by": 1}),
+                                   ("cache.remove", {"key": key}), ("cache.touch", {"key": key})):
+                with pytest.raises(halcyon.HalcyonError) as failed:
+                    c.call(method, params)
+                assert failed.value.code == -32006, method
+            # A read answers from a still-valid copy or misses: the copy went with the
+            # connection, so it misses; never the unacknowledged "w".
+            assert get(c, key) == {"found": False}
+            assert c.info()["upstream"]["state"] == "unavailable" or wait_until(
+                "state unavailable", lambda: c.info()["upstream"]["state"] == "unavailable", 2)
+            assert c.stats()["upstream"]["unavailable"] >= 1
+            redis.start()   # same port, empty (no persistence)
+            wait_until("writes work again", lambda: _stores(c, key, "back"), 10, every=0.05)
+            assert get(c, key)["value"] == "back"
+            assert redis.cli("GET", key) == "back"
+    finally:
+        host.stop()
+        shutil.rmtree(host.folder, ignore_errors=True)
+        redis.remove()
+
+
+def _stores(c: halcyon.Client, key: str, value: str) -> bool:
+    try:
+        return bool(c.call("cache.set", {"key": key, "value": value})["stored"])
+    except halcyon.HalcyonError as e:
+        assert e.code == -32006, e
+        return False
+
+
+# ------------------------------------------------------------------ leases
+
+def test_two_hosts_by_eight_callers_compute_one_key_once(hosts: List[Daemon], redis_server: Redis) -> None:
+    """16 callers miss the same key at once, 8 through each daemon: one gets the lease
+    (held in Redis), computes, and writes with it; the other 15 wait (woken by the lease
+    key's invalidation, or on the holder's host by the release itself) and read the value."""
+    import threading
+
+    key = unique("lease")
+    computed: List[str] = []
+    answers: List[Any] = []
+    errors: List[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(16)
+
+    def caller(d: Daemon, n: int) -> None:
+        try:
+            with client(d) as c:
+                start.wait(timeout=10)
+                r = c.call("cache.lease", {"key": key, "ttl": {"seconds": 20}, "wait": 20})
+                if "lease" in r:
+                    with lock:
+                        computed.append(f"{d.socket}#{n}")
+                    time.sleep(0.3)   # the expensive computation
+                    c.call("cache.set", {"key": key, "value": "computed", "lease": r["lease"]})
+                    r = get(c, key)
+                with lock:
+                    answers.append(r)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            with lock:
+                errors.append(e)
+
+    threads = [threading.Thread(target=caller, args=(hosts[i % 2], i)) for i in range(16)]
+    began = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "a caller is still waiting after 30 s"
+    assert not errors, errors
+    assert len(computed) == 1, f"computed {len(computed)} times: {computed}"
+    assert [a.get("value") for a in answers] == ["computed"] * 16, answers
+    # Nobody waited for the lease's 20 s lifetime: the release woke them.
+    assert time.monotonic() - began < 15
+    assert redis_server.cli("EXISTS", "{" + key + "}halcyon.lease:" + key) == "0"
+
+
+def test_a_released_lease_passes_to_a_waiter_on_the_other_host(hosts: List[Daemon]) -> None:
+    key = unique("lease")
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        first = a.call("cache.lease", {"key": key, "ttl": {"seconds": 30}})
+        assert "lease" in first
+        assert b.call("cache.lease", {"key": key, "ttl": {"seconds": 30}}) == {"found": False, "leased": True}
+        result: List[Any] = []
+        import threading
+
+        def wait_for_lease() -> None:
+            with client(hosts[1]) as c:
+                result.append(c.call("cache.lease", {"key": key, "ttl": {"seconds": 30}, "wait": 10}))
+
+        waiter = threading.Thread(target=wait_for_lease)
+        waiter.start()
+        wait_until("B's caller waits", lambda: b.stats()["upstream"]["leaseWaiters"] == 1, 5)
+        assert a.call("cache.releaseLease", {"key": key, "lease": first["lease"]}) == {"released": True}
+        waiter.join(timeout=10)
+        assert result and "lease" in result[0], result
+
+
+# ------------------------------------------------------------------ visibility
+
+def test_info_and_stats_show_the_upstream(hosts: List[Daemon], redis_server: Redis) -> None:
+    with client(hosts[0]) as a:
+        key = unique()
+        a.call("cache.set", {"key": key, "value": "v"})
+        a.call("cache.get", {"key": unique()})   # an upstream miss
+        info = wait_until("connected", lambda: (lambda u: u if u["state"] == "connected" else None)(a.info()["upstream"]), 3)
+        assert info["cluster"] is False
+        assert info["nodes"] == [f"127.0.0.1:{redis_server.port}"]
+        assert info["prefixes"] == []
+        stats = wait_until("commands sampled", lambda: (lambda u: u if u["commands"] > 0 else None)(a.stats()["upstream"]), 3)
+        for field in ("hits", "misses", "invalidations", "reconnects", "redirects", "roundTripMeanMicros", "roundTripMaxMicros"):
+            assert field in stats, field
+        assert stats["misses"] >= 1
+        text = a.call("server.metrics")["text"]
+        assert "halcyon_upstream_misses_total" in text and "halcyon_upstream_round_trip_mean_seconds" in text
+
+
+# ------------------------------------------------------------------ order
+
+@pytest.mark.parametrize("policy, sync_disk", [("untouch", False), ({"dispatch": {"concurrent": False}}, True)])
+def test_order_model_holds_with_every_key_shared(hosts: List[Daemon], policy: Any, sync_disk: bool) -> None:
+    """test_order.py's model-based check against a daemon whose every key lives in Redis."""
+    from hypothesis import HealthCheck, given, settings
+    from test_order import run_sequence, sequences
+
+    @settings(max_examples=25, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(sequences)
+    def pipelined(sequence: Any) -> None:
+        setup_slots, ops = sequence
+        run_sequence(hosts[0].socket, policy, sync_disk, setup_slots, ops)
+
+    pipelined()

@@ -1,0 +1,413 @@
+// The public operations of the hybrid cache on shared keys (`Config.upstream`): reads go
+// memory → upstream, writes take effect upstream before their completion, and this host
+// keeps a memory-only copy under the rule of `NearCache`. Shared keys never get a disk
+// file or a journal record, so a restart starts with no copy of them and cannot serve a
+// stale one. The public methods call into here from one-line hooks at their entry.
+
+import Foundation
+
+extension HybridCache {
+    /// The near-cache of shared keys when `key` is one of them.
+    func shared(_ key: String) -> NearCache? {
+        guard let nearCache, nearCache.shares(key) else { return nil }
+        return nearCache
+    }
+
+    // MARK: Reads
+
+    /// `retrieve` of a shared key. A memory copy answers (`.memory`) unless a write of the
+    /// key is on its way upstream, in which case the read queues behind it; otherwise the
+    /// upstream answers (`.upstream`) and its value is kept as this host's copy. Reads do
+    /// not extend a shared key's lifetime: it is the upstream key's (PTTL). While the
+    /// upstream is unreachable a read without a copy is a miss.
+    func retrieveShared(
+        _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
+    ) -> CacheTask {
+        if !near.writePending(key), let hit = memoryCopy(forKey: key, options: options) {
+            return runInline(callbackQueue, options.priority, completion) { .success(hit) }
+        }
+        let task = makeTask(callbackQueue, options.priority, completion)
+        near.admit(key, write: false) { [self] in
+            guard task.begin() else { return near.finish(key, write: false) }
+            readShared(near, forKey: key, options: options) { result in
+                near.finish(key, write: false)
+                self.deliver(result, task: task, callbackQueue, options.priority, completion)
+            }
+        }
+        return task
+    }
+
+    /// Memory, then the upstream, for an admitted read.
+    private func readShared(
+        _ near: NearCache, forKey key: String, options: Options,
+        _ done: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
+    ) {
+        if let hit = memoryCopy(forKey: key, options: options) { return done(.success(hit)) }
+        let miss = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
+        if options.fromMemoryOnly { return done(.success(miss)) }
+        near.tier.get(key) { result in
+            switch result {
+            case .success(let found?):
+                near.keep(key, found.entry, timeToLive: found.timeToLive, sequence: found.sequence)
+                near.count { $0.hits += 1 }
+                done(.success(RetrieveResult(
+                    cacheType: .upstream, entry: found.entry, expiresAt: HybridCache.expiry(found.timeToLive))))
+            case .success(nil):
+                near.count { $0.misses += 1 }
+                done(.success(miss))
+            case .failure(let failure):
+                HybridCache.count(failure, near)
+                done(.success(miss))
+            }
+        }
+    }
+
+    /// This host's copy of a shared key, without extending it.
+    private func memoryCopy(forKey key: String, options: Options) -> RetrieveResult? {
+        memoryStorage.valueAndMeta(forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none)
+            .map { entry, meta in
+                RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
+            }
+    }
+
+    /// `memoryLookup` of a shared key: memory answers only when no write of it is pending.
+    func memoryLookupShared(_ near: NearCache, forKey key: String, options: Options) -> MemoryLookup<RetrieveResult> {
+        if near.writePending(key) { return .behindWrite }
+        if let hit = memoryCopy(forKey: key, options: options) { return .answered(hit) }
+        return options.fromMemoryOnly ? .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)) : .missed
+    }
+
+    /// `describe` (and `cachedType`) of a shared key: from the memory copy, else from a
+    /// read of the upstream (which then keeps a copy).
+    func describeShared(
+        _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
+    ) -> CacheTask {
+        if !near.writePending(key), let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {
+            return runInline(callbackQueue, options.priority, completion) { .success(HybridCache.description(of: meta)) }
+        }
+        return retrieveShared(near, forKey: key, options: options, callbackQueue: callbackQueue) { result in
+            completion(result.map { found in
+                guard let entry = found.entry else {
+                    return EntryDescription(cacheType: .none, size: 0, flags: 0, expiresAt: nil, lastAccessAt: nil)
+                }
+                return EntryDescription(
+                    cacheType: found.cacheType, size: entry.bytes.count, flags: entry.flags, expiresAt: found.expiresAt,
+                    memoryExpiresAt: found.cacheType == .memory ? found.expiresAt : nil, lastAccessAt: Date(),
+                    version: entry.version)
+            })
+        }
+    }
+
+    // MARK: Writes
+
+    /// Runs `body` as a write of `key` in the key's order, delivering its result.
+    func writeShared<T: Sendable>(
+        _ near: NearCache, _ key: String, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
+        _ body: @escaping @Sendable (_ done: @escaping @Sendable (Result<T, CacheError>) -> Void) -> Void
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, priority, completion)
+        near.admit(key, write: true) { [self] in
+            guard task.begin() else { return near.finish(key, write: true) }
+            body { result in
+                if case .failure = result { near.drop(key) }
+                near.finish(key, write: true)
+                self.deliver(result, task: task, callbackQueue, priority, completion)
+            }
+        }
+        return task
+    }
+
+    /// `store` of a shared key: `SET` upstream, then the value is this host's copy.
+    func storeShared(
+        _ near: NearCache, _ entry: CacheEntry, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)?
+    ) -> CacheTask {
+        let lifetime = upstreamLifetime(options)
+        return writeShared(near, key, callbackQueue, options.priority, completion) { [self] done in
+            guard let lifetime else {
+                // An expiration already over stores nothing and removes any older value.
+                return near.tier.remove(key) { result in
+                    done(HybridCache.mapped(result, near) { _ in
+                        near.drop(key)
+                        return StoreResult(stored: false, size: 0, expiresAt: nil, version: nil)
+                    })
+                }
+            }
+            near.tier.set(key, entry, lifetime: lifetime) { result in
+                done(HybridCache.mapped(result, near) { written in
+                    var kept = entry
+                    kept.version = written.version ?? 0
+                    near.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence)
+                    self.counters.withLock { $0.sets += 1 }
+                    return StoreResult(
+                        stored: true, size: entry.bytes.count, expiresAt: HybridCache.expiry(written.timeToLive), version: written.version)
+                })
+            }
+        }
+    }
+
+    /// `add` and `compareAndStore` of a shared key (`version` nil: add).
+    func conditionalStoreShared(
+        _ near: NearCache, _ entry: CacheEntry, forKey key: String, version: UInt64?, options: Options,
+        callbackQueue: CallbackQueue, completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)?
+    ) -> CacheTask {
+        let lifetime = upstreamLifetime(options)
+        return writeShared(near, key, callbackQueue, options.priority, completion) { done in
+            guard let lifetime else {
+                return done(.success(ConditionalStoreResult(stored: false, version: nil, expiresAt: nil)))
+            }
+            let finished: @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void = { result in
+                done(HybridCache.mapped(result, near) { written in
+                    if written.stored {
+                        var kept = entry
+                        kept.version = written.version ?? 0
+                        near.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence)
+                    }
+                    return ConditionalStoreResult(
+                        stored: written.stored, version: written.version, expiresAt: HybridCache.expiry(written.timeToLive))
+                })
+            }
+            if let version {
+                near.tier.compareAndSet(key, entry, version: version, lifetime: lifetime, completion: finished)
+            } else {
+                near.tier.add(key, entry, lifetime: lifetime, completion: finished)
+            }
+        }
+    }
+
+    /// `increment` of a shared key: `INCRBY` upstream (Redis's 64-bit arithmetic). With
+    /// `initial` nil a missing key is refused after a read of it, so a key created by
+    /// another host between that read and the increment is incremented from 0.
+    func incrementShared(
+        _ near: NearCache, forKey key: String, by delta: Int64, initial: Int64?, flags: UInt32, options: Options,
+        callbackQueue: CallbackQueue, completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)?
+    ) -> CacheTask {
+        let lifetime: Upstream.Lifetime? = options.diskExpiration == nil ? .keep : upstreamLifetime(options)
+        return writeShared(near, key, callbackQueue, options.priority, completion) { done in
+            let increment: @Sendable () -> Void = {
+                near.tier.increment(key, by: delta, initial: initial ?? 0, flags: flags, lifetime: lifetime ?? .milliseconds(1)) { result in
+                    // The flags of an existing key are Redis's to keep: the copy goes, the next read brings it.
+                    near.drop(key)
+                    done(HybridCache.mapped(result, near) { outcome in
+                        switch outcome {
+                        case .value(let sum, let written):
+                            return .incremented(value: sum, version: written.version ?? 0, expiresAt: HybridCache.expiry(written.timeToLive))
+                        case .notAnInteger: return .notAnInteger
+                        case .overflow: return .overflow
+                        }
+                    })
+                }
+            }
+            guard initial == nil else { return increment() }
+            near.tier.get(key) { result in
+                switch result {
+                case .success(nil): done(.success(.missing))
+                case .success: increment()
+                case .failure(let failure): done(.failure(HybridCache.cacheError(failure, near)))
+                }
+            }
+        }
+    }
+
+    /// `touch` of a shared key: a new lifetime upstream (an expiration already over
+    /// removes the key, as `EXPIRE` with a past time does). The copy goes.
+    func touchShared(
+        _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)?
+    ) -> CacheTask {
+        let expiration = options.diskExpiration ?? options.memoryExpiration ?? diskStorage.config.expiration
+        let lifetime = HybridCache.upstreamLifetime(expiration)
+        return writeShared(near, key, callbackQueue, options.priority, completion) { done in
+            let finished: @Sendable (Result<Bool, Upstream.Failure>) -> Void = { result in
+                near.drop(key)
+                done(HybridCache.mapped(result, near) { touched in
+                    TouchResult(touched: touched, expiresAt: touched ? lifetime.flatMap(HybridCache.expiry) : nil)
+                })
+            }
+            if let lifetime {
+                near.tier.touch(key, lifetime: lifetime, completion: finished)
+            } else {
+                near.tier.remove(key, completion: finished)
+            }
+        }
+    }
+
+    /// `remove` of a shared key: from the upstream and this host; `fromDisk: false`
+    /// (memory only) drops this host's copy alone.
+    func removeShared(
+        _ near: NearCache, forKey key: String, fromMemory: Bool, fromDisk: Bool, options: Options,
+        callbackQueue: CallbackQueue, completion: (@Sendable (Result<Bool, CacheError>) -> Void)?
+    ) -> CacheTask {
+        writeShared(near, key, callbackQueue, options.priority, completion) { [self] done in
+            guard fromDisk else {
+                let held = fromMemory && memoryStorage.isCached(forKey: key)
+                if fromMemory { near.drop(key) }
+                return done(.success(held))
+            }
+            near.tier.remove(key) { result in
+                near.drop(key)
+                done(HybridCache.mapped(result, near) { removed in
+                    if removed { self.counters.withLock { $0.removals += 1 } }
+                    return removed
+                })
+            }
+        }
+    }
+
+    // MARK: Several keys
+
+    /// `storeMany` when some keys are shared: each item is stored on its own (the shared
+    /// ones upstream, in their keys' order), and the results are gathered in order. The
+    /// items are not one step together then.
+    func storeManySplit(
+        _ items: [StoreItem], options: Options, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)?
+    ) -> CacheTask {
+        gather(items.count, callbackQueue, options.priority, completion) { index, done in
+            var itemOptions = options
+            itemOptions.diskExpiration = items[index].diskExpiration ?? options.diskExpiration
+            itemOptions.memoryExpiration = items[index].memoryExpiration ?? options.memoryExpiration
+            return store(items[index].entry, forKey: items[index].key, options: itemOptions, completion: done)
+        }
+    }
+
+    /// `removeMany` when some keys are shared, as `storeManySplit`.
+    func removeManySplit(
+        _ keys: [String], fromMemory: Bool, fromDisk: Bool, options: Options, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<[Bool], CacheError>) -> Void)?
+    ) -> CacheTask {
+        gather(keys.count, callbackQueue, options.priority, completion) { index, done in
+            remove(forKey: keys[index], fromMemory: fromMemory, fromDisk: fromDisk, options: options, completion: done)
+        }
+    }
+
+    /// `retrieveMany` when some keys are shared: every key through `retrieve`.
+    func retrieveManySplit(
+        _ keys: [String], options: Options, callbackQueue: CallbackQueue,
+        completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
+    ) {
+        _ = gather(keys.count, callbackQueue, options.priority, completion) { index, done in
+            retrieve(forKey: keys[index], options: options, completion: done)
+        }
+    }
+
+    /// Starts `count` calls (`start(index, done)`, in order) and delivers their results
+    /// together, in order, or the first failure, once all have answered.
+    private func gather<T: Sendable>(
+        _ count: Int, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        _ completion: (@Sendable (Result<[T], CacheError>) -> Void)?,
+        _ start: (Int, @escaping @Sendable (Result<T, CacheError>) -> Void) -> CacheTask
+    ) -> CacheTask {
+        let state = Locked(Gathered<T>(results: Array(repeating: nil, count: count), failure: nil, left: count))
+        let finish: @Sendable () -> Void = {
+            let done = state.withLock { $0 }
+            let outcome: Result<[T], CacheError> = done.failure.map { .failure($0) } ?? .success(done.results.map { $0! })
+            callbackQueue.execute(priority: priority) { completion?(outcome) }
+        }
+        guard count > 0 else {
+            finish()
+            return CacheTask.finished()
+        }
+        let tasks = (0..<count).map { index in
+            start(index) { result in
+                let last = state.withLock { g -> Bool in
+                    switch result {
+                    case .success(let value): g.results[index] = value
+                    case .failure(let error): if g.failure == nil { g.failure = error }
+                    }
+                    g.left -= 1
+                    return g.left == 0
+                }
+                if last { finish() }
+            }
+        }
+        return CacheTask.cancellable { tasks.forEach { $0.cancel() } }
+    }
+
+    /// `removePrefix` when shared keys may start with `prefix`: removed upstream (on
+    /// every primary), this host's copies of them dropped, then the host-local keys
+    /// removed as usual; the count is both together. Not ordered against single-key
+    /// writes of shared keys still on their way upstream.
+    func removePrefixShared(
+        _ near: NearCache, _ prefix: String, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<Int, CacheError>) -> Void)?
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, .normal, completion)
+        near.tier.removePrefix(prefix) { [self] result in
+            for key in memoryStorage.keys(prefix: prefix, memoryOnly: false) where near.shares(key) { near.drop(key) }
+            guard task.begin() else { return }
+            switch HybridCache.mapped(result, near, { $0 }) {
+            case .failure(let error):
+                deliver(Result<Int, CacheError>.failure(error), task: task, callbackQueue, .normal, completion)
+            case .success(let upstream):
+                _ = removeLocalPrefix(prefix, callbackQueue: .untouch) { local in
+                    self.deliver(local.map { $0 + upstream }, task: task, callbackQueue, .normal, completion)
+                }
+            }
+        }
+        return task
+    }
+
+    // MARK: Conversions
+
+    /// The upstream lifetime of a store with `options` (as `storeOperation` chooses the
+    /// local one); nil when it is already over.
+    func upstreamLifetime(_ options: Options) -> Upstream.Lifetime? {
+        let expiration = options.diskExpiration
+            ?? (options.toDisk ? diskStorage.config.expiration : options.memoryExpiration ?? config.memory.expiration)
+        return HybridCache.upstreamLifetime(expiration)
+    }
+
+    static func upstreamLifetime(_ expiration: StorageExpiration) -> Upstream.Lifetime? {
+        if expiration.isExpired { return nil }
+        if case .never = expiration { return .never }
+        let now = Date()
+        let seconds = expiration.estimatedExpirationSince(now).timeIntervalSince(now)
+        guard seconds > 0 else { return nil }
+        return .milliseconds(max(1, Int64((seconds * 1000).rounded(.up))))
+    }
+
+    static func expiry(_ lifetime: Upstream.Lifetime) -> Date? {
+        if case .milliseconds(let ms) = lifetime { return expiry(ms) }
+        return nil
+    }
+
+    /// The instant a PTTL (milliseconds) runs out; nil = never.
+    static func expiry(_ timeToLive: Int64?) -> Date? {
+        timeToLive.map { Date().addingTimeInterval(Double($0) / 1000) }
+    }
+
+    static func count(_ failure: Upstream.Failure, _ near: NearCache) {
+        switch failure {
+        case .unavailable: near.count { $0.unavailable += 1 }
+        case .refused: near.count { $0.refused += 1 }
+        }
+    }
+
+    static func cacheError(_ failure: Upstream.Failure, _ near: NearCache) -> CacheError {
+        count(failure, near)
+        switch failure {
+        case .unavailable(let detail): return .upstreamUnavailable(detail: detail)
+        case .refused(let detail): return .upstreamRefused(detail: detail)
+        }
+    }
+
+    static func mapped<T, U>(
+        _ result: Result<T, Upstream.Failure>, _ near: NearCache, _ transform: (T) -> U
+    ) -> Result<U, CacheError> {
+        switch result {
+        case .success(let value): return .success(transform(value))
+        case .failure(let failure): return .failure(cacheError(failure, near))
+        }
+    }
+}
+
+/// The results of `gather` so far.
+private struct Gathered<T: Sendable>: Sendable {
+    var results: [T?]
+    var failure: CacheError?
+    var left: Int
+}

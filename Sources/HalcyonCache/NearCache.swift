@@ -1,0 +1,271 @@
+// The hybrid cache's bookkeeping for shared keys (keys that live in an `Upstream.Tier`):
+// which keys are shared, the per-key order of their operations, and the rule that decides
+// whether a copy read from or written to the upstream may be kept in the memory tier.
+// The operations themselves are in HybridCache+Upstream.swift.
+
+import Foundation
+
+/// What the hybrid cache needs to share keys with other hosts.
+public struct UpstreamConfig: Sendable {
+    /// The shared store.
+    public var tier: any Upstream.Tier
+    /// Only keys starting with one of these are shared; empty = every key.
+    public var prefixes: [String]
+
+    public init(tier: any Upstream.Tier, prefixes: [String] = []) {
+        self.tier = tier
+        self.prefixes = prefixes
+    }
+}
+
+/// Counters of the shared keys (part of `CacheStats`).
+public struct UpstreamStats: Sendable, Equatable {
+    /// Reads of a shared key answered by the upstream (the value was there).
+    public var hits = 0
+    /// Reads of a shared key the upstream had nothing for.
+    public var misses = 0
+    /// Keys named by invalidations from the upstream (changed by another host or client,
+    /// expired or evicted there).
+    public var invalidations = 0
+    /// Flushes: every shared copy dropped (a lost connection, a server flush).
+    public var flushes = 0
+    /// Calls that failed because the upstream could not be reached (reads then miss,
+    /// writes fail with `upstreamUnavailable`).
+    public var unavailable = 0
+    /// Calls the upstream refused.
+    public var refused = 0
+    /// Copies not kept because an invalidation or flush numbered after them had arrived.
+    public var staleCopiesRefused = 0
+    /// Operations on shared keys that waited behind an earlier write of the same key.
+    public var queuedBehindWrite = 0
+
+    public init() {}
+}
+
+/// The shared keys of one hybrid cache: the per-key order of their operations and the
+/// copies of them the memory tier may keep.
+///
+/// **Order.** Every operation on a shared key is admitted here before it starts. A write
+/// starts when every earlier operation on the key has finished; a read starts at once
+/// unless a write of the key is running or waiting, in which case it queues behind that
+/// write (first in, first out). So on one connection each request sees exactly the
+/// requests before it, and a read never answers from a copy older or newer than the
+/// writes ahead of it. Keys with nothing running have no entry.
+///
+/// **Copies.** The upstream numbers its replies and its events from one counter. A copy
+/// read (or written) at number *n* is stored in memory only if no invalidation of its key
+/// and no flush numbered above *n* has been seen; an invalidation arriving later removes
+/// it. Both happen under `state`'s lock, so no event can fall between the check and the
+/// store. An invalidation of a key with no operation running needs no record: any later
+/// reply carries a greater number.
+///
+/// Threading: thread-safe; `state` (a `Locked`) guards the table and the flush mark, and
+/// is held across the memory tier's store and removal of shared copies (the memory tier
+/// never calls back). Start closures run outside the lock, on the thread that admitted
+/// or finished.
+final class NearCache: Upstream.Observer, Sendable {
+    /// A key with operations running or waiting.
+    struct KeyState {
+        var readers = 0
+        var writing = false
+        var waiting: [(write: Bool, start: @Sendable () -> Void)] = []
+        /// The greatest invalidation of this key seen while operations were running.
+        var invalidatedAt: UInt64 = 0
+
+        var writePending: Bool { writing || waiting.contains { $0.write } }
+    }
+
+    struct State {
+        var keys: [String: KeyState] = [:]
+        /// The greatest flush seen.
+        var flushedAt: UInt64 = 0
+        var stats = UpstreamStats()
+        /// Callers waiting for a lease key to change (its holder released it, it expired,
+        /// a flush), by lease key, with the data key they wait for.
+        var leaseWatches: [String: [(key: String, wake: @Sendable () -> Void)]] = [:]
+        /// Lease attempts on their way: while any is, invalidations are remembered in
+        /// `recentChanges`, so an attempt whose `held` reply comes after the release's
+        /// invalidation sees it. Emptied when no attempt is on its way.
+        var leaseAttempts = 0
+        var recentChanges: [String: UInt64] = [:]
+    }
+
+    let tier: any Upstream.Tier
+    let prefixes: [String]
+    let memory: MemoryStorage.Backend
+    private let state = Locked(State())
+
+    init(config: UpstreamConfig, memory: MemoryStorage.Backend) {
+        tier = config.tier
+        prefixes = config.prefixes
+        self.memory = memory
+    }
+
+    /// Whether `key` is shared.
+    func shares(_ key: String) -> Bool {
+        prefixes.isEmpty || prefixes.contains { key.hasPrefix($0) }
+    }
+
+    /// Whether some shared key may start with `prefix`.
+    func mayShare(prefix: String) -> Bool {
+        prefixes.isEmpty || prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) }
+    }
+
+    var stats: UpstreamStats { state.withLock { $0.stats } }
+
+    func count(_ change: (inout UpstreamStats) -> Void) {
+        state.withLock { change(&$0.stats) }
+    }
+
+    // MARK: Order
+
+    /// Whether a write of `key` is running or waiting: a read must then queue.
+    func writePending(_ key: String) -> Bool {
+        state.withLock { $0.keys[key]?.writePending ?? false }
+    }
+
+    /// Runs `start` when the key's order allows (now, on this thread, or later, on the
+    /// thread that finishes the operation ahead). Each admitted operation must `finish`.
+    func admit(_ key: String, write: Bool, _ start: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            var entry = state.keys[key] ?? KeyState()
+            defer { state.keys[key] = entry }
+            let free = write ? (entry.readers == 0 && !entry.writing && entry.waiting.isEmpty)
+                : (!entry.writing && entry.waiting.isEmpty)
+            if free {
+                if write { entry.writing = true } else { entry.readers += 1 }
+                return true
+            }
+            entry.waiting.append((write, start))
+            if entry.writePending { state.stats.queuedBehindWrite += 1 }
+            return false
+        }
+        if now { start() }
+    }
+
+    /// Ends an admitted operation and starts what may follow it.
+    func finish(_ key: String, write: Bool) {
+        let next = state.withLock { state -> [@Sendable () -> Void] in
+            guard var entry = state.keys[key] else { return [] }
+            if write { entry.writing = false } else { entry.readers -= 1 }
+            var starting: [@Sendable () -> Void] = []
+            while let head = entry.waiting.first {
+                if head.write {
+                    guard entry.readers == 0, !entry.writing, starting.isEmpty else { break }
+                    entry.writing = true
+                } else {
+                    guard !entry.writing else { break }
+                    entry.readers += 1
+                }
+                starting.append(head.start)
+                entry.waiting.removeFirst()
+                if head.write { break }
+            }
+            state.keys[key] = (entry.readers == 0 && !entry.writing && entry.waiting.isEmpty) ? nil : entry
+            return starting
+        }
+        for start in next { start() }
+    }
+
+    // MARK: Copies
+
+    /// Keeps `entry` as this host's copy of `key`, living `timeToLive` milliseconds (nil:
+    /// until invalidated or evicted), unless an invalidation or flush numbered after
+    /// `sequence` has been seen; then any older copy goes instead.
+    func keep(_ key: String, _ entry: CacheEntry, timeToLive: Int64?, sequence: UInt64) {
+        state.withLock { state in
+            let invalidated = state.keys[key]?.invalidatedAt ?? 0
+            guard sequence >= state.flushedAt, sequence >= invalidated else {
+                state.stats.staleCopiesRefused += 1
+                _ = memory.remove(forKey: key)
+                return
+            }
+            let expiration: StorageExpiration = timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never
+            memory.store(entry, forKey: key, expiration: expiration)
+        }
+    }
+
+    /// Drops this host's copy of `key` (a write whose outcome is not known, a change the
+    /// reply did not describe).
+    func drop(_ key: String) {
+        state.withLock { _ in _ = memory.remove(forKey: key) }
+    }
+
+    // MARK: Leases
+
+    /// Counts a lease attempt on its way upstream; `watch` or `endAttempt` ends it.
+    func beginLeaseAttempt() {
+        state.withLock { $0.leaseAttempts += 1 }
+    }
+
+    /// After a `held` reply numbered `sequence`: `wake` runs once when `leaseKey` next
+    /// changes (or at once, when it changed after the reply already, or a flush came).
+    func watch(leaseKey: String, of key: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            defer { endAttempt(&state) }
+            if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return true }
+            state.leaseWatches[leaseKey, default: []].append((key, wake))
+            return false
+        }
+        if now { wake() }
+    }
+
+    /// Ends a lease attempt that did not `watch`.
+    func endLeaseAttempt() {
+        state.withLock { endAttempt(&$0) }
+    }
+
+    private func endAttempt(_ state: inout State) {
+        state.leaseAttempts -= 1
+        if state.leaseAttempts == 0 { state.recentChanges.removeAll() }
+    }
+
+    /// Wakes this host's callers waiting on `key`'s lease (its release through this host,
+    /// which the upstream does not announce back).
+    func leaseEnded(for key: String) {
+        let woken = state.withLock { state -> [@Sendable () -> Void] in
+            var woken: [@Sendable () -> Void] = []
+            for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key }) {
+                woken += watches.map(\.wake)
+                state.leaseWatches[leaseKey] = nil
+            }
+            return woken
+        }
+        woken.forEach { $0() }
+    }
+
+    /// Callers waiting on leases now.
+    var leaseWaiters: Int { state.withLock { $0.leaseWatches.values.reduce(0) { $0 + $1.count } } }
+
+    // MARK: Observer
+
+    func upstream(_ event: Upstream.Event) {
+        let woken = state.withLock { state -> [@Sendable () -> Void] in
+            var woken: [@Sendable () -> Void] = []
+            switch event {
+            case .invalidated(let keys, let sequence):
+                state.stats.invalidations += keys.count
+                for key in keys {
+                    _ = memory.remove(forKey: key)
+                    if state.keys[key] != nil { state.keys[key]!.invalidatedAt = max(state.keys[key]!.invalidatedAt, sequence) }
+                    if state.leaseAttempts > 0 { state.recentChanges[key] = sequence }
+                    if let watches = state.leaseWatches.removeValue(forKey: key) { woken += watches.map(\.wake) }
+                }
+            case .flushed(let sequence):
+                state.stats.flushes += 1
+                state.flushedAt = max(state.flushedAt, sequence)
+                if prefixes.isEmpty {
+                    _ = memory.removeAll()
+                } else {
+                    for prefix in prefixes {
+                        for key in memory.keys(prefix: prefix, memoryOnly: false) { _ = memory.remove(forKey: key) }
+                    }
+                }
+                woken = state.leaseWatches.values.flatMap { $0.map(\.wake) }
+                state.leaseWatches.removeAll()
+            }
+            return woken
+        }
+        woken.forEach { $0() }
+    }
+}

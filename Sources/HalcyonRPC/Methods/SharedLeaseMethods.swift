@@ -1,0 +1,105 @@
+// cache.lease and cache.releaseLease on shared keys (keys kept in the upstream): the lease
+// is held in the upstream, so one caller on all hosts computes a missing value. A caller
+// that finds it held waits, without polling, until the holder (on any host) gives it back
+// or writes the key with it, or its time runs out; then it reads again. See
+// `HybridCache.acquireSharedLease`.
+
+import Foundation
+import HalcyonCache
+import HalcyonJSON
+
+/// One `cache.lease` request on a shared key, from its first read to its one reply.
+///
+/// Threading: `Sendable`; `run` and `cancel` may be called from any thread. `answered`
+/// (a `Locked`) makes the reply happen once, whichever of a read, a grant, the wait's end
+/// or a cancel comes first.
+struct SharedLeaseAttempt: Sendable {
+    let dispatcher: Dispatcher
+    let key: String
+    let ttl: TimeInterval
+    let deadline: Date
+    let encoding: ValueEncoding?
+    let options: HybridCache.Options
+    let responder: Responder
+    let answered = Locked(false)
+
+    /// Starts the attempt; the wait's end answers `leased` if nothing else answered first.
+    func start() -> CacheTask {
+        let wait = deadline.timeIntervalSinceNow
+        if wait > 0 {
+            DispatchQueue.global().asyncAfter(deadline: .now() + wait) { [self] in answer(held()) }
+        }
+        run()
+        return CacheTask.cancellable { [self] in answer(.error(id: responder.id, .cancelled(started: false))) }
+    }
+
+    private var isAnswered: Bool { answered.withLock { $0 } }
+
+    /// Reads the key; a hit answers, a miss tries the lease.
+    private func run() {
+        guard !isAnswered else { return }
+        dispatcher.cache.retrieve(forKey: key, options: options, callbackQueue: .untouch) { [self] result in
+            switch result {
+            case .failure(let error):
+                answer(.error(id: responder.id, RPCError(error)))
+            case .success(let found) where found.cacheType != .none:
+                answer(.success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
+                    try w.getResult(found, encoding: encoding)
+                })
+            case .success:
+                tryLease()
+            }
+        }
+    }
+
+    private func tryLease() {
+        let token = UUID().uuidString
+        // The wake comes on the upstream's thread, which must not be held: read elsewhere.
+        let changed: @Sendable () -> Void = { [self] in DispatchQueue.global().async { run() } }
+        dispatcher.cache.acquireSharedLease(key, token: token, ttl: ttl, changed: changed) { [self] result in
+            switch result {
+            case .success(true):
+                if !answer(.success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
+                    w.beginObject(); w.field("found", false); w.field("lease", token); w.endObject()
+                }) {
+                    // Answered already (cancelled, timed out): nobody will use the lease.
+                    dispatcher.cache.releaseSharedLease(key, token: token) { _ in }
+                }
+            case .success(false):
+                if deadline.timeIntervalSinceNow <= 0 { answer(held()) }
+            case .failure(let error):
+                answer(.error(id: responder.id, RPCError(error)))
+            }
+        }
+    }
+
+    private func held() -> RPCReply {
+        .success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
+            w.beginObject(); w.field("found", false); w.field("leased", true); w.endObject()
+        }
+    }
+
+    /// Sends `reply` unless something was answered already; whether it was sent.
+    @discardableResult
+    private func answer(_ reply: RPCReply) -> Bool {
+        let first = answered.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { responder.deliverNow(reply) }
+        return first
+    }
+}
+
+extension Dispatcher.LeaseMethods {
+    /// `cache.releaseLease` of a shared key: compare-and-delete upstream.
+    static func releaseShared(_ dispatcher: Dispatcher, _ call: MethodCall, key: String, token: String) -> CacheTask? {
+        let responder = call.responder
+        dispatcher.cache.releaseSharedLease(key, token: token) { result in
+            responder.finish(result) { (released, w) throws(RPCError) in
+                w.beginObject(); w.field("released", released); w.endObject()
+            }
+        }
+        return nil
+    }
+}

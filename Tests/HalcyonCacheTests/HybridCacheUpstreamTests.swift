@@ -1,0 +1,174 @@
+// The hybrid cache with shared keys, over the in-memory upstream: reads memory →
+// upstream with the tier named, copies dropped by invalidations and flushes, writes
+// upstream before their completion, unavailability, and the per-key order of a write
+// still on its way upstream. (The same against real Redis and two daemons: the Python
+// suite's test_upstream.py.)
+
+import Foundation
+import HalcyonCache
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct HybridCacheUpstreamTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-upstream-\(UUID().uuidString)")
+    let upstream: Upstream.InMemory
+    let cache: HybridCache
+
+    /// An upstream whose calls wait until `release()`, to hold a write on its way.
+    final class Gate: Upstream.Tier {
+        let inner: Upstream.InMemory
+        let held = Locked<[@Sendable () -> Void]?>(nil)
+        init(_ inner: Upstream.InMemory) { self.inner = inner }
+        func close() { held.withLock { $0 = [] } }
+        func release() { for work in held.withLock({ h -> [@Sendable () -> Void] in defer { h = nil }; return h ?? [] }) { work() } }
+        private func run(_ work: @escaping @Sendable () -> Void) {
+            let now = held.withLock { h -> Bool in
+                guard h != nil else { return true }
+                h!.append(work)
+                return false
+            }
+            if now { work() }
+        }
+        func observe(_ observer: any Upstream.Observer) { inner.observe(observer) }
+        func get(_ key: String, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
+            run { self.inner.get(key, completion: completion) }
+        }
+        func set(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+                 completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
+            run { self.inner.set(key, entry, lifetime: lifetime, completion: completion) }
+        }
+        func add(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+                 completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
+            run { self.inner.add(key, entry, lifetime: lifetime, completion: completion) }
+        }
+        func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Upstream.Lifetime,
+                           completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
+            run { self.inner.compareAndSet(key, entry, version: version, lifetime: lifetime, completion: completion) }
+        }
+        func increment(_ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Upstream.Lifetime,
+                       completion: @escaping @Sendable (Result<Upstream.Incremented, Upstream.Failure>) -> Void) {
+            run { self.inner.increment(key, by: delta, initial: initial, flags: flags, lifetime: lifetime, completion: completion) }
+        }
+        func touch(_ key: String, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+            run { self.inner.touch(key, lifetime: lifetime, completion: completion) }
+        }
+        func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+            run { self.inner.remove(key, completion: completion) }
+        }
+        func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+            run { self.inner.removePrefix(prefix, completion: completion) }
+        }
+        func acquireLease(_ key: String, token: String, lifetime: Int64,
+                          completion: @escaping @Sendable (Result<Upstream.LeaseAttempt, Upstream.Failure>) -> Void) {
+            run { self.inner.acquireLease(key, token: token, lifetime: lifetime, completion: completion) }
+        }
+        func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+            run { self.inner.releaseLease(key, token: token, completion: completion) }
+        }
+    }
+
+    let gate: Gate
+
+    init() {
+        upstream = Upstream.InMemory()
+        gate = Gate(upstream)
+        var config = HybridCache.Config(memory: MemoryStorage.Config(), disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root))
+        config.sweepInterval = 0
+        config.upstream = UpstreamConfig(tier: gate, prefixes: ["s:"])
+        cache = HybridCache(config: config)
+    }
+
+    func get(_ key: String) async throws -> HybridCache.RetrieveResult {
+        try await withCheckedThrowingContinuation { continuation in
+            cache.retrieve(forKey: key) { continuation.resume(with: $0) }
+        }
+    }
+
+    func set(_ key: String, _ text: String) async throws -> HybridCache.StoreResult {
+        try await withCheckedThrowingContinuation { continuation in
+            cache.store(CacheEntry(bytes: Array(text.utf8)), forKey: key) { continuation.resume(with: $0) }
+        }
+    }
+
+    @Test func readsComeFromUpstreamThenMemoryUntilInvalidated() async throws {
+        upstream.externalWrite("s:a", CacheEntry(bytes: Array("one".utf8)), lifetime: .milliseconds(60_000))
+        let first = try await get("s:a")
+        #expect(first.cacheType == .upstream)
+        #expect(first.entry?.bytes == Array("one".utf8))
+        let expiresIn = first.expiresAt.map { $0.timeIntervalSinceNow } ?? 0
+        #expect(expiresIn > 50 && expiresIn <= 60)
+        #expect(try await get("s:a").cacheType == .memory)
+        upstream.externalWrite("s:a", CacheEntry(bytes: Array("two".utf8)))
+        let after = try await get("s:a")
+        #expect(after.cacheType == .upstream)
+        #expect(after.entry?.bytes == Array("two".utf8))
+        #expect(cache.stats().upstream?.invalidations == 1)
+        // A host-local key never reaches the upstream.
+        _ = try await set("local", "x")
+        #expect(try await get("local").cacheType == .memory)
+        #expect(try await withCheckedThrowingContinuation { c in upstream.get("local") { c.resume(with: $0) } } == nil)
+    }
+
+    @Test func writesReachTheUpstreamBeforeTheirCompletion() async throws {
+        let stored = try await set("s:w", "v")
+        let there = try await withCheckedThrowingContinuation { c in upstream.get("s:w") { c.resume(with: $0) } }
+        #expect(there?.entry.bytes == Array("v".utf8))
+        #expect(there?.entry.version == stored.version)
+        // The writer keeps the value it wrote.
+        let read = try await get("s:w")
+        #expect(read.cacheType == .memory && read.entry?.version == stored.version)
+    }
+
+    @Test func unreachableWritesFailAndReadsMiss() async throws {
+        _ = try await set("s:d", "v")
+        upstream.setReachable(false)
+        // The flush dropped the copy: a read misses rather than risk a stale hit.
+        #expect(try await get("s:d").cacheType == .none)
+        await #expect(throws: CacheError.self) { try await set("s:d", "w") }
+        #expect(cache.memoryStorage.isCached(forKey: "s:d") == false)
+        #expect(cache.stats().upstream?.unavailable ?? 0 >= 2)
+        upstream.setReachable(true)
+        #expect(try await get("s:d").entry?.bytes == Array("v".utf8))
+    }
+
+    @Test func aReadWaitsForTheWriteOfItsKeyOnItsWay() async throws {
+        _ = try await set("s:o", "old")
+        #expect(try await get("s:o").cacheType == .memory)
+        gate.close()
+        let order = Locked<[String]>([])
+        cache.store(CacheEntry(bytes: Array("new".utf8)), forKey: "s:o") { _ in order.withLock { $0.append("set") } }
+        // The memory copy ("old") must not answer while the write is on its way.
+        #expect(cache.memoryLookup(forKey: "s:o").isBehindWrite)
+        let read: HybridCache.RetrieveResult = try await withCheckedThrowingContinuation { continuation in
+            cache.retrieve(forKey: "s:o") { result in
+                order.withLock { $0.append("get") }
+                continuation.resume(with: result)
+            }
+            #expect(order.withLock { $0 }.isEmpty)
+            gate.release()
+        }
+        #expect(read.entry?.bytes == Array("new".utf8))
+        #expect(order.withLock { $0 } == ["set", "get"])
+    }
+
+    @Test func anInvalidationAfterAnUpstreamReadDropsItsCopy() async throws {
+        upstream.externalWrite("s:r", CacheEntry(bytes: [1]))
+        gate.close()
+        let read: HybridCache.RetrieveResult = try await withCheckedThrowingContinuation { continuation in
+            cache.retrieve(forKey: "s:r") { continuation.resume(with: $0) }
+            gate.release()
+        }
+        #expect(read.cacheType == .upstream)
+        #expect(try await get("s:r").cacheType == .memory)
+        // An invalidation numbered after the read arrives: the copy goes.
+        upstream.externalWrite("s:r", CacheEntry(bytes: [2]))
+        #expect(try await get("s:r").entry?.bytes == [2])
+    }
+}
+
+extension HybridCache.MemoryLookup {
+    var isBehindWrite: Bool {
+        if case .behindWrite = self { return true }
+        return false
+    }
+}
