@@ -284,6 +284,7 @@ def test_upstream_unavailable_while_redis_is_stopped_then_recovery() -> None:
                 wait_until("writes are refused", lambda: c.call("cache.set", {"key": key, "value": "w"}) and False, 5)
             assert refused.value.code == -32006
             assert refused.value.reason == "upstreamUnavailable"
+            assert isinstance(refused.value, halcyon.errors.UpstreamUnavailableError)
             for method, params in (("cache.add", {"key": key, "value": "x"}), ("cache.incr", {"key": unique(), "by": 1}),
                                    ("cache.remove", {"key": key}), ("cache.touch", {"key": key})):
                 with pytest.raises(halcyon.HalcyonError) as failed:

@@ -29,6 +29,7 @@ from .errors import (
     OverloadedError,
     ProtocolError,
     StorageError,
+    UpstreamError,
 )
 
 __version__ = "0.1.0"
@@ -56,6 +57,7 @@ __all__ = [
     "CancelledError",
     "StorageError",
     "OverloadedError",
+    "UpstreamError",
     "HalcyonConnectionError",
     "HalcyonTimeoutError",
 ]

@@ -31,6 +31,7 @@ The hierarchy by code::
     |   +-- CannotEncodeError    -32004
     +-- OverloadedError          -32005 (TooManyInFlightError, TooManyConnectionsError, ShuttingDownError,
     |                                    PeerNotAllowedError)
+    +-- UpstreamError            -32006 (UpstreamUnavailableError, UpstreamRefusedError)
     +-- HalcyonConnectionError   (also a builtin ConnectionError): cannot reach the daemon
     +-- HalcyonTimeoutError      (also a builtin TimeoutError): no answer in time
 
@@ -188,6 +189,19 @@ class OverloadedError(HalcyonError):
     """-32005: a configured limit (in-flight requests, connections) was hit; retry later."""
 
 
+class UpstreamError(HalcyonError):
+    """-32006: a shared key's Redis or Valkey (the daemon's ``--upstream``) could not be
+    reached or refused the command; nothing was stored on the daemon's host."""
+
+
+class UpstreamUnavailableError(UpstreamError):
+    """``upstreamUnavailable``: unreachable; a write may or may not have reached it."""
+
+
+class UpstreamRefusedError(UpstreamError):
+    """``upstreamRefused``: the upstream refused the command."""
+
+
 class HalcyonConnectionError(HalcyonError, ConnectionError):
     """The daemon could not be reached, or the connection broke mid-call."""
 
@@ -314,6 +328,7 @@ _CODE_FAMILIES: Dict[int, Type[HalcyonError]] = {
     -32003: CannotReadError,
     -32004: CannotEncodeError,
     -32005: OverloadedError,
+    -32006: UpstreamError,
 }
 
 # Guarded by _registry_lock: classes for unknown reasons are made on first use, and
@@ -338,6 +353,8 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("integerOverflow", -32602): IntegerOverflowError,
     ("invalidCursor", -32602): InvalidCursorError,
     ("tooManyKeys", -32602): TooManyKeysError,
+    ("upstreamUnavailable", -32006): UpstreamUnavailableError,
+    ("upstreamRefused", -32006): UpstreamRefusedError,
     ("emptyPrefix", -32602): EmptyPrefixError,
     ("tooManyLeaseWaitersForKey", -32005): TooManyLeaseWaitersForKeyError,
     ("tooManyLeaseWaiters", -32005): TooManyLeaseWaitersError,
