@@ -417,3 +417,144 @@ def test_order_model_holds_with_every_key_shared(hosts: List[Daemon], policy: An
         run_sequence(hosts[0].socket, policy, sync_disk, setup_slots, ops)
 
     pipelined()
+
+
+# ------------------------------------------------------------------ cluster
+
+class Cluster:
+    """Three primaries, no replicas, on loopback ports (``redis-cli --cluster create``);
+    each node keeps its nodes.conf in its folder, so a killed node restarts as itself."""
+
+    def __init__(self) -> None:
+        self.nodes: List[Redis] = []
+        for _ in range(3):
+            while True:
+                port = free_port()
+                if port + 10000 < 65536 and _can_bind(port + 10000):
+                    break
+            self.nodes.append(Redis(port))
+
+    def start(self) -> None:
+        for node in self.nodes:
+            self.start_node(node)
+        assert REDIS_CLI is not None
+        subprocess.run([REDIS_CLI, "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                        "--cluster-replicas", "0", "--cluster-yes"], capture_output=True, timeout=60, check=True)
+        self.wait_ok()
+
+    def start_node(self, node: Redis) -> None:
+        assert REDIS_SERVER is not None
+        node.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(node.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", node.folder, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+             "--cluster-node-timeout", "1000"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until("node answers PING", lambda: node.cli("PING") == "PONG", every=0.02)
+
+    def wait_ok(self) -> None:
+        wait_until("cluster_state:ok on every node",
+                   lambda: all("cluster_state:ok" in n.cli("CLUSTER", "INFO") for n in self.nodes), 30, every=0.1)
+
+    def node_serving(self, key: str) -> Redis:
+        slot = int(self.nodes[0].cli("CLUSTER", "KEYSLOT", key))
+        for node in self.nodes:
+            for line in node.cli("CLUSTER", "NODES").splitlines():
+                parts = line.split()
+                if "myself" not in parts[2]:
+                    continue
+                for r in parts[8:]:
+                    lo, _, hi = r.partition("-")
+                    if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+                        return node
+        raise AssertionError(f"no node serves slot {slot}")
+
+    def remove(self) -> None:
+        for node in self.nodes:
+            node.remove()
+
+
+def _can_bind(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    c.start()
+    yield c
+    c.remove()
+
+
+@pytest.fixture(scope="module")
+def cluster_hosts(cluster: Cluster) -> Iterator[List[Daemon]]:
+    """Two daemons, each given two of the three nodes as seeds."""
+    seeds = [f"redis://127.0.0.1:{n.port}" for n in cluster.nodes]
+    daemons = [_start_daemon(["--upstream", seeds[0], "--upstream", seeds[1]]),
+               _start_daemon(["--upstream", seeds[2], "--upstream", seeds[0]])]
+    yield daemons
+    for d in daemons:
+        d.stop()
+        shutil.rmtree(d.folder, ignore_errors=True)
+
+
+def test_cluster_coherence_across_hosts_and_slots(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
+    keys = [unique(f"c{i}") for i in range(30)]   # spread over the three primaries
+    assert len({cluster.node_serving(k).port for k in keys}) == 3
+    with client(cluster_hosts[0]) as a, client(cluster_hosts[1]) as b:
+        info = wait_until("cluster recognised", lambda: (lambda u: u if u["cluster"] and len(u["nodes"]) == 3 else None)(
+            b.info()["upstream"]), 5, every=0.05)
+        assert sorted(info["nodes"]) == sorted(f"127.0.0.1:{n.port}" for n in cluster.nodes)
+        for k in keys:
+            a.call("cache.set", {"key": k, "value": f"a-{k}"})
+        for k in keys:
+            assert get(b, k)["value"] == f"a-{k}"
+            assert get(b, k)["cacheType"] == "memory"
+        # Changes through the other host and through the node itself invalidate, on every node.
+        for k in keys[:10]:
+            b.call("cache.set", {"key": k, "value": "b"})
+        for k in keys[10:20]:
+            assert cluster.node_serving(k).cli("SET", k, "cli") == "OK"
+        for k in keys[:10]:
+            wait_until("A sees B's write", lambda: get(a, k).get("value") == "b", 2)
+        for k in keys[10:20]:
+            wait_until("A sees the cli's write",
+                       lambda: a.call("cache.get", {"key": k, "encoding": "utf8"}).get("value") == "cli", 2)
+        assert a.call("cache.removePrefix", {"prefix": "c2"})["removed"] >= 1
+
+
+def test_a_killed_and_restarted_cluster_node(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
+    keys = [unique(f"r{i}") for i in range(30)]
+    victim = cluster.node_serving(keys[0])
+    lost = [k for k in keys if cluster.node_serving(k) is victim]
+    kept = [k for k in keys if cluster.node_serving(k) is not victim]
+    assert lost and kept
+    with client(cluster_hosts[0]) as a, client(cluster_hosts[1]) as b:
+        for k in keys:
+            a.call("cache.set", {"key": k, "value": "v1"})
+            assert get(b, k)["value"] == "v1"
+        victim.stop()
+        # Writes to the dead node's slots are refused, the others go on.
+        with pytest.raises(halcyon.HalcyonError) as refused:
+            wait_until("the dead node's slots are refused",
+                       lambda: a.call("cache.set", {"key": lost[0], "value": "v2"}) and False, 10, every=0.05)
+        assert refused.value.code == -32006
+        for k in kept:
+            a.call("cache.set", {"key": k, "value": "v2"})
+            wait_until("B sees it", lambda: get(b, k).get("value") == "v2", 2)
+        # No stale hit for the dead node's keys on either host (their copies went with the
+        # connection): a miss, never "v1".
+        for k in lost:
+            assert get(b, k).get("value") != "v1"
+        cluster.start_node(victim)   # same port, same nodes.conf: the same node, empty
+        cluster.wait_ok()
+        wait_until("the restarted node takes writes",
+                   lambda: _stores(a, lost[0], "v3"), 20, every=0.1)
+        assert get(b, lost[0])["value"] == "v3"
+        for k in lost:
+            a.call("cache.set", {"key": k, "value": "v3"})
+            assert get(b, k)["value"] == "v3"
