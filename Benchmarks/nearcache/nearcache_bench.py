@@ -111,34 +111,28 @@ def main() -> None:
         rng = random.Random(7)
         for _ in range(args.rounds):
             order = ["halcyond", "redis"] if len(rows["halcyond_rps"]) % 2 == 0 else ["redis", "halcyond"]
+            # Each side: (row prefix, the read, the server's CPU seconds so far).
+            sides = {
+                "halcyond": (("halcyond_rps", "halcyond_cpu_us", "hit_p50_us", "hit_p99_us"), b.get,
+                             lambda: proc_cpu(daemons[1][0].pid)),
+                # INFO itself costs a little: negligible against thousands of GETs.
+                "redis": (("redis_py_rps", "redis_cpu_us", "redis_p50_us", "redis_p99_us"), r.get, lambda: redis_cpu(r)),
+            }
             for who in order:
+                (rps, cpu, p50, p99), read, server_cpu = sides[who]
                 picks = [keys[rng.randrange(len(keys))] for _ in range(args.reads)]
                 lat: List[float] = []
-                if who == "halcyond":
-                    cpu0 = proc_cpu(daemons[1][0].pid)
-                    t0 = time.perf_counter()
-                    for k in picks:
-                        s = time.perf_counter()
-                        b.get(k)
-                        lat.append(time.perf_counter() - s)
-                    elapsed = time.perf_counter() - t0
-                    rows["halcyond_rps"].append(args.reads / elapsed)
-                    rows["halcyond_cpu_us"].append((proc_cpu(daemons[1][0].pid) - cpu0) / args.reads * 1e6)
-                    rows["hit_p50_us"].append(percentile(lat, 0.5) * 1e6)
-                    rows["hit_p99_us"].append(percentile(lat, 0.99) * 1e6)
-                else:
-                    cpu0 = redis_cpu(r)
-                    t0 = time.perf_counter()
-                    for k in picks:
-                        s = time.perf_counter()
-                        r.get(k)
-                        lat.append(time.perf_counter() - s)
-                    elapsed = time.perf_counter() - t0
-                    rows["redis_py_rps"].append(args.reads / elapsed)
-                    # INFO itself costs a little: negligible against 20 000 GETs.
-                    rows["redis_cpu_us"].append((redis_cpu(r) - cpu0) / args.reads * 1e6)
-                    rows["redis_p50_us"].append(percentile(lat, 0.5) * 1e6)
-                    rows["redis_p99_us"].append(percentile(lat, 0.99) * 1e6)
+                cpu0 = server_cpu()
+                t0 = time.perf_counter()
+                for k in picks:
+                    s = time.perf_counter()
+                    read(k)
+                    lat.append(time.perf_counter() - s)
+                elapsed = time.perf_counter() - t0
+                rows[rps].append(args.reads / elapsed)
+                rows[cpu].append((server_cpu() - cpu0) / args.reads * 1e6)
+                rows[p50].append(percentile(lat, 0.5) * 1e6)
+                rows[p99].append(percentile(lat, 0.99) * 1e6)
             # Mixed: 1 % writes through A, reads through B; the delay until B sees each write.
             delays: List[float] = []
             reads: List[float] = []

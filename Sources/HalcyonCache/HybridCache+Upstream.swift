@@ -31,8 +31,9 @@ extension HybridCache {
         near.admit(key, write: false) { [self] in
             guard task.begin() else { return near.finish(key, write: false) }
             readShared(near, forKey: key, options: options) { result in
-                near.finish(key, write: false)
+                // Delivered before the next operation of the key starts: replies keep the order.
                 self.deliver(result, task: task, callbackQueue, options.priority, completion)
+                near.finish(key, write: false)
             }
         }
         return task
@@ -113,8 +114,8 @@ extension HybridCache {
             guard task.begin() else { return near.finish(key, write: true) }
             body { result in
                 if case .failure = result { near.drop(key) }
-                near.finish(key, write: true)
                 self.deliver(result, task: task, callbackQueue, priority, completion)
+                near.finish(key, write: true)
             }
         }
         return task

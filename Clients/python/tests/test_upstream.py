@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
@@ -85,12 +86,16 @@ class Redis:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[Redis]:
-    server = Redis()
+def started(server: Any) -> Iterator[Any]:
+    """Starts a Redis or a Cluster for a fixture to yield; removes it after."""
     server.start()
     yield server
     server.remove()
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[Redis]:
+    yield from started(Redis())
 
 
 def start_host(redis: Redis, *extra: str) -> Daemon:
@@ -399,6 +404,12 @@ def test_info_and_stats_show_the_upstream(hosts: List[Daemon], redis_server: Red
         assert stats["misses"] >= 1
         text = a.call("server.metrics")["text"]
         assert "halcyon_upstream_misses_total" in text and "halcyon_upstream_round_trip_mean_seconds" in text
+    cli = os.environ.get("HALCYON_BIN") or str(Path(__file__).resolve().parents[3] / ".build" / "debug" / "halcyon")
+    if os.access(cli, os.X_OK):
+        shown = subprocess.run([cli, "--socket", hosts[0].socket, "stats"], capture_output=True, text=True, timeout=30).stdout
+        for line in ("upstream.hits", "upstream.invalidations", "upstream.reconnects", "upstream.redirects",
+                     "upstream.roundTripMeanMicros"):
+            assert line in shown, shown
 
 
 # ------------------------------------------------------------------ order
@@ -484,10 +495,7 @@ def _can_bind(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    c.start()
-    yield c
-    c.remove()
+    yield from started(Cluster())
 
 
 @pytest.fixture(scope="module")
