@@ -112,7 +112,8 @@ class Connection:
         sock = self.sock
         if sock is None:
             raise Broken("connection is closed", delivered=False)
-        self._set_timeout(sock, timeout)
+        if timeout != self._timeout:
+            self._set_timeout(sock, timeout)
         try:
             sent = sock.send(payload, _DONTWAIT)
         except (BlockingIOError, InterruptedError):
