@@ -11,8 +11,10 @@ operation is timed in ``--runs`` interleaved runs (Halcyon, Redis, Halcyon, ...)
 other work on the machine falls on both alike; the report keeps medians of the time per
 operation, the ratio Halcyon / Redis, the client's CPU per operation (this process's
 user + system CPU: the framework, the client library and its system calls) and each
-server's CPU per request (user + system from ``/proc/PID/stat`` over the run, divided by
-the requests it served).
+server's CPU per request (user + system from ``/proc/PID/stat`` over the run and until
+the server is idle after it, divided by the requests it served). Each run waits for its
+server to go idle before the next starts, so work one server deferred past its replies
+never lands in the other's timed run.
 
 Run through ``Benchmarks/frameworks_compare.sh``, which builds the release halcyond and
 installs what is missing. Direct use:
@@ -124,10 +126,26 @@ def requests_cache_sides(hsock: str, rsock: str, value: str, url: str) -> Tuple[
             side("redis", RedisCache(namespace="bench", connection=StrictRedis(unix_socket_path=rsock))))
 
 
+def settle(pid: int, limit: float = 2.0) -> None:
+    """Waits (at most ``limit`` seconds) until the server's CPU time stops moving: the
+    work a server defers past its replies (halcyond's file writes behind the journal,
+    a Redis AOF flush) then lands in the run that caused it, not in the next one, which
+    may be the other server's."""
+    prev = cpu_seconds(pid)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now == prev:
+            return
+        prev = now
+
+
 def run(side: Side, op: str, ops: int, pid: int) -> Tuple[float, float, float]:
     """Microseconds per operation, the client's CPU microseconds per operation (this
     process: the framework, its client library and the system calls they make), and
-    the server's CPU microseconds per request."""
+    the server's CPU microseconds per request, counting the work it finished after the
+    last reply (see :func:`settle`)."""
     call = side.get if op == "get" else side.set
     ops = max(1, ops // side.scale)
     cpu0 = cpu_seconds(pid)
@@ -137,6 +155,7 @@ def run(side: Side, op: str, ops: int, pid: int) -> Tuple[float, float, float]:
         call(i)
     wall = time.perf_counter() - t0
     client = time.process_time() - client0
+    settle(pid)
     return wall * 1e6 / ops, client * 1e6 / ops, (cpu_seconds(pid) - cpu0) * 1e6 / ops
 
 
@@ -233,7 +252,8 @@ def main() -> None:
             f"100-byte response from a loopback httpbin).",
             "- Client CPU per operation: this process's user + system CPU over the run (the framework, its "
             "client library, the system calls) divided by the operations; server CPU per request: the server's "
-            "user + system CPU over the run divided by the operations (10 ms ticks: small values are coarse). "
+            "user + system CPU over the run and until it went idle after it (the work it deferred past its "
+            "replies), divided by the operations (10 ms ticks: small values are coarse). "
             "CPU time moves less than wall time when other work shares the cores.",
             "",
             "| framework | op | Halcyon µs/op | Redis µs/op | Halcyon / Redis | target "
