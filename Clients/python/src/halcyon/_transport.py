@@ -130,13 +130,13 @@ class Connection:
             if not buf and data.find(b"\n") == len(data) - 1:
                 # The usual case: exactly our one line, nothing left over. One parse
                 # of the line as it came (JSON allows the trailing newline).
-                replies = _wire.parse_line(data)
+                arrived = _wire.parse_line(data)
             else:
                 taken = _take_lines(buf, data)
                 if taken is None:
                     continue
-                replies = _wire.parse_lines(taken)
-            for reply in replies:
+                arrived = _wire.parse_lines(taken)
+            for reply in arrived:
                 got = reply.get("id")
                 if got == rid and type(got) is int:
                     return reply

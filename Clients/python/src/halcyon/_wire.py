@@ -400,7 +400,8 @@ _loads = json.loads
 #: The decoder's scanner, called directly: ``json.loads`` wraps it in two Python-level
 #: calls and two whitespace regex matches, which cost as much as the parse of a short
 #: reply. Same settings as ``json.loads`` (strict strings, float, int, NaN allowed).
-_scan_once = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[attr-defined]
+# Looked up by name, as _encode_string below: typeshed types its argument oddly.
+_scan_once: Callable[[str, int], Tuple[Any, int]] = getattr(json.scanner, "make_scanner")(json.JSONDecoder())
 _JSON_SPACE = " \t\n\r"
 
 
