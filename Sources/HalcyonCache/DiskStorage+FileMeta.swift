@@ -23,12 +23,16 @@ extension DiskStorage {
         public var expiration: Date
         /// The last store, read or touch (see `FileTimes` for the sub-second shift).
         public var lastAccess: Date
+        /// True when the lifetime ends at a fixed instant (stored or touched with
+        /// `.date`): no sliding read moves it. Then `lastAccess` says nothing of a TTL.
+        public var isAbsolute: Bool
 
         /// - Parameters:
         ///   - fileSize: the file's size; default `size` plus a format-2 header.
         ///   - version: default 0.
+        ///   - isAbsolute: default false.
         public init(url: URL, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date,
-                    fileSize: UInt64? = nil, version: UInt64 = 0) {
+                    fileSize: UInt64? = nil, version: UInt64 = 0, isAbsolute: Bool = false) {
             self.url = url
             self.size = size
             self.fileSize = fileSize ?? size + UInt64(DiskStorage.FileHeader.size)
@@ -36,6 +40,7 @@ extension DiskStorage {
             self.flags = flags
             self.expiration = expiration
             self.lastAccess = lastAccess
+            self.isAbsolute = isAbsolute
         }
     }
 }
@@ -71,9 +76,21 @@ enum DiskFileHeader {
 ///   `mtime - atime` is the exact time-to-live that was asked for. Sliding
 ///   expiration recovers the TTL from that difference; without the shift every slide
 ///   would add up to a second of rounding to the TTL, and a hot key would drift.
+/// - `isAbsolute` is mtime's nanoseconds: `absoluteMarkNanos` there (never written
+///   otherwise, since the expiration is a whole second) marks a lifetime that ends at a
+///   fixed instant (`.date`): a slide leaves it alone. Files of older builds have 0 there
+///   and slide as before. The mark lives with the times, not in the header, because a
+///   touch or a write-back changes the lifetime (and its kind) without rewriting the file.
+///   A file system that keeps whole seconds only drops the mark, and the lifetime then
+///   slides as it did before the mark existed.
 struct FileTimes: Equatable, Sendable {
     var expirationSeconds: Int64
     var lastAccessNanos: Int64
+    var isAbsolute: Bool = false
+
+    /// mtime's nanoseconds in the file of an absolute lifetime. Half a second, so that a
+    /// file system with a coarser clock than nanoseconds (down to tenths) keeps it.
+    static let absoluteMarkNanos: Int64 = 500_000_000
 
     /// 8,000,000,000 s is in 2223: far beyond any real expiration, well inside what ext4
     /// stores, and small enough that nanosecond arithmetic on it fits in Int64.
@@ -106,7 +123,16 @@ struct FileTimes: Equatable, Sendable {
 
     /// The times for an entry stored or touched at `now` with `expiration`; nil when
     /// that expiration is already over (nothing should be stored).
-    static func planned(_ expiration: StorageExpiration, now: Date) -> FileTimes? {
+    /// - Parameter absolute: whether the lifetime ends at a fixed instant; default
+    ///   `expiration.isAbsolute`. False for a `.date` that only carries the instant a
+    ///   sliding lifetime has reached (a write-back, a journaled value reaching its file).
+    static func planned(_ expiration: StorageExpiration, now: Date, absolute: Bool? = nil) -> FileTimes? {
+        guard var times = plannedTimes(expiration, now: now) else { return nil }
+        times.isAbsolute = !times.isNever && (absolute ?? expiration.isAbsolute)
+        return times
+    }
+
+    private static func plannedTimes(_ expiration: StorageExpiration, now: Date) -> FileTimes? {
         if expiration.isExpired { return nil }
         let nowNanos = nanos(now)
         if expiration == .never { return .never(at: nowNanos) }
@@ -129,7 +155,8 @@ struct FileTimes: Equatable, Sendable {
         return rounded(endNanos: endNanos, nowNanos: nowNanos)
     }
 
-    /// The time-to-live these times encode, in nanoseconds; -1 for never.
+    /// The time-to-live these times encode, in nanoseconds; -1 for never. (For an
+    /// absolute lifetime, what was left of it at the last access.)
     var ttlNanos: Int64 {
         isNever ? -1 : expirationSeconds * Self.nanosPerSecond - lastAccessNanos
     }
@@ -141,6 +168,8 @@ struct FileTimes: Equatable, Sendable {
     func slid(to now: Date, recordedTTLNanos: Int64? = nil) -> FileTimes {
         let nowNanos = Self.nanos(now)
         if isNever { return FileTimes(expirationSeconds: Self.neverSentinel, lastAccessNanos: nowNanos) }
+        // An absolute lifetime stays where it is; the read still counts as an access.
+        if isAbsolute { return FileTimes(expirationSeconds: expirationSeconds, lastAccessNanos: nowNanos, isAbsolute: true) }
         var ttl = expirationSeconds * Self.nanosPerSecond - lastAccessNanos
         if ttl <= 0, let recordedTTLNanos, recordedTTLNanos > 0 { ttl = recordedTTLNanos }
         guard ttl > 0 else { return self }  // no recoverable TTL (times set by hand): leave as is

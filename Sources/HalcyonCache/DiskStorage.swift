@@ -154,16 +154,20 @@ extension DiskStorage {
         /// `store`, choosing how an existing file is replaced (see `FileReplacement`):
         /// `.inPlace` only for callers that can vouch for what a torn file would cost.
         /// Keeps `knownNames` and `synchronousWrites` exactly as `.rename` does.
+        /// `absolute`: whether the lifetime ends at a fixed instant (see
+        /// `FileTimes.planned`); nil derives it from the expiration (`.date`).
         @discardableResult
         func store(
             value: [UInt8], flags: UInt32, forKey key: String, expiration: StorageExpiration?,
-            forcedExtension: String?, referenceDate: Date?, version: UInt64, replacing: FileReplacement
+            forcedExtension: String?, referenceDate: Date?, version: UInt64, replacing: FileReplacement,
+            absolute: Bool? = nil
         ) throws(CacheError) -> FileMeta? {
             let config = self.config
             try checkReady()
             let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
             let now = referenceDate ?? config.clock.now()
-            guard let times = FileTimes.planned(expiration ?? config.expiration, now: now) else { return nil }
+            guard let times = FileTimes.planned(expiration ?? config.expiration, now: now, absolute: absolute)
+            else { return nil }
             let keyBytes = Array(key.utf8)
             guard keyBytes.count <= FileHeader.maximumKeyLength else { throw .invalidKey(key: key) }
             let header = value.withUnsafeBytes {
@@ -190,7 +194,8 @@ extension DiskStorage {
             knownNames.insert(name)
             return FileMeta(url: url(of: name), size: UInt64(value.count), flags: flags,
                             expiration: times.expirationDate, lastAccess: times.lastAccessDate,
-                            fileSize: UInt64(header.count + keyBytes.count + value.count), version: version)
+                            fileSize: UInt64(header.count + keyBytes.count + value.count), version: version,
+                            isAbsolute: times.isAbsolute)
         }
 
         /// The three pieces of a cache file, written with one `writev`.
@@ -426,7 +431,7 @@ extension DiskStorage {
             let meta = FileMeta(url: url(of: name), size: UInt64(file.valueSize), flags: file.flags,
                                 expiration: times.expirationDate,
                                 lastAccess: times.lastAccessDate,
-                                fileSize: status.fileSize, version: file.version)
+                                fileSize: status.fileSize, version: file.version, isAbsolute: times.isAbsolute)
             return (entry, meta)
         }
 
@@ -434,13 +439,20 @@ extension DiskStorage {
 
         /// Gives an existing entry a new expiration counted from now, without reading or
         /// rewriting its value; counts as an access.
-        /// - Parameter expiration: default `config.expiration`; `.expired` (or any already
-        ///   over) removes the entry.
+        /// - Parameters:
+        ///   - expiration: default `config.expiration`; `.expired` (or any already over)
+        ///     removes the entry.
+        ///   - keepingAbsolute: true when `expiration` is only a default: an entry whose
+        ///     lifetime is absolute (`FileMeta.isAbsolute`) then keeps it, and the touch
+        ///     counts as an access only.
         /// - Returns: the meta after the touch (for a removal, with `expiration` set to
         ///   `Date.distantPast`), or nil when the entry is missing or already expired.
         /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`,
         ///   `.cannotSetCacheFileAttribute`, `.cannotRemoveCacheFile`.
-        public func touch(forKey key: String, expiration: StorageExpiration? = nil, forcedExtension: String? = nil) throws(CacheError) -> FileMeta? {
+        public func touch(
+            forKey key: String, expiration: StorageExpiration? = nil, forcedExtension: String? = nil,
+            keepingAbsolute: Bool = false
+        ) throws(CacheError) -> FileMeta? {
             let config = self.config
             let now = config.clock.now()
             guard let found = try value(forKey: key, referenceDate: now, actuallyLoad: false,
@@ -448,7 +460,11 @@ extension DiskStorage {
             else { return nil }
             var meta = found.meta
             let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
-            guard let times = FileTimes.planned(expiration ?? config.expiration, now: now) else {
+            let kept = keepingAbsolute && meta.isAbsolute
+                ? FileTimes(expirationSeconds: Int64(meta.expiration.timeIntervalSince1970),
+                            lastAccessNanos: FileTimes.nanos(now), isAbsolute: true)
+                : nil
+            guard let times = kept ?? FileTimes.planned(expiration ?? config.expiration, now: now) else {
                 _ = try removeFile(named: name)
                 meta.expiration = .distantPast
                 return meta
@@ -468,6 +484,7 @@ extension DiskStorage {
             }
             meta.expiration = times.expirationDate
             meta.lastAccess = times.lastAccessDate
+            meta.isAbsolute = times.isAbsolute
             return meta
         }
 

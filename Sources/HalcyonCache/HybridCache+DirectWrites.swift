@@ -302,7 +302,7 @@ extension HybridCache {
         guard case .store(let s) = operation, let expiresAt = s.expiresAt,
               !s.expiration.isExpired, expiresAt > now
         else { return nil }
-        return LiveEntry(entry: s.entry, expiresAt: expiresAt)
+        return LiveEntry(entry: s.entry, expiresAt: expiresAt, slides: !s.isAbsolute)
     }
 }
 

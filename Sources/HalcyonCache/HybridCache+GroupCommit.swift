@@ -173,7 +173,8 @@ extension HybridCache {
             return HybridCache.setRecord(key: s.key, entry: s.entry, expiresAt: s.expiresAt!, timeToLive: s.timeToLive)
         case .touch(let t):
             guard t.forcedExtension == nil else { return nil }
-            return .touch(key: t.key, expiresAtNanos: HybridCache.nanos(t.expiresAt!))
+            return HybridCache.lifetimeRecord(
+                key: t.key, expiresAt: t.expiresAt!, timeToLive: t.timeToLive, keepsAbsolute: t.keepsAbsolute)
         case .remove(let key, _, let fromDisk, let forcedExtension):
             guard fromDisk, forcedExtension == nil else { return nil }
             return .delete(key: key)
@@ -201,7 +202,18 @@ extension HybridCache {
     static func setRecord(key: String, entry: CacheEntry, expiresAt: Date, timeToLive: TimeInterval?) -> Journal.Record {
         .set(
             key: key, flags: entry.flags, version: entry.version, expiresAtNanos: nanos(expiresAt),
-            ttlNanos: timeToLive.map { clampedNanos(max(0, $0)) } ?? -1, value: entry.bytes)
+            ttlNanos: ttlNanos(timeToLive), value: entry.bytes)
+    }
+
+    /// The journal record of a new lifetime of `key` (a touch, a write-back); see
+    /// `Journal.Record.lifetime`.
+    static func lifetimeRecord(key: String, expiresAt: Date, timeToLive: TimeInterval?, keepsAbsolute: Bool) -> Journal.Record {
+        .lifetime(key: key, expiresAtNanos: nanos(expiresAt), ttlNanos: ttlNanos(timeToLive), keepsAbsolute: keepsAbsolute)
+    }
+
+    /// A time-to-live as records keep it: -1 for none (never, or absolute).
+    static func ttlNanos(_ timeToLive: TimeInterval?) -> Int64 {
+        timeToLive.map { clampedNanos(max(0, $0)) } ?? -1
     }
 
     /// Applies a write of a group being committed, in the group's order.

@@ -239,6 +239,19 @@ extension HybridCache {
     }
 
     /// The journal folder of a cache whose disk folder is `path`.
+    /// A lifetime replay gives a file whose key has no unwritten value.
+    struct FileTouch {
+        var key: String
+        var expiresAt: Date
+        var timeToLive: TimeInterval?
+        var keepsAbsolute: Bool
+    }
+
+    /// A record's instant: nanoseconds since 1970, -1 for never.
+    static func date(nanos: Int64) -> Date {
+        nanos < 0 ? .distantFuture : Date(timeIntervalSince1970: Double(nanos) / 1e9)
+    }
+
     static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
         config.directory?.path ?? diskPath + ".journal"
     }
@@ -288,7 +301,7 @@ extension HybridCache {
         // The key of each file name replay saw set: a `written` record names a file.
         var keysByName: [String: String] = [:]
         var clearFiles = false
-        var fileTouches: [String: (key: String, expiresAt: Date)] = [:]
+        var fileTouches: [String: FileTouch] = [:]
         let now = clock.now()
         // A key the folder cannot name a file with (from a daemon that took such keys)
         // is dropped, as the materializer drops it: its set would never reach a file, and
@@ -310,7 +323,7 @@ extension HybridCache {
                 versions.observe(version)
                 let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
                 keysByName[name] = key
-                let expiresAt = expiresAtNanos < 0 ? Date.distantFuture : Date(timeIntervalSince1970: Double(expiresAtNanos) / 1e9)
+                let expiresAt = HybridCache.date(nanos: expiresAtNanos)
                 let ttl: TimeInterval? = ttlNanos < 0 ? nil : Double(ttlNanos) / 1e9
                 let countedFrom = ttl.map { expiresAt.addingTimeInterval(-$0) } ?? now
                 table.put(Unwritten(
@@ -328,8 +341,9 @@ extension HybridCache {
                 fileTouches.removeAll()
                 clearFiles = true
             case .touch(let key, let expiresAtNanos):
+                // An older build's touch: the new end, the entry's own time-to-live.
                 let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-                let expiresAt = expiresAtNanos < 0 ? Date.distantFuture : Date(timeIntervalSince1970: Double(expiresAtNanos) / 1e9)
+                let expiresAt = HybridCache.date(nanos: expiresAtNanos)
                 let updated = table.update(key) { e in
                     if let ttl = e.timeToLive, expiresAt != .distantFuture {
                         e.countedFrom = expiresAt.addingTimeInterval(-ttl)
@@ -337,7 +351,23 @@ extension HybridCache {
                     e.expiresAt = expiresAt
                     if expiresAt == .distantFuture { e.timeToLive = nil }
                 }
-                if updated == nil { fileTouches[name] = (key, expiresAt) }
+                if updated == nil {
+                    let ttl = expiresAt == .distantFuture ? nil : max(0, expiresAt.timeIntervalSince(now))
+                    fileTouches[name] = FileTouch(key: key, expiresAt: expiresAt, timeToLive: ttl, keepsAbsolute: false)
+                }
+            case .lifetime(let key, let expiresAtNanos, let ttlNanos, let keepsAbsolute):
+                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let expiresAt = HybridCache.date(nanos: expiresAtNanos)
+                let ttl: TimeInterval? = ttlNanos < 0 || expiresAt == .distantFuture ? nil : Double(ttlNanos) / 1e9
+                let updated = table.update(key) { e in
+                    if keepsAbsolute, e.isAbsolute { return }
+                    e.expiresAt = expiresAt
+                    e.timeToLive = ttl
+                    e.countedFrom = ttl.map { expiresAt.addingTimeInterval(-$0) } ?? now
+                }
+                if updated == nil {
+                    fileTouches[name] = FileTouch(key: key, expiresAt: expiresAt, timeToLive: ttl, keepsAbsolute: keepsAbsolute)
+                }
             case .written(let name, let version):
                 versions.observe(version)
                 if let key = keysByName[name], let e = table.entries[key], e.entry.version < version { table.remove(key) }
@@ -348,8 +378,9 @@ extension HybridCache {
         if clearFiles { _ = try? diskStorage.removeAll() }
         for name in deletes { _ = try? diskStorage.removeFile(named: name) }
         for (_, t) in fileTouches {
-            let ttl = t.expiresAt == .distantFuture ? nil : max(0, t.expiresAt.timeIntervalSince(now))
-            _ = try? diskStorage.writeBack(.init(key: t.key, forcedExtension: nil, expiresAt: t.expiresAt, timeToLive: ttl, extendedAt: now))
+            _ = try? diskStorage.writeBack(
+                .init(key: t.key, forcedExtension: nil, expiresAt: t.expiresAt, timeToLive: t.timeToLive, extendedAt: now),
+                keepingAbsolute: t.keepsAbsolute)
         }
 
         var writerConfig = Journal.Config(fsync: config.fsync)

@@ -139,7 +139,7 @@ extension HybridCache {
                     let meta = try diskStorage.store(
                         value: e.entry.bytes, flags: e.entry.flags, forKey: e.key, expiration: e.fileExpiration,
                         forcedExtension: nil, referenceDate: e.countedFrom, version: e.entry.version,
-                        replacing: quiet ? .inPlace : .rename)
+                        replacing: quiet ? .inPlace : .rename, absolute: e.isAbsolute)
                     adjustDiskUsage(replacing: old, with: meta)
                 } else if try diskStorage.remove(forKey: e.key, forcedExtension: nil) {
                     // Expired before it reached its file: the older file goes instead.

@@ -11,7 +11,8 @@ extension HybridCache {
     struct Unwritten: Sendable {
         var key: String
         var entry: CacheEntry
-        /// The entry's lifetime (`Date.distantFuture`: never) and its original TTL.
+        /// The entry's lifetime (`Date.distantFuture`: never) and its original TTL (nil:
+        /// reads do not move the lifetime: never, or absolute).
         var expiresAt: Date
         var timeToLive: TimeInterval?
         /// The store or last touch: what the file's last-access time will say.
@@ -29,6 +30,10 @@ extension HybridCache {
             expiresAt == .distantFuture ? .never : .date(expiresAt)
         }
 
+        /// The lifetime ends at a fixed instant (stored or touched with `.date`); the file
+        /// is written with that kind (`fileExpiration` alone says only the instant).
+        var isAbsolute: Bool { timeToLive == nil && expiresAt != .distantFuture }
+
         func isLive(at now: Date) -> Bool { expiresAt > now }
 
         /// The record that restates this entry in the journal: its set, or a delete for
@@ -44,7 +49,7 @@ extension HybridCache {
                 url: url, size: UInt64(entry.bytes.count), flags: entry.flags, expiration: expiresAt,
                 lastAccess: countedFrom,
                 fileSize: UInt64(DiskStorage.FileHeader.size + key.utf8.count + entry.bytes.count),
-                version: entry.version)
+                version: entry.version, isAbsolute: isAbsolute)
         }
     }
 
@@ -223,8 +228,10 @@ extension HybridCache {
     }
 
     /// A touch of a key memory does not hold: the unwritten value, else the file.
+    /// `keepingAbsolute`: `expiration` is only the default, which an absolute lifetime
+    /// does not take (see `DiskStorage.Backend.touch`).
     func touchDiskCopy(
-        forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date
+        forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date, keepingAbsolute: Bool
     ) throws(CacheError) -> DiskStorage.FileMeta? {
         if let writeBehind, forcedExtension == nil {
             let url = diskStorage.url(of: diskStorage.fileName(forKey: key, forcedExtension: nil))
@@ -232,6 +239,7 @@ extension HybridCache {
             let result = writeBehind.table.withLock { table -> DiskStorage.FileMeta?? in
                 guard let e = table.entries[key] else { return .none }
                 guard e.isLive(at: now) else { return .some(nil) }
+                if keepingAbsolute, e.isAbsolute { return .some(e.meta(url: url)) }
                 if expired {
                     table.remove(key)
                     var meta = e.meta(url: url)
@@ -240,7 +248,7 @@ extension HybridCache {
                 }
                 let updated = table.update(key) { e in
                     e.expiresAt = Lifetime.end(of: expiration, from: now)
-                    e.timeToLive = expiration.timeToLive(from: now)
+                    e.timeToLive = expiration.slidingTimeToLive(from: now)
                     e.countedFrom = now
                 }
                 return .some(updated?.meta(url: url))
@@ -253,7 +261,8 @@ extension HybridCache {
                 return meta
             }
         }
-        return try diskStorage.touch(forKey: key, expiration: expiration, forcedExtension: forcedExtension)
+        return try diskStorage.touch(
+            forKey: key, expiration: expiration, forcedExtension: forcedExtension, keepingAbsolute: keepingAbsolute)
     }
 
     /// Whether `key` may have a disk copy (file, unwritten value, or a record a restart

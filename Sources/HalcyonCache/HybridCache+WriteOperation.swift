@@ -37,10 +37,19 @@ extension HybridCache {
             var forcedExtension: String?
             /// The instant the expirations count from; `perform` fills it when nil.
             var countedFrom: Date?
+            /// True when `expiration` is a `.date` that only carries the instant a sliding
+            /// lifetime has reached (an update keeping the live entry's lifetime): the
+            /// entry keeps sliding rather than becoming absolute.
+            var keepsSliding = false
 
-            /// The absolute expiry (as the disk tier rounds it) and the original TTL.
+            /// Whether the lifetime ends at a fixed instant that no read moves.
+            var isAbsolute: Bool { expiration.isAbsolute && !keepsSliding }
+            /// The expiry instant (as the disk tier rounds it) and the span a sliding read
+            /// counts again (nil: none, for never and absolute lifetimes).
             var expiresAt: Date? { countedFrom.map { Lifetime.end(of: expiration, from: $0) } }
-            var timeToLive: TimeInterval? { countedFrom.flatMap { expiration.timeToLive(from: $0) } }
+            var timeToLive: TimeInterval? {
+                countedFrom.flatMap { isAbsolute ? nil : expiration.timeToLive(from: $0) }
+            }
         }
 
         struct Touch: Sendable {
@@ -54,9 +63,15 @@ extension HybridCache {
             var forcedExtension: String?
             /// The instant the expiration counts from; `perform` fills it when nil.
             var countedFrom: Date?
+            /// True when `expiration` is only the default (the caller named none): an
+            /// entry whose lifetime is absolute keeps it, and the touch is an access only.
+            /// An explicit expiration replaces the lifetime and its kind.
+            var keepsAbsolute = false
 
-            /// The new absolute expiry.
+            /// The new expiry instant.
             var expiresAt: Date? { countedFrom.map { Lifetime.end(of: expiration, from: $0) } }
+            /// The new span a sliding read counts again (nil for never and absolute).
+            var timeToLive: TimeInterval? { countedFrom.flatMap { expiration.slidingTimeToLive(from: $0) } }
         }
 
         /// A set whose value goes to the journal (and its file later): applying it
@@ -230,7 +245,9 @@ extension HybridCache {
         // later in the order, so its record follows this touch (a run never takes writes
         // queued behind other jobs), and a replay ends with the write's own lifetime.
         let touches: [Journal.Record] = records.compactMap { r in
-            r.forcedExtension == nil ? .touch(key: r.key, expiresAtNanos: HybridCache.nanos(r.expiresAt)) : nil
+            r.forcedExtension == nil
+                ? HybridCache.lifetimeRecord(key: r.key, expiresAt: r.expiresAt, timeToLive: r.timeToLive, keepsAbsolute: false)
+                : nil
         }
         guard !touches.isEmpty else { return }
         _ = try? wb.append(touches)  // a failure is counted; the files' times still get the lifetimes
@@ -244,7 +261,8 @@ extension HybridCache {
         do throws(CacheError) {
             let meta = try diskStorage.store(
                 value: s.entry.bytes, flags: s.entry.flags, forKey: s.key, expiration: s.expiration,
-                forcedExtension: s.forcedExtension, referenceDate: now, version: s.entry.version)
+                forcedExtension: s.forcedExtension, referenceDate: now, version: s.entry.version, replacing: .rename,
+                absolute: s.isAbsolute)
             guard let meta else {
                 // Already expired: nothing stored; an older value must not outlive this write.
                 memoryStorage.remove(forKey: s.key)
@@ -275,7 +293,8 @@ extension HybridCache {
     /// holds no copy, so that is no failure; a removal that fails otherwise is reported,
     /// with memory already holding the new value.
     private func storeInMemoryOnly(_ s: WriteOperation.Store, inline: Bool, journaled: Bool) -> Result<StoreResult, CacheError> {
-        let stored = memoryStorage.store(s.entry, forKey: s.key, expiration: s.memoryExpiration)
+        let stored = memoryStorage.store(
+            s.entry, forKey: s.key, expiration: s.memoryExpiration, absolute: s.memoryExpiration.isAbsolute && !s.keepsSliding)
         let expiresAt = stored ? memoryStorage.meta(forKey: s.key)?.expiration : nil
         let result = StoreResult(
             stored: stored, size: s.entry.bytes.count, expiresAt: expiresAt.flatMap(HybridCache.optionalDate),
@@ -294,12 +313,18 @@ extension HybridCache {
     /// when its file's own times lag behind (the lifetime memory extended is written
     /// with the touch); otherwise the file decides. A memory-only entry gets
     /// `t.memoryOnlyExpiration` (or its own). A new lifetime already over ends the entry
-    /// now (`expireByTouch`).
+    /// now (`expireByTouch`). A touch with only the default expiration
+    /// (`t.keepsAbsolute`) leaves an absolute lifetime as it is: the memory copy restarts
+    /// its residency, the file records an access.
     private func applyTouch(_ t: WriteOperation.Touch) -> Result<TouchResult, CacheError> {
         let now = t.countedFrom!
         do throws(CacheError) {
             let resident = memoryStorage.meta(forKey: t.key)
             let memoryOnly = resident.map { !$0.hasDiskCopy } ?? false
+            if t.keepsAbsolute, let resident, resident.hasDiskCopy, resident.isAbsolute {
+                let expiresAt = memoryStorage.touch(forKey: t.key, expiration: t.memoryExpiration)
+                return .success(TouchResult(touched: expiresAt != nil, expiresAt: expiresAt.flatMap(HybridCache.optionalDate)))
+            }
             if let lifetime = memoryOnly ? t.memoryOnlyExpiration : t.expiration,
                lifetime.isExpired || Lifetime.end(of: lifetime, from: now) <= now
             {
@@ -307,7 +332,7 @@ extension HybridCache {
             }
             if let resident, resident.hasDiskCopy {
                 let expiresAt = t.expiresAt!
-                let timeToLive = t.expiration.timeToLive(from: now)
+                let timeToLive = t.timeToLive
                 let wrote = try writeBackDiskCopy(.init(
                     key: t.key, forcedExtension: t.forcedExtension, expiresAt: expiresAt, timeToLive: timeToLive,
                     extendedAt: now))
@@ -324,7 +349,8 @@ extension HybridCache {
                 return .success(TouchResult(touched: true, expiresAt: HybridCache.optionalDate(expiresAt)))
             }
             let diskMeta = try touchDiskCopy(
-                forKey: t.key, expiration: t.expiration, forcedExtension: t.forcedExtension, now: now)
+                forKey: t.key, expiration: t.expiration, forcedExtension: t.forcedExtension, now: now,
+                keepingAbsolute: t.keepsAbsolute)
             // A memory-only entry: its memory expiration is its lifetime.
             let memoryDate = diskMeta == nil ? memoryStorage.touch(forKey: t.key, expiration: t.memoryOnlyExpiration) : nil
             let expiresAt = diskMeta.map(\.expiration) ?? memoryDate

@@ -30,6 +30,9 @@ public enum MemoryStorage {
         public var lastAccess: Date
         /// The entry's version (see `CacheEntry.version`).
         public var version: UInt64 = 0
+        /// True when the lifetime ends at a fixed instant (stored or touched with `.date`):
+        /// no sliding read moves it.
+        public var isAbsolute: Bool = false
     }
 
     /// A snapshot of the tier's counters and occupancy.
@@ -104,8 +107,9 @@ public enum MemoryStorage {
     public struct Mirror: Sendable, Equatable {
         /// The entry's lifetime; nil = never expires.
         public var expiresAt: Date
-        /// The entry's original time-to-live (nil = never), which `.cacheTime` reads
-        /// count again from the read's instant.
+        /// The entry's original time-to-live, which `.cacheTime` reads count again from
+        /// the read's instant; nil when reads do not move the lifetime (never, or an
+        /// absolute `expiresAt`).
         public var timeToLive: TimeInterval?
         /// The instant `expiresAt` was counted from.
         public var extendedAt: Date
@@ -241,12 +245,18 @@ public enum MemoryStorage {
         /// previous entry, and makes it the most recently used. Its memory expiration is
         /// its lifetime. Evicts least recently used entries while over a limit.
         ///
-        /// - Parameter expiration: counted from now; `nil` uses `config.expiration`.
+        /// - Parameters:
+        ///   - expiration: counted from now; `nil` uses `config.expiration`.
+        ///   - absolute: whether no read moves the lifetime; default
+        ///     `expiration.isAbsolute` (false for a `.date` standing for the instant a
+        ///     sliding lifetime has reached).
         /// - Returns: false when nothing was stored: the expiration is already over, or the
         ///   entry alone exceeds `totalCostLimit`. In both cases an older entry under `key`
         ///   is removed too, so a reader never sees a value older than this write.
         @discardableResult
-        public func store(_ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil) -> Bool {
+        public func store(
+            _ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil, absolute: Bool? = nil
+        ) -> Bool {
             let expiration = expiration ?? config.expiration
             let now = clock.now()
             let expiresAt = expiration.estimatedExpirationSince(now)
@@ -255,7 +265,8 @@ public enum MemoryStorage {
                 return false
             }
             return insert(Node(
-                key: key, entry: entry, timeToLive: expiration.timeToLive(from: now), expiresAt: expiresAt,
+                key: key, entry: entry,
+                timeToLive: absolute ?? expiration.isAbsolute ? nil : expiration.timeToLive(from: now), expiresAt: expiresAt,
                 extendedAt: now, residency: expiration, residentUntil: expiresAt, diskExpiresAt: nil,
                 forcedExtension: nil, writeBackQueued: false, generation: nextGeneration(), lastAccess: now,
                 newer: LRUState.none, older: LRUState.none))
@@ -336,7 +347,7 @@ public enum MemoryStorage {
                         node.diskExpiresAt = mirror.diskExpiresAt
                     } else if node.diskExpiresAt == nil {
                         node.expiresAt = node.residentUntil
-                        node.timeToLive = newResidency.timeToLive(from: now)
+                        node.timeToLive = newResidency.slidingTimeToLive(from: now)
                         node.extendedAt = now
                     }
                     return !newResidency.isExpired && node.leavesAt > now
@@ -403,10 +414,15 @@ public enum MemoryStorage {
                 state.withNode(slot) { node in
                     guard node.diskExpiresAt != nil else { return }
                     let leaves = node.leavesAt
-                    let spans = [node.timeToLive, node.residency.timeToLive(from: now)].compactMap { $0 }
-                    let span = spans.min()
-                    node.timeToLive = span
-                    node.residency = span.map { .seconds($0) } ?? .never
+                    if node.timeToLive == nil, node.expiresAt != .distantFuture {
+                        // Absolute: it stays so, ending at the earlier instant.
+                        node.residency = .date(leaves)
+                    } else {
+                        let spans = [node.timeToLive, node.residency.timeToLive(from: now)].compactMap { $0 }
+                        let span = spans.min()
+                        node.timeToLive = span
+                        node.residency = span.map { .seconds($0) } ?? .never
+                    }
                     node.expiresAt = leaves
                     node.residentUntil = leaves
                     node.diskExpiresAt = nil
@@ -662,10 +678,16 @@ public enum MemoryStorage {
             case .none:
                 return nil
             case .cacheTime:
-                expiration = node.timeToLive.map { .seconds($0) } ?? .never
+                guard let span = node.timeToLive else {
+                    // Never, or absolute: the lifetime stays; a resident copy's residency
+                    // still restarts.
+                    if node.diskExpiresAt != nil { node.residentUntil = node.residency.estimatedExpirationSince(now) }
+                    return nil
+                }
+                expiration = .seconds(span)
             case .expirationTime(let asked):
                 expiration = asked
-                node.timeToLive = asked.timeToLive(from: now)
+                node.timeToLive = asked.slidingTimeToLive(from: now)
             }
             node.extendedAt = now
             if node.diskExpiresAt == nil {
