@@ -154,7 +154,7 @@ extension HybridCache {
         for (p, record) in zip(owners, records) {
             let start = Journal.Position(segment: end.segment, offset: offset)
             p.start = start
-            wb.unapplied.append(start)
+            wb.noteUnapplied(start)
             offset += UInt64(Journal.RecordCodec.framedSize(record))
         }
         kickMaterializer(wb)

@@ -90,7 +90,7 @@ extension HybridCache {
     /// nothing removed comes back; sets are answered from the table at once and written
     /// to files in the background.
     static func openJournal(
-        _ config: JournalConfig, diskStorage: DiskStorage.Backend, clock: any CacheClock
+        _ config: JournalConfig, diskStorage: DiskStorage.Backend, clock: any CacheClock, scheduler: IOScheduler
     ) -> WriteBehind? {
         guard diskStorage.isReady else { return nil }
         let directory = journalDirectory(config, diskPath: diskStorage.directoryPath)
@@ -197,8 +197,9 @@ extension HybridCache {
         } catch {
             return nil
         }
-        let wb = WriteBehind(writer: writer, directory: directory, config: config, versions: versions)
-        wb.lastCheckpoint = recovery.checkpoint
+        let wb = WriteBehind(
+            writer: writer, directory: directory, config: config, versions: versions, scheduler: scheduler,
+            lastCheckpoint: recovery.checkpoint)
         if let checkpoint = recovery.checkpoint {
             // A crash between a checkpoint and its deletions leaves older segments behind.
             _ = try? writer.deleteSegments(before: checkpoint)

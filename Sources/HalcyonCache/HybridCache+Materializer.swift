@@ -248,9 +248,7 @@ extension HybridCache {
                 deleted += try wb.writer.deleteSegments(before: candidate)
             }
             try Journal.Checkpoint.write(candidate, directory: wb.directory)
-            wb.lastCheckpoint = candidate
-            wb.lastCheckpointNanos = now
-            wb.evicted.withLock { $0 = $0.filter { $0.value > candidate } }
+            wb.noteCheckpoint(candidate, at: now)
             deleted += try wb.writer.deleteSegments(before: candidate)
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }

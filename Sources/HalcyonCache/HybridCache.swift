@@ -182,12 +182,12 @@ public final class HybridCache: @unchecked Sendable {
         memoryStorage = MemoryStorage.Backend(config: config.memory)
         let disk = DiskStorage.Backend(config: config.disk)
         diskStorage = disk
-        writeBehind = config.journal.flatMap {
-            HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock)
-        }
-        versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
         let scheduler = IOScheduler(label: "halcyon.HybridCache.ioQueue")
         self.scheduler = scheduler
+        writeBehind = config.journal.flatMap {
+            HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock, scheduler: scheduler)
+        }
+        versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
         sweepTimer = config.sweepInterval > 0
             ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: scheduler.timerQueue)
             : nil

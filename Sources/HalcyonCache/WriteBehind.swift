@@ -9,9 +9,14 @@ import Synchronization
 extension HybridCache {
     /// The journal's writer and the write-behind state of one cache.
     ///
-    /// Threading: `table` and `counters` are `Locked` (readers on any thread); every
-    /// other `var` is touched on the ioQueue only, which is what `@unchecked Sendable`
-    /// rests on.
+    /// Threading: `table`, `counters`, `appends`, `evicted` and `materializerScheduled`
+    /// are `Locked` (any thread); `offQueueReaders` and `recentPressure` are atomics; the
+    /// writer is thread-safe. What only the ordered work may touch (which records are
+    /// journaled but not applied, the last checkpoint, a pending rebuild) is `QueueState`,
+    /// private, reached only through `onQueue`, which checks that it runs on the
+    /// scheduler's queue. `@unchecked Sendable`: `queueState` is touched only on the
+    /// IOScheduler's queue (checked in `onQueue`); every other stored property is a
+    /// `let` of a `Sendable` type.
     final class WriteBehind: @unchecked Sendable {
         let writer: Journal.Writer
         let directory: String
@@ -23,18 +28,36 @@ extension HybridCache {
         /// is, the materializer renames instead of rewriting in place (see
         /// `HybridCache.materializeSlice`). Any thread.
         let offQueueReaders = Atomic<Int>(0)
+        /// The order every call that touches `queueState` runs in.
+        private let scheduler: IOScheduler
+        private var queueState: QueueState
 
-        // ioQueue only:
-        /// Starts of records journaled by a group but not yet applied, oldest first.
-        var unapplied: [Journal.Position] = []
-        var unappliedHead = 0
+        /// The state only the ordered work touches.
+        private struct QueueState {
+            /// Starts of records journaled by a group but not yet applied, oldest first.
+            var unapplied: [Journal.Position] = []
+            var unappliedHead = 0
+            /// The last checkpoint written (or found at start), and when (monotonic ns).
+            var lastCheckpoint: Journal.Position?
+            var lastCheckpointNanos: UInt64 = 0
+            /// The journal lost its segments and the table's entries are not in it again
+            /// yet (see `rebuild`).
+            var rebuildPending = false
+        }
+
+        /// The one way to `queueState`: only on the scheduler's queue (in a job, or in a
+        /// direct commit, which runs inside the queue).
+        private func onQueue<T, E: Error>(_ body: (inout QueueState) throws(E) -> T) throws(E) -> T {
+            scheduler.assertOnQueue()
+            return try body(&queueState)
+        }
+
         /// Bytes of each live segment, and when the last journaled write was made
         /// (monotonic ns). A `Locked`: group commit notes appends on the ioQueue, and
         /// `cache.stats` reads them from any thread.
         let appends = Locked(Appends())
         /// The materializer has a tick queued (set by whoever queues one).
         let materializerScheduled = Locked(false)
-        var lastCheckpoint: Journal.Position?
         /// Files the size limit evicted while their keys' set records may still be past the
         /// checkpoint, by name, with the journal's end at the eviction: a restart would
         /// replay such a record and bring the evicted value back, which is harmless for a
@@ -60,9 +83,29 @@ extension HybridCache {
         }
 
         /// The journal lost its segments and the table's entries are not in it again yet
-        /// (see `rebuild`).
-        var rebuildPending = false
-        var lastCheckpointNanos: UInt64 = 0
+        /// (see `rebuild`): the next append, or the materializer's tick, rebuilds first.
+        var rebuildPending: Bool { onQueue { $0.rebuildPending } }
+
+        /// The last checkpoint written, or found at start.
+        var lastCheckpoint: Journal.Position? { onQueue { $0.lastCheckpoint } }
+
+        /// When the last checkpoint was written (monotonic ns; 0: none since start).
+        var lastCheckpointNanos: UInt64 { onQueue { $0.lastCheckpointNanos } }
+
+        /// Notes a checkpoint written at `candidate`, `nanos` (monotonic) now, and forgets
+        /// the evicted names it passes (see `evicted`).
+        func noteCheckpoint(_ candidate: Journal.Position, at nanos: UInt64) {
+            onQueue {
+                $0.lastCheckpoint = candidate
+                $0.lastCheckpointNanos = nanos
+            }
+            evicted.withLock { $0 = $0.filter { $0.value > candidate } }
+        }
+
+        /// Notes the start of a record journaled by a group and not yet applied.
+        func noteUnapplied(_ start: Journal.Position) {
+            onQueue { $0.unapplied.append(start) }
+        }
 
         struct Appends {
             var segmentBytes: [UInt64: UInt64] = [:]
@@ -74,7 +117,7 @@ extension HybridCache {
         /// Appends `records` with one write and notes the append; a failed append is
         /// counted (`failedAppends`) and thrown. ioQueue only, like the writer.
         func append(_ records: [Journal.Record]) throws(CacheError) -> Journal.Position {
-            var end = rebuildPending ? try rebuild(then: records) : try appendOnce(records)
+            var end = onQueue({ $0.rebuildPending }) ? try rebuild(then: records) : try appendOnce(records)
             // The folder (or the segment) was removed under the daemon: what the lost
             // segments held for the table must be in the journal again before any reply.
             var attempts = 0
@@ -91,12 +134,12 @@ extension HybridCache {
         /// and only the segments still in the folder are counted. ioQueue only.
         func rebuild(then records: [Journal.Record]) throws(CacheError) -> Journal.Position {
             // Until an append of the rebuilt records succeeds, every append retries it.
-            rebuildPending = true
+            onQueue { $0.rebuildPending = true }
             let entries = table.withLock { Array($0.entries.values) }
             let rebuilt = entries.map(\.journalRecord)
             let all = rebuilt + records
             let end = try appendOnce(all)
-            rebuildPending = false
+            onQueue { $0.rebuildPending = false }
             counters.withLock { $0.journalRebuilds += 1 }
             moveStarts(of: entries, to: rebuilt, endingBefore: end, trailing: records)
             forgetGoneSegments()
@@ -157,11 +200,17 @@ extension HybridCache {
             }
         }
 
-        init(writer: Journal.Writer, directory: String, config: JournalConfig, versions: VersionClock) {
+        /// - Parameter lastCheckpoint: the checkpoint recovery found.
+        init(
+            writer: Journal.Writer, directory: String, config: JournalConfig, versions: VersionClock,
+            scheduler: IOScheduler, lastCheckpoint: Journal.Position?
+        ) {
             self.writer = writer
             self.directory = directory
             self.config = config
             self.versions = versions
+            self.scheduler = scheduler
+            queueState = QueueState(lastCheckpoint: lastCheckpoint)
         }
 
         var journalBytes: UInt64 { appends.withLock { $0.journalBytes } }
@@ -189,15 +238,22 @@ extension HybridCache {
         /// bounds are near; `waitForRoom` still checks the exact value inside the commit.
         let recentPressure = Atomic<Int>(0)
 
+        /// The oldest unapplied record was applied (or its write failed).
         func popUnapplied() {
-            guard unappliedHead < unapplied.count else { return }
-            unappliedHead += 1
-            if unappliedHead == unapplied.count {
-                unapplied.removeAll(keepingCapacity: true)
-                unappliedHead = 0
+            onQueue { q in
+                guard q.unappliedHead < q.unapplied.count else { return }
+                q.unappliedHead += 1
+                if q.unappliedHead == q.unapplied.count {
+                    q.unapplied.removeAll(keepingCapacity: true)
+                    q.unappliedHead = 0
+                }
             }
         }
 
-        var oldestUnapplied: Journal.Position? { unappliedHead < unapplied.count ? unapplied[unappliedHead] : nil }
+        /// The start of the oldest record journaled but not yet applied: the checkpoint
+        /// may not pass it.
+        var oldestUnapplied: Journal.Position? {
+            onQueue { $0.unappliedHead < $0.unapplied.count ? $0.unapplied[$0.unappliedHead] : nil }
+        }
     }
 }
