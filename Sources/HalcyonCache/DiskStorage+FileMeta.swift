@@ -1,7 +1,43 @@
 // How an entry's metadata lives on disk: expiration in mtime, last access in atime,
 // flags, key and version in a header at the start of the file (DiskStorage+FileFormat.swift). Also the arithmetic that turns
 // expirations into file times (rounding up, sliding, the "never" sentinel).
-// Docs/ARCHITECTURE.md ("The disk tier") explains the choice.
+//
+// Where each fact lives, and why. Linux cannot set a file's creation time, so
+// Kingfisher's trick (creation date = last access) does not carry over. Everything is
+// kept in the file and its inode, with no database, so it survives restarts and `cp -a`:
+// - expiration: mtime, whole seconds rounded UP; mtime's nanoseconds are 0, or
+//   `FileTimes.absoluteMarkNanos` for a lifetime that ends at a fixed instant.
+// - never expires: mtime = 8,000,000,000 s (year 2223); anything at or past it reads as
+//   `Date.distantFuture`. ext4 stores times only up to 2446 (writing year 4001 fails or
+//   wraps); the sentinel is far past any real expiration, inside ext4's range, and small
+//   enough that nanosecond arithmetic on it fits in Int64. A finite expiration beyond it
+//   (`.days(10_000_000)`) is kept as never.
+// - last access: atime, nanoseconds (with the shift `FileTimes` describes).
+// - flags, key, version, original TTL, CRC32C: the 48-byte header and the key at offset
+//   0 (format 2); the value size is in the header and must equal the file size - 48 -
+//   key length.
+//
+// Both times are set explicitly with `futimens` (C shim `hc_futimens`; `UTIME_NOW` and
+// `UTIME_OMIT` are shimmed as `hc_utime_now/omit`): `FileManager.setAttributes` sets
+// atime and mtime to the same value.
+//
+// relatime: the root file system here is ext4 `relatime`, which updates atime on a read
+// whenever atime < mtime, always true when mtime holds a future expiration, so ordinary
+// reads would overwrite our last access. Every read therefore opens with `O_NOATIME`
+// (shim `hc_open_noatime`, retrying without it on `EPERM`, which the kernel returns to
+// non-owners), and the folder walks use `fstatat`, which never changes atime (test
+// `readsDoNotLetTheKernelMoveAtime`: atime unchanged after three reads).
+//
+// Flags in a header rather than an xattr (`user.halcyon.flags`), measured with a C loop
+// doing exactly the syscalls of a store and a read (ext4, 2 shared cores, noisy; per
+// operation): read 100 B 4.9 µs (xattr 6.1), 4 KiB 6.5 µs (6.6), 256 KiB 49 µs (59); a
+// store is dominated by `rename` either way, plus one `fsetxattr` for the xattr. The
+// header wins reads (the flags arrive with the value: one syscall fewer per hit) and is
+// the robust choice: it survives `cp`, `tar`, rsync without `-X`, and file systems
+// without user xattrs (tmpfs before Linux 6.6, some overlays, NFS). Consequence:
+// `totalSize()` and the size trim count file bytes (value + key + 48), while
+// `FileMeta.size` is the value's byte count. A file without the magic is not ours: it
+// reads as a miss (it is still counted and trimmed).
 
 import Foundation
 

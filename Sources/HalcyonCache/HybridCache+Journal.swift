@@ -3,6 +3,29 @@
 // write (Redis's rule: one turn, one write, replies after), then each is applied in
 // order and answered. A set then lives in memory and in the unwritten table until the
 // materializer (HybridCache+Materializer.swift) writes its file.
+//
+// Restart. `openJournal` reads the journal past the checkpoint (`Journal.recover`, torn
+// tail cut), replays it into the table (idempotent: sets put entries, deletes and clears
+// drop them and are applied to the files at once, lifetime records change a table entry or
+// the file's times, `written` drops older entries), deletes segments a crash left behind a
+// checkpoint, opens a new segment, and requests are answered at once; the materializer
+// writes the replayed entries in the background. Replay time and record count are in
+// `cache.stats` (`journal.replayMicros`, `journal.replayedRecords`). Measured
+// (Benchmarks/journal/restart.sh, Benchmarks/RESULTS.md "Writes with the journal"): 201 MB
+// of journal, 50,752 records, 44,000 entries not yet in files: replay 1.06 s, first reply
+// 1.8 s after exec.
+//
+// Crash guarantees. kill -9: every acknowledged write is in the journal (or, for a large
+// value or a forced extension, in its file) and comes back; removed and cleared keys stay
+// gone. Power loss: up to about a second of writes under `everysec`, none under `always`,
+// whatever the kernel had not written under `never`.
+//
+// Large values. Values of 1 MiB and more skip the journal: their file is written before the
+// reply, then a `written` record notes the version. Measured (Benchmarks/RESULTS.md,
+// "Journal I/O"): journaling a value costs 0.6-1.1 µs per KiB on top of the file write's ~5
+// µs per KiB, so the double write adds 5-10 % at 64-256 KiB but 15-25 % at 1-4 MiB, and
+// every journaled byte fills the journal's bound; below 1 MiB the reply-before-file saving
+// (0.3-1.5 ms of create + rename) dominates.
 
 import Foundation
 import Synchronization

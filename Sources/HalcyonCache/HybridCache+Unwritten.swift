@@ -3,6 +3,36 @@
 // materializer drains it oldest first into files; the disk-side primitives of the write
 // path (remove, touch, write-back, clear) go through here so that a file and its
 // unwritten newer value never disagree.
+//
+// An entry holds key, bytes, flags, version, lifetime, TTL, and where its oldest record
+// starts; by key, not by file name, so a set never computes its SHA-256 file name on its
+// way. A newer set of the key replaces the entry, so only the newest version is ever
+// written (coalescing). Reads look in memory, then in the table, then in the file; an
+// expired table entry is a miss (the older file must not answer). Touches, lifetime write-
+// backs and removes of a key in the table change the table entry (touches and write-backs
+// also leave a `lifetime` record, so replay ends on the same lifetime; a key with a write
+// queued behind the write-back gets its record too: that write's record follows it).
+//
+// Disk copies changed outside the journal. Two kinds of write change a key's disk copy
+// without a record of their own, and each leaves one so that replay agrees: a value written
+// straight to its file (1 MiB and more) drops the key's unwritten entry and journals
+// `written` (`supersedeUnwritten`), so neither a read, nor the materializer, nor replay
+// brings an older journaled value back; and a removal of a disk copy no record covers
+// (`removePrefix`, a `toDisk: false` store of `setMany` or `add`, a directly written value
+// found already expired) journals a `delete` first (`removeDiskCopy`), failing the write if
+// that append fails. Both were bugs found this way: a key set through the journal and then
+// through `setMany` or `cas` answered the older value once memory let it go, and keys
+// removed by `removePrefix` came back after a crash (`HybridCacheJournalTests` has both).
+//
+// A third kind removes disk copies without any record: the size limit's trim after a
+// materializer slice or a sweep (an explicit `cache.trim` writes every file and checkpoints
+// first). A restart may then replay an evicted key's set record and bring the value back,
+// which a cache may do, unless the key has since been given a memory-only value:
+// `store(toDisk: false)` runs inline when the key has neither file nor unwritten entry, and
+// journals nothing. So the trim notes the names it evicted with the journal's end
+// (`WriteBehind.evicted`), `mayHoldDiskCopy` counts such a name as a disk copy, which sends
+// the memory-only store to the queue, where it journals a `delete`, and a checkpoint past
+// the noted end forgets the name.
 
 import Foundation
 
