@@ -150,9 +150,9 @@ struct AbsoluteExpirationTests {
     @Test func anIncrementKeepsTheLifetimeAndItsKind() async throws {
         let f = HybridCacheFixture()
         _ = try await result { f.cache.store(utf8Bytes("1").entry, forKey: "a", options: Self.dated(), completion: $0) }.get()
-        var sliding = HybridCache.Options()
-        sliding.diskExpiration = .seconds(100)
-        _ = try await result { f.cache.store(utf8Bytes("1").entry, forKey: "s", options: sliding, completion: $0) }.get()
+        _ = try await result {
+            f.cache.store(utf8Bytes("1").entry, forKey: "s", options: HybridCacheLifetimeTests.ttl(100), completion: $0)
+        }.get()
         f.clock.advance(by: 10)
         for key in ["a", "s"] {
             _ = try await result { f.cache.increment(forKey: key, by: 1, flags: 0, completion: $0) }.get()
@@ -197,9 +197,9 @@ struct AbsoluteExpirationTests {
     @Test func touchesReplayWithTheirKind() async throws {
         let f = JournalCacheFixture()
         let first = f.open(held: f.frozen)
-        var sliding = HybridCache.Options()
-        sliding.diskExpiration = .seconds(100)
-        _ = try await result { first.store(CacheEntry(bytes: [1]), forKey: "s", options: sliding, completion: $0) }.get()
+        _ = try await result {
+            first.store(CacheEntry(bytes: [1]), forKey: "s", options: HybridCacheLifetimeTests.ttl(100), completion: $0)
+        }.get()
         _ = try await result { first.store(CacheEntry(bytes: [2]), forKey: "a", options: Self.dated(), completion: $0) }.get()
         let later = f.clock.now().addingTimeInterval(300)
         // "s" becomes absolute, "a" sliding; then default touches, which change neither kind.
