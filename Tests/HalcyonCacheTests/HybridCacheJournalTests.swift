@@ -463,7 +463,7 @@ struct HybridCacheJournalTests {
         let written = first.scheduler.runNowForTesting { first.materializeSlice(wb, files: 10) }
         #expect(written == 2)
         #expect(!f.fileExists(first, "evicted"))
-        #expect(wb.lastCheckpoint == nil)
+        #expect(first.scheduler.runNowForTesting { wb.lastCheckpoint } == nil)  // queue-only state
 
         // A memory-only value replaces the evicted one; it needs no file, but a restart
         // must not bring the old value back from the journal either.
