@@ -134,7 +134,7 @@ extension HybridCache {
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
         guard let wb = writeBehind, wb.config.fsync != .always, scheduler.isIdle,
-              journalsDirectly(write.options, valueSize: write.valueSize), wb.recentPressure.load(ordering: .relaxed) < 900
+              journalsDirectly(write.options, valueSize: write.valueSize), !wb.isNearBounds
         else { return false }
         if case .update(let u) = write { return decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension) }
         return true

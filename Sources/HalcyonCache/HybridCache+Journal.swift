@@ -230,7 +230,7 @@ extension HybridCache {
         for sequence in (try? Journal.SegmentName.list(in: directory)) ?? [] {
             var st = stat()
             if stat(directory + "/" + Journal.SegmentName.name(sequence), &st) == 0 {
-                wb.appends.withLock { $0.segmentBytes[sequence] = UInt64(st.st_size) }
+                wb.noteSegment(sequence, bytes: UInt64(st.st_size))
             }
         }
         wb.table.withLock { $0 = table }

@@ -89,10 +89,7 @@ extension HybridCache {
 
     /// Queues a tick unless one is queued. Any thread.
     func kickMaterializer(_ wb: WriteBehind) {
-        let claimed = wb.materializerScheduled.withLock { scheduled -> Bool in
-            defer { scheduled = true }
-            return !scheduled
-        }
+        let claimed = wb.claimMaterializerTick()
         // Counted only while it runs, like every slice (see `IOScheduler`): a commit may
         // wait behind one slice, and a group commit kicks the materializer each time.
         if claimed { scheduler.enqueue(.slice) { [weak self] in self?.materializerTick() } }
@@ -101,7 +98,7 @@ extension HybridCache {
     /// Queues the next slice. ioQueue only.
     func scheduleMaterializer(_ wb: WriteBehind, after delay: DispatchTimeInterval? = nil) {
         scheduler.assertOnQueue()
-        wb.materializerScheduled.withLock { $0 = true }
+        wb.noteMaterializerTick(queued: true)
         let job: @Sendable () -> Void = { [weak self] in self?.materializerTick() }
         if let delay {
             scheduler.enqueue(after: delay, .slice, job)
@@ -115,7 +112,7 @@ extension HybridCache {
     /// meanwhile, so an acknowledgement waits for at most one slice.
     private func materializerTick() {
         guard let wb = writeBehind else { return }
-        wb.materializerScheduled.withLock { $0 = false }
+        wb.noteMaterializerTick(queued: false)
         // While no write comes, this is what notices the journal's folder deleted under
         // the daemon; a write's own append notices it at once.
         wb.writer.checkSegment()
@@ -128,7 +125,7 @@ extension HybridCache {
         }
         let (journalPressure, unwrittenPressure) = wb.pressures()
         let pressure = max(journalPressure, unwrittenPressure)
-        let lastWrite = wb.appends.withLock { $0.lastWriteNanos }
+        let lastWrite = wb.lastWriteNanos
         let idle = MonotonicClock.nanoseconds() &- lastWrite >= HybridCache.materializerIdleNanos
         if !idle, journalPressure >= 0.3, unwrittenPressure < 0.3,
            UInt64(wb.table.withLock { $0.bytes }) * 4 <= wb.journalBytes {
@@ -297,7 +294,7 @@ extension HybridCache {
         }
         if let p = wb.oldestUnapplied, p < candidate { candidate = p }
         if let last = wb.lastCheckpoint, candidate <= last { return }
-        let oldestSegment = wb.appends.withLock { $0.segmentBytes.keys.min() } ?? candidate.segment
+        let oldestSegment = wb.oldestSegment ?? candidate.segment
         let freesSegment = candidate.segment > oldestSegment
         let now = MonotonicClock.nanoseconds()
         guard freesSegment || force else { return }
@@ -314,8 +311,7 @@ extension HybridCache {
                 // checkpoint is written, which on a full disk may not fit until they have.
                 deleted += try wb.writer.deleteSegments(before: candidate)
             }
-            try Journal.Checkpoint.write(candidate, directory: wb.directory)
-            wb.noteCheckpoint(candidate, at: now)
+            try wb.writeCheckpoint(candidate, at: now)
             deleted += try wb.writer.deleteSegments(before: candidate)
         } catch {
             counters.withLock { $0.maintenanceErrors += 1 }

@@ -9,8 +9,8 @@ import Synchronization
 extension HybridCache {
     /// The journal's writer and the write-behind state of one cache.
     ///
-    /// Threading: `table`, `counters`, `appends`, `evicted` and `materializerScheduled`
-    /// are `Locked` (any thread); `offQueueReaders` and `recentPressure` are atomics; the
+    /// Threading: `table`, `counters` and the private `appends`, `evicted` and
+    /// `materializerScheduled` are `Locked` (any thread); `offQueueReaders` and `recentPressure` are atomics; the
     /// writer is thread-safe. What only the ordered work may touch (which records are
     /// journaled but not applied, the last checkpoint, a pending rebuild) is `QueueState`,
     /// private, reached only through `onQueue`, which checks that it runs on the
@@ -19,7 +19,7 @@ extension HybridCache {
     /// `let` of a `Sendable` type.
     final class WriteBehind: @unchecked Sendable {
         let writer: Journal.Writer
-        let directory: String
+        private let directory: String
         let config: JournalConfig
         let table = Locked(UnwrittenTable())
         let counters = Locked(JournalStats())
@@ -55,16 +55,16 @@ extension HybridCache {
         /// Bytes of each live segment, and when the last journaled write was made
         /// (monotonic ns). A `Locked`: group commit notes appends on the ioQueue, and
         /// `cache.stats` reads them from any thread.
-        let appends = Locked(Appends())
+        private let appends = Locked(Appends())
         /// The materializer has a tick queued (set by whoever queues one).
-        let materializerScheduled = Locked(false)
+        private let materializerScheduled = Locked(false)
         /// Files the size limit evicted while their keys' set records may still be past the
         /// checkpoint, by name, with the journal's end at the eviction: a restart would
         /// replay such a record and bring the evicted value back, which is harmless for a
         /// cache unless a newer memory-only value of the key was stored without a record
         /// (`store(toDisk: false)` inline). So while a key's name is here, such a store is
         /// queued, and journals its delete. Dropped as the checkpoint passes them.
-        let evicted = Locked([String: Journal.Position]())
+        private let evicted = Locked([String: Journal.Position]())
 
         /// Notes files the size limit just removed (see `evicted`). ioQueue only.
         func noteEvicted(names: [String]) {
@@ -92,15 +92,45 @@ extension HybridCache {
         /// When the last checkpoint was written (monotonic ns; 0: none since start).
         var lastCheckpointNanos: UInt64 { onQueue { $0.lastCheckpointNanos } }
 
-        /// Notes a checkpoint written at `candidate`, `nanos` (monotonic) now, and forgets
-        /// the evicted names it passes (see `evicted`).
-        func noteCheckpoint(_ candidate: Journal.Position, at nanos: UInt64) {
+        /// Writes the checkpoint file at `candidate` and notes it, `nanos` (monotonic)
+        /// now, forgetting the evicted names it passes (see `evicted`). Queue only.
+        func writeCheckpoint(_ candidate: Journal.Position, at nanos: UInt64) throws(CacheError) {
+            try Journal.Checkpoint.write(candidate, directory: directory)
             onQueue {
                 $0.lastCheckpoint = candidate
                 $0.lastCheckpointNanos = nanos
             }
             evicted.withLock { $0 = $0.filter { $0.value > candidate } }
         }
+
+        /// Counts the bytes of a segment found at start.
+        func noteSegment(_ sequence: UInt64, bytes: UInt64) {
+            appends.withLock { $0.segmentBytes[sequence] = bytes }
+        }
+
+        /// When the last journaled write (or direct commit) was made, monotonic ns.
+        var lastWriteNanos: UInt64 { appends.withLock { $0.lastWriteNanos } }
+
+        /// The oldest segment still counted; nil when none is.
+        var oldestSegment: UInt64? { appends.withLock { $0.segmentBytes.keys.min() } }
+
+        /// Claims the one queued materializer tick: true when none was queued (the caller
+        /// queues it). Any thread.
+        func claimMaterializerTick() -> Bool {
+            materializerScheduled.withLock { scheduled -> Bool in
+                defer { scheduled = true }
+                return !scheduled
+            }
+        }
+
+        /// Notes a materializer tick queued (`true`) or begun (`false`).
+        func noteMaterializerTick(queued: Bool) {
+            materializerScheduled.withLock { $0 = queued }
+        }
+
+        /// Whether the fuller bound was at 90 % or more when last computed (`pressure()`):
+        /// for a caller on the hot path that must not take the table's lock.
+        var isNearBounds: Bool { recentPressure.load(ordering: .relaxed) >= 900 }
 
         /// Notes the start of a record journaled by a group and not yet applied.
         func noteUnapplied(_ start: Journal.Position) {
@@ -236,7 +266,7 @@ extension HybridCache {
         /// materializer turn computes it. For a caller on the hot path that must not take
         /// the table's lock (which the group being committed may hold) to ask whether the
         /// bounds are near; `waitForRoom` still checks the exact value inside the commit.
-        let recentPressure = Atomic<Int>(0)
+        private let recentPressure = Atomic<Int>(0)
 
         /// The oldest unapplied record was applied (or its write failed).
         func popUnapplied() {

@@ -357,7 +357,7 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let before = wb.appends.withLock { $0.lastWriteNanos }
+        let before = wb.lastWriteNanos
         let appendedBefore = wb.journalBytes
         let outcomes = cache.commitDirect([
             .update(.init(key: "text", change: .increment(by: 1, initial: 0, flags: 0), options: .init())),
@@ -370,7 +370,7 @@ struct HybridCacheJournalTests {
             return
         }
         #expect(wb.journalBytes == appendedBefore, "a refusal appends nothing")
-        #expect(wb.appends.withLock { $0.lastWriteNanos } > before)
+        #expect(wb.lastWriteNanos > before)
     }
 
     /// An update takes the direct path (decided on an event loop) only when it can decide
