@@ -105,8 +105,11 @@ extension ConnectionHandler {
         }
     }
 
-    /// Carries out a `$/cancelRequest`: withdraws the requests read and not started, and
-    /// marks those in flight.
+    /// Carries out a `$/cancelRequest`, on the event loop: withdraws the requests read and
+    /// not started (`-32800`, `started: false`), marks the in-flight entries and cancels
+    /// their `CacheTask`s synchronously. A success reply that reaches a marked entry is
+    /// replaced by `-32800` (`started: true`): mark and write happen on this one thread, so
+    /// no success is written after the cancel was read.
     func cancel(_ request: RPCRequest, context: ChannelHandlerContext) {
         // The table's only transport method today is $/cancelRequest.
         guard case .cancel(let target)? = try? dispatcher.transportAction(for: request) else { return }

@@ -39,10 +39,7 @@ import NIOCore
 /// may be answered before the writes that came before it: memory answers are not ordered
 /// with queued work anyway.)
 ///
-/// Cancellation is decided here, on the event loop: a `$/cancelRequest` withdraws the
-/// requests read and not started (`-32800`, `started: false`), marks the in-flight entry
-/// and cancels its `CacheTask` synchronously; a success reply that reaches a marked entry
-/// is replaced by `-32800` (`started: true`). Mark and write happen on this one thread.
+/// Cancellation is decided on the event loop (`cancel`, in `ConnectionHandler+Requests.swift`).
 ///
 /// Back-pressure: while `maxInFlight` requests are unanswered, or replies wait above the
 /// channel's high water mark (`isWritable == false`), the handler neither starts the
@@ -56,7 +53,10 @@ import NIOCore
 /// the queue is empty. The bytes parsing off the loop are bounded across connections
 /// (`parseBudget`); past the bound a long line is parsed on its loop.
 ///
-/// Shutdown: `ShutdownEvent.drain` and `.close` move the lifecycle (see `ConnectionLifecycle`).
+/// This file holds the channel events, back-pressure, shutdown (`ShutdownEvent` moves the
+/// `ConnectionLifecycle`) and the inbound queue's
+/// intake; `+Requests` the start path, `+Replies` the reply path. Members those files share
+/// are internal for that reason alone: nothing else in the module touches them.
 ///
 /// Threading: lives in one channel's pipeline; every method runs on that channel's event
 /// loop. Not `Sendable`; closures that leave the loop carry it in a `NIOLoopBound`.

@@ -4,7 +4,7 @@
 // Time moves only when a test advances the embedded loop.
 
 import Foundation
-import HalcyonCache
+@testable import HalcyonCache
 import HalcyonJSON
 import HalcyonRPC
 @testable import HalcyonServer
@@ -18,16 +18,20 @@ struct ConnectionLifecycleTests {
     @Test func movesForwardOnlyAndRefusesWhatItCannotDo() {
         var life = ConnectionLifecycle.open
         #expect(life.isOpen && life.writesReplies && life.drainReads == nil)
-        #expect(life.drain())
-        #expect(life == .draining(reads: 0))
-        #expect(!life.drain(), "a second drain restarted the drain")
+        let drained = life.drain()
+        #expect(drained && life == .draining(reads: 0))
+        let again = life.drain()
+        #expect(!again, "a second drain restarted the drain")
         life.noteRead()
         life.noteRead()
         #expect(life.drainReads == 2)
         #expect(!life.isOpen && life.writesReplies)
-        #expect(life.close())
-        #expect(!life.close(), "closing twice was allowed")
-        #expect(!life.drain(), "a closing connection went back to draining")
+        let closed = life.close()
+        #expect(closed)
+        let closedTwice = life.close()
+        #expect(!closedTwice, "closing twice was allowed")
+        let redrained = life.drain()
+        #expect(!redrained, "a closing connection went back to draining")
         life.noteRead()
         #expect(life == .closing && !life.writesReplies)
         life.closed()
@@ -38,8 +42,8 @@ struct ConnectionLifecycleTests {
         var life = ConnectionLifecycle.open
         life.noteRead()
         #expect(life == .open)
-        #expect(life.close())
-        #expect(life == .closing)
+        let closed = life.close()
+        #expect(closed && life == .closing)
     }
 
     @Test func aReadWhileDrainingPostponesTheClose() throws {
@@ -120,9 +124,12 @@ struct ConnectionInboundTests {
         let token = inbound.appendParsing(ByteBuffer(string: Self.ping(1)))
         inbound.appendLine(Self.line(Self.ping(2)))
         #expect(inbound.linesWaiting == 2)
-        #expect(inbound.next(mayStart: true) == nil, "a line left from behind one being parsed")
-        #expect(!inbound.parsed(token &+ 1, Self.line(Self.ping(9))), "an unknown parse was taken")
-        #expect(inbound.parsed(token, Self.line(Self.ping(1))))
+        let early = inbound.next(mayStart: true)
+        #expect(early == nil, "a line left from behind one being parsed")
+        let unknown = inbound.parsed(token &+ 1, Self.line(Self.ping(9)))
+        #expect(!unknown, "an unknown parse was taken")
+        let known = inbound.parsed(token, Self.line(Self.ping(1)))
+        #expect(known)
         guard case .line(.single(.request(let first)), _)? = inbound.next(mayStart: false) else {
             Issue.record("the parsed line did not leave first")
             return
@@ -146,7 +153,8 @@ struct ConnectionInboundTests {
         inbound.hold(.init(element: c, batch: nil, slot: 0))
         inbound.hold(.init(element: a, batch: nil, slot: 0), at: 0)
         inbound.hold(.init(element: b, batch: nil, slot: 0), at: 1)
-        #expect(inbound.next(mayStart: false) == nil, "an element started under back-pressure")
+        let held = inbound.next(mayStart: false)
+        #expect(held == nil, "an element started under back-pressure")
         var ids: [RPCID?] = []
         while case .element(let held)? = inbound.next(mayStart: true) { ids.append(held.requestID) }
         #expect(ids == [.number(1), .number(2), .number(3)])
@@ -204,6 +212,16 @@ struct DirectWriteOutcomeTests {
 
         deinit { try? FileManager.default.removeItem(at: folder) }
 
+        /// Waits (on this thread, the loop's) until the ioQueue is idle, so the writes take the
+        /// direct path: a flush queues behind whatever start-up work the cache queued, and
+        /// the job count drops just after its completion runs.
+        func waitUntilIdle() {
+            let done = DispatchSemaphore(value: 0)
+            cache.flush { _ in done.signal() }
+            done.wait()
+            while !cache.scheduler.isIdle { sched_yield() }
+        }
+
         func connect() throws -> EmbeddedChannel {
             let handler = ConnectionHandler(
                 dispatcher: dispatcher, counters: ServerCounters(), maxInFlight: 16, maxBatch: 10,
@@ -244,6 +262,7 @@ struct DirectWriteOutcomeTests {
         let l = Loop()
         let a = try l.connect()
         let b = try l.connect()
+        l.waitUntilIdle()
         Self.read(a, Self.set(1, "k", "a1") + Self.set(2, "k", "a2"))
         Self.read(b, Self.set(10, "j", "b1") + Self.set(11, "k", "b2") + Self.set(12, "j", "b3"))
         // Gathered for the end of the turn: no reply before the commit.
@@ -263,6 +282,7 @@ struct DirectWriteOutcomeTests {
         let l = Loop()
         let a = try l.connect()
         let b = try l.connect()
+        l.waitUntilIdle()
         Self.read(b, Self.set(10, "other", "b"))
         Self.read(a, Self.set(1, "k", "v1") + Self.get(2, "k") + Self.set(3, "k", "v2") + Self.get(4, "k"))
         let fromA = try Self.replies(a)
@@ -271,15 +291,6 @@ struct DirectWriteOutcomeTests {
         #expect(fromA[safe: 3]?["result"]?["value"]?.string == "v2")
         // b's write was committed with a's, and b's reply reached b's own channel.
         #expect(try Self.replies(b).map { $0["id"]?.int64 } == [10])
-    }
-}
-
-extension ConnectionInbound.Ready: Equatable {
-    static func == (lhs: Self, rhs: Self) -> Bool {
-        switch (lhs, rhs) {
-        case (.line, .line), (.element, .element): return true
-        default: return false
-        }
     }
 }
 
