@@ -103,7 +103,8 @@ struct ConnectionInbound {
             entries.append(.element(held))
             return
         }
-        entries.insert(.element(held), at: entries.index(entries.startIndex, offsetBy: index))
+        // Clamped: a queue emptied meanwhile (the connection ended) cannot be indexed past its end.
+        entries.insert(.element(held), at: entries.index(entries.startIndex, offsetBy: min(index, entries.count)))
     }
 
     /// Removes and returns the head if it may leave now: a parsed line always, a held
