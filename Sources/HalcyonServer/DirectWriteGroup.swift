@@ -11,17 +11,35 @@ import NIOCore
 /// the event loop share one `write(2)`. A connection gathering its own sets made groups of
 /// one read burst, a single set under a 9:1 read/write mix.
 ///
-/// The group is committed earlier when a connection must answer something else after its
-/// sets (a read, a cancel: see `ConnectionHandler`), or when it reaches `maxCount` sets or
-/// `maxBytes` of values. Each connection then writes its replies, in its own order; then
-/// the leases of the keys written end (their parked callers may be answered at once);
-/// then each connection hands its replies to the channel.
+/// The group is committed earlier when a connection must handle something else after its
+/// sets (a read of one of their keys, queued work, a cancel: see `ConnectionHandler`), or
+/// when it reaches `maxCount` sets or `maxBytes` of values.
+///
+/// A commit touches no connection's state. Once the storage commit has returned, each
+/// member connection is handed its own outcomes, by value and in its own order, as a
+/// `Committed` event through its channel's pipeline: the connection applies them there
+/// (its replies join its outbound buffer, and go out unless it is inside a read burst).
+/// Then the leases of the keys written end (their parked callers may be answered at once).
 ///
 /// Threading: confined to its event loop. Connections reach it through
 /// `DirectWriteGroups`, which hands each loop's group out in a `NIOLoopBound`.
 final class DirectWriteGroup {
+    /// One committed write, as its connection applies it.
+    struct Outcome {
+        let outcome: Dispatcher.DirectOutcome
+        let observed: Observer.Request?
+    }
+
+    /// The outcomes of one connection's writes in one commit, in the order it added them:
+    /// fired through that connection's pipeline as a user inbound event. The receiver
+    /// reads them during the event and keeps no reference to the array.
+    struct Committed {
+        let outcomes: [Outcome]
+    }
+
     private struct Entry {
-        let handler: ConnectionHandler
+        /// Index in `members`.
+        let member: Int
         let write: Dispatcher.DirectWrite
         let observed: Observer.Request?
     }
@@ -35,6 +53,10 @@ final class DirectWriteGroup {
     private let dispatcher: Dispatcher
     private let eventLoop: any EventLoop
     private var entries: [Entry] = []
+    /// The channels with writes in `entries`, in order of their first write.
+    private var members: [any Channel] = []
+    /// Reused for each member's outcomes during a commit (no allocation once grown).
+    private var scratch: [Outcome] = []
     private var bytes = 0
     private var commitQueued = false
 
@@ -43,9 +65,15 @@ final class DirectWriteGroup {
         self.eventLoop = eventLoop
     }
 
-    /// Gathers a write of `handler`'s; committed at the end of this turn at the latest.
-    func add(_ write: Dispatcher.DirectWrite, observed: Observer.Request?, from handler: ConnectionHandler) {
-        entries.append(Entry(handler: handler, write: write, observed: observed))
+    /// Gathers a write from the connection of `channel`; committed at the end of this turn
+    /// at the latest, its outcome delivered through `channel`'s pipeline.
+    func add(_ write: Dispatcher.DirectWrite, observed: Observer.Request?, from channel: any Channel) {
+        // The last member is most often the adding one (a burst of one connection).
+        let member = members.lastIndex { $0 === channel } ?? {
+            members.append(channel)
+            return members.count - 1
+        }()
+        entries.append(Entry(member: member, write: write, observed: observed))
         bytes += write.valueSize
         if entries.count >= Self.maxCount || bytes >= Self.maxBytes {
             commit()
@@ -60,20 +88,78 @@ final class DirectWriteGroup {
         }
     }
 
-    /// Commits every write gathered so far, of every connection (see the type's comment).
+    /// Commits every write gathered so far, of every connection, and hands each connection
+    /// its outcomes (see the type's comment). Each member, the caller's own connection
+    /// included, has applied its outcomes when this returns.
     func commit() {
         guard !entries.isEmpty else { return }
         let taken = entries
+        let takenMembers = members
         entries.removeAll(keepingCapacity: true)
+        members.removeAll(keepingCapacity: true)
         bytes = 0
         let outcomes = dispatcher.commitDirectWrites(taken.map(\.write))
-        var members: [ConnectionHandler] = []
-        for (entry, outcome) in zip(taken, outcomes) {
-            entry.handler.directWriteCommitted(outcome, observed: entry.observed)
-            if !members.contains(where: { $0 === entry.handler }) { members.append(entry.handler) }
+        for (index, channel) in takenMembers.enumerated() {
+            scratch.removeAll(keepingCapacity: true)
+            for (entry, outcome) in zip(taken, outcomes) where entry.member == index {
+                scratch.append(Outcome(outcome: outcome, observed: entry.observed))
+            }
+            // A channel closed meanwhile has no handler left to take them: dropped at the
+            // tail of its pipeline (its client is gone; the writes stay done).
+            channel.pipeline.syncOperations.fireUserInboundEventTriggered(Committed(outcomes: scratch))
         }
         dispatcher.endLeases(outcomes)
-        for member in members { member.directWritesAnswered() }
+    }
+}
+
+extension DirectWriteGroup {
+    /// One connection's side of its loop's group: how many of its writes wait there, and
+    /// the one check that decides whether a request must wait for them.
+    ///
+    /// Threading: a value owned by one `ConnectionHandler`, used only on its event loop.
+    struct Member {
+        let group: DirectWriteGroup
+        /// This connection's writes in the group, not yet applied.
+        private(set) var pending = 0
+        /// Their keys: a memory read of another key need not wait for them.
+        private var keys = Set<String>()
+
+        init(group: DirectWriteGroup) {
+            self.group = group
+        }
+
+        /// Whether `element` must be handled after the waiting writes are committed: all
+        /// but a write that may join them (with an id, alone on its line, under `untouch`)
+        /// and a read memory may answer of a key none of them writes (the caller commits
+        /// before queuing such a read if memory does not answer after all).
+        func mustFollow(_ element: RPCElement, inBatch: Bool, session: ConnectionSession, dispatcher: Dispatcher)
+            -> Bool
+        {
+            guard pending > 0 else { return false }
+            guard !inBatch, case .untouch = session.callbackQueue, case .request(let request) = element,
+                  request.id != nil else { return true }
+            if dispatcher.hasDirectWrite(request) { return false }
+            guard let key = dispatcher.memoryAnswerKey(request) else { return true }
+            return key.map { keys.contains($0) } ?? false
+        }
+
+        /// Counts a write of this connection that is about to be added to `group`. (The
+        /// caller adds it, holding no access to this value: the add may commit, and the
+        /// commit hands outcomes back to `applied`.)
+        mutating func joining(_ write: Dispatcher.DirectWrite) {
+            pending += 1
+            keys.insert(write.key)
+        }
+
+        /// The group to commit so that what comes next is handled after this connection's
+        /// writes; nil when none wait.
+        var groupToCommit: DirectWriteGroup? { pending > 0 ? group : nil }
+
+        /// `count` outcomes of this connection's writes were applied.
+        mutating func applied(_ count: Int) {
+            pending -= count
+            if pending == 0 { keys.removeAll(keepingCapacity: true) }
+        }
     }
 }
 

@@ -118,6 +118,10 @@ struct LineFrameDecoder: ByteToMessageDecoder {
     /// How many readable bytes are already known to hold no `\n`, so a line that
     /// arrives in many reads is scanned once, not once per read.
     private var scanned = 0
+    /// The bytes of an unfinished line between reads (`resume`, `keep`), and whether the
+    /// buffer `resume` returned last is that copy rather than the read buffer.
+    private var unfinished: ByteBuffer?
+    private var ownsResumed = false
 
     init(maxLineBytes: Int, budget: InputBudget? = nil) {
         precondition(maxLineBytes > 0, "maxLineBytes must be positive")
@@ -149,11 +153,44 @@ struct LineFrameDecoder: ByteToMessageDecoder {
         case needMoreData
     }
 
-    /// Gives back what this decoder holds of the shared budget (the connection closed
-    /// or the decoder is gone; an unfinished line is dropped with it).
+    /// Gives back what this decoder holds of the shared budget, and drops the unfinished
+    /// line `resume` kept (the connection closed or the decoder is gone).
     mutating func release() {
+        unfinished = nil
         budget?.release(charged)
         charged = 0
+    }
+
+    /// The bytes of a read to step through: the read itself, or the unfinished line kept
+    /// from earlier reads with the read appended (the framer has already scanned the
+    /// earlier bytes and resumes where it stopped). Appended in place (the kept copy is
+    /// unique), so a line read in many pieces is copied once, not once a read. Hand what
+    /// is left after `.needMoreData` to `keep`.
+    mutating func resume(_ read: ByteBuffer) -> ByteBuffer {
+        guard var earlier = unfinished else { return read }
+        unfinished = nil
+        var read = read
+        earlier.writeBuffer(&read)
+        ownsResumed = true
+        return earlier
+    }
+
+    /// Keeps what is left of the bytes `resume` gave, an unfinished line, for the next read.
+    mutating func keep(_ rest: inout ByteBuffer, allocator: ByteBufferAllocator) {
+        defer { ownsResumed = false }
+        guard rest.readableBytes > 0 else { return }
+        if ownsResumed, rest.readableBytes * 2 >= rest.capacity {
+            // Most of our own copy is a line still arriving: kept in place (lines framed
+            // from its front dropped), not copied again.
+            rest.discardReadBytes()
+            unfinished = rest
+        } else {
+            // Copied out, compact: the read buffer it came in can be reused by the next
+            // read, and an idle connection holds only its fragment.
+            var kept = allocator.buffer(capacity: rest.readableBytes)
+            kept.writeBuffer(&rest)
+            unfinished = kept
+        }
     }
 
     mutating func decoderRemoved(context: ChannelHandlerContext) {

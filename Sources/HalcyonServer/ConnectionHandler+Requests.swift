@@ -1,0 +1,164 @@
+// The start path of a connection's requests: the one direct-write check, the memory,
+// direct and queued paths, the in-flight entry each reply comes back to, and cancellation.
+
+import HalcyonCache
+import HalcyonJSON
+import HalcyonRPC
+import NIOCore
+
+extension ConnectionHandler {
+    // MARK: Starting requests
+
+    /// The one start path of an element: a cancel is carried out, anything else handled.
+    /// Its one direct-write check: what must see this connection's waiting direct writes,
+    /// or be answered after them, commits them first.
+    func start(_ element: RPCElement, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
+        if direct?.mustFollow(element, inBatch: batch != nil, session: session, dispatcher: dispatcher) == true {
+            commitDirectWrites()
+        }
+        switch element {
+        case .invalid(let id, let error):
+            if id != nil {
+                deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
+            }
+        case .request(let request):
+            if request.flags.contains(.transport) {
+                cancel(request, context: context)
+            } else if request.method.hasPrefix("$/") {
+                // Unknown protocol-level notifications are ignored; requests get -32601.
+                if request.id != nil {
+                    deliver(RPCReply.error(id: request.id, .methodNotFound(method: request.method)),
+                            batch: batch, slot: slot, context: context)
+                }
+            } else if !lifecycle.isOpen {
+                if request.id != nil {
+                    deliver(RPCReply.error(id: request.id, .shuttingDown), batch: batch, slot: slot, context: context)
+                }
+            } else {
+                dispatch(request, batch: batch, slot: slot, context: context)
+            }
+        }
+    }
+
+    private func dispatch(_ request: RPCRequest, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
+        let observed = observer?.started(request, peer: session.peerDescription, loop: loopCounters)
+        var memoryMissed = false
+        if batch == nil, let id = request.id {
+            if case .untouch = session.callbackQueue {
+                if let group = direct?.group, let write = dispatcher.directWrite(request, id: id, session: session) {
+                    direct?.joining(write)
+                    group.add(write, observed: observed, from: context.channel)
+                    if !insideRead { commitDirectWrites() }
+                    return
+                }
+                switch dispatcher.answerFromMemory(request, id: id, session: session, into: &outbound.writer) {
+                case .answered(let error):
+                    observed?.finished(error: error)
+                    appended(context: context)
+                    return
+                case .notAnswered(let missed):
+                    memoryMissed = missed
+                    // What `handle` queues goes after the writes before it.
+                    commitDirectWrites()
+                }
+            } else if !session.callbackQueue.ordersByPriority {
+                var writer = JSONWriter(capacity: 256)
+                switch dispatcher.answerFromMemory(request, id: id, session: session, into: &writer) {
+                case .answered(let error):
+                    // Only the policy's delivery hop remains.
+                    let reply = RPCReply(id: id, element: writer.bytes, error: error)
+                    let respond = track(request, batch: nil, slot: 0, observed: observed, context: context)
+                    session.callbackQueue.execute { respond(reply) }
+                    return
+                case .notAnswered(let missed):
+                    memoryMissed = missed
+                }
+            }
+        }
+        let seq = inFlight.nextSeq
+        let respond = track(request, batch: batch, slot: slot, observed: observed, context: context)
+        // The reply may already have been written (a memory hit under `untouch`).
+        if let task = dispatcher.handle(request, session: session, memoryMissed: memoryMissed, respond: respond) {
+            inFlight.attach(task, to: seq)
+        }
+    }
+
+    /// Enters a request in the in-flight table and returns the closure its reply comes
+    /// back through, from any thread.
+    private func track(
+        _ request: RPCRequest, batch: Batch?, slot: Int, observed: Observer.Request?, context: ChannelHandlerContext
+    ) -> @Sendable (RPCReply) -> Void {
+        let seq = inFlight.begin(id: request.id, batch: batch, slot: slot)
+        loopCounters.requestStarted()
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let mailbox = self.mailbox
+        return { reply in
+            if eventLoop.inEventLoop {
+                let handler = bound.value
+                // Replies posted from other threads earlier go first.
+                if mailbox.hasPending { handler.drainMailbox() }
+                handler.complete(seq: seq, reply: reply, observed: observed)
+            } else if mailbox.post(.init(seq: seq, reply: reply, observed: observed)) {
+                eventLoop.execute { bound.value.drainMailbox() }
+            }
+        }
+    }
+
+    /// Carries out a `$/cancelRequest`, on the event loop: withdraws the requests read and
+    /// not started (`-32800`, `started: false`), marks the in-flight entries and cancels
+    /// their `CacheTask`s synchronously. A success reply that reaches a marked entry is
+    /// replaced by `-32800` (`started: true`): mark and write happen on this one thread, so
+    /// no success is written after the cancel was read.
+    func cancel(_ request: RPCRequest, context: ChannelHandlerContext) {
+        // The table's only transport method today is $/cancelRequest.
+        guard case .cancel(let target)? = try? dispatcher.transportAction(for: request) else { return }
+        for (place, held) in inbound.withdraw(target) {
+            // A line being opened holds its elements from the head: their place moved.
+            if let index = openingAt, place < index { openingAt = index - 1 }
+            deliver(RPCReply.error(id: target, .cancelled(started: false)), batch: held.batch, slot: held.slot,
+                    context: context)
+        }
+        // Synchronous: an unstarted task will never run, and delivers -32800 (started:
+        // false) through the callback queue.
+        for task in inFlight.cancel(id: target) { task.cancel() }
+    }
+
+    /// Commits the loop's group now if this connection has writes in it (with every other
+    /// connection's), so that what comes next is handled after them.
+    func commitDirectWrites() {
+        // Through a copy: the commit hands this connection its outcomes, which changes `direct`.
+        if let group = direct?.groupToCommit { group.commit() }
+    }
+
+    /// The group committed writes of this connection: their replies join `outbound`, and go
+    /// out now unless a read burst is under way (its end sends them).
+    func applyDirectOutcomes(_ outcomes: [DirectWriteGroup.Outcome], context: ChannelHandlerContext) {
+        // Replies to this connection's queued work that the ioQueue produced before the
+        // commit (their jobs ran ahead of it) go first, as they would had the writes been
+        // queued too: with `untouch`, replies to ioQueue requests leave in arrival order.
+        if mailbox.hasPending { drainMailbox() }
+        direct?.applied(outcomes.count)
+        for applied in outcomes {
+            let error = lifecycle.writesReplies
+                ? dispatcher.writeReply(applied.outcome, into: &outbound.writer) : nil
+            noteStorageError(error)
+            applied.observed?.finished(error: error)
+        }
+        if insideRead {
+            if outbound.isFull { emitOutbound(context: context) }
+            return
+        }
+        emitOutbound(context: context)
+        context.flush()
+    }
+
+}
+
+extension CallbackQueue {
+    /// Whether deliveries are ordered by each request's priority (an `operationQueue`).
+    fileprivate var ordersByPriority: Bool {
+        if case .operationQueue = self { return true }
+        return false
+    }
+}

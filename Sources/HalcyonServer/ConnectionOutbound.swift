@@ -1,0 +1,105 @@
+// The reply bytes of one connection not yet handed to its channel, and their rules.
+
+import HalcyonJSON
+import HalcyonRPC
+import NIOCore
+
+/// The reply lines of one connection that have not been handed to the channel yet, in the
+/// one order every reply takes: the order they were appended in.
+///
+/// Flush rule: the lines gathered during a read burst go to the channel as one buffer when
+/// the burst ends; a line appended between reads goes with the one flush of its event-loop
+/// tick (`scheduleFlush` coalesces them); and once `chunk` bytes wait they go at once, even
+/// inside a burst, so writability (and with it back-pressure) follows the replies of a
+/// long burst.
+///
+/// Overflow rule: if the bytes the channel still holds unsent plus the bytes about to be
+/// handed over pass `maxBuffered` while earlier bytes are still unsent, the client is not
+/// reading its replies: `emit` says so and hands nothing over, and the connection is
+/// closed (Redis's client-output-buffer hard limit). A single buffer larger than the bound
+/// still goes out when nothing else is unsent.
+///
+/// Threading: a value owned by one `ConnectionHandler`, used only on its event loop.
+struct ConnectionOutbound {
+    /// Collects the replies of one batch; written as one line when the last arrives.
+    ///
+    /// Threading: shared by the inbound queue, the in-flight table and the outbound buffer
+    /// of one connection, all on its event loop; never leaves it.
+    final class Batch {
+        private var slots: [[UInt8]?]
+        private var remaining: Int
+
+        init(count: Int) {
+            slots = Array(repeating: nil, count: count)
+            remaining = count
+        }
+
+        /// Fills `slot`; returns the whole batch line once every slot is filled.
+        func fill(_ slot: Int, with element: [UInt8]) -> [UInt8]? {
+            slots[slot] = element
+            remaining -= 1
+            guard remaining == 0 else { return nil }
+            var line: [UInt8] = [UInt8(ascii: "[")]
+            line.reserveCapacity(slots.reduce(2) { $0 + ($1?.count ?? 0) + 1 })
+            for (index, bytes) in slots.enumerated() {
+                if index > 0 { line.append(UInt8(ascii: ",")) }
+                line.append(contentsOf: bytes ?? [])
+            }
+            line.append(UInt8(ascii: "]"))
+            return line
+        }
+    }
+
+    /// What `emit` did.
+    enum Emission {
+        /// Nothing waited.
+        case nothing
+        /// The gathered lines, as one buffer to write.
+        case write(ByteBuffer)
+        /// The client is not reading: `unsent` bytes were still in the channel. The lines
+        /// were dropped; the connection must close.
+        case overflow(unsent: Int)
+    }
+
+    /// Bytes gathered above which they go to the channel at once, even inside a burst.
+    static let chunk = 64 << 10
+
+    /// Unsent bytes above which a client that is not reading is disconnected.
+    let maxBuffered: Int
+    /// The lines gathered; replies are encoded straight into it.
+    var writer = JSONWriter(capacity: 4096)
+    /// Whether a flush of this tick's lines is already scheduled on the loop.
+    var flushScheduled = false
+
+    init(maxBuffered: Int) {
+        self.maxBuffered = maxBuffered
+    }
+
+    var isEmpty: Bool { writer.bytes.isEmpty }
+
+    /// Whether `chunk` bytes wait, so they must go to the channel now.
+    var isFull: Bool { writer.bytes.count >= Self.chunk }
+
+    /// Appends one reply line (`line` without its newline).
+    mutating func append(line: [UInt8]) {
+        writer.raw(line)
+        writer.newline()
+    }
+
+    /// Takes the gathered lines as one buffer, checking the overflow rule against the
+    /// `unsent` bytes the channel still holds. Empties the buffer in every case.
+    mutating func emit(unsent: Int, allocator: ByteBufferAllocator) -> Emission {
+        guard !writer.bytes.isEmpty else { return .nothing }
+        defer { writer.reset() }
+        let count = writer.bytes.count
+        if unsent > 0, unsent + count > maxBuffered { return .overflow(unsent: unsent) }
+        var buffer = allocator.buffer(capacity: count)
+        buffer.writeBytes(writer.bytes)
+        return .write(buffer)
+    }
+
+    /// Drops whatever was gathered (the connection is closing).
+    mutating func discard() {
+        writer.reset()
+    }
+}
