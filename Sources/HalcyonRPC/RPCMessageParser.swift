@@ -20,10 +20,17 @@ public enum RPCMessageParser {
         if let last = line.last, last == UInt8(ascii: "\r") {
             line = UnsafeRawBufferPointer(rebasing: line.dropLast())
         }
+        // The scanner takes the plain lines that are most of the traffic and builds the
+        // tree jansson would; anything else (batches, escapes, unusual numbers, errors)
+        // is jansson's, which defines what every line means.
         let root: JSONValue
-        switch JSONValue.parse(line) {
-        case .success(let parsed): root = parsed
-        case .failure(let error): return .failure(.parseError(error))
+        if case .parsed(let scanned) = JSONScanner.scan(line) {
+            root = scanned
+        } else {
+            switch JSONValue.parse(line) {
+            case .success(let parsed): root = parsed
+            case .failure(let error): return .failure(.parseError(error))
+            }
         }
         // Every element borrows from `root`; requests keep it alive through their params.
         return withExtendedLifetime(root) {
