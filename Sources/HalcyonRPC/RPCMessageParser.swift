@@ -1,6 +1,11 @@
 // Turns one request line into requests, following JSON-RPC 2.0 to the letter.
 
 import HalcyonJSON
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Parses request lines.
 ///
@@ -10,6 +15,14 @@ public enum RPCMessageParser {
     /// The members a request object may have; anything else is `-32600 unknownMember`,
     /// so a typo such as `param` is not silently treated as "no params".
     static let envelopeMembers: Set<String> = ["jsonrpc", "method", "params", "id"]
+
+    /// Whether plain lines go through `JSONScanner` first (the default). With
+    /// `HALCYON_JSON_SCANNER=off` in the daemon's environment every line goes to jansson:
+    /// the way to measure what the scanner saves, or to rule it out. Read once.
+    public static let usesScanner: Bool = {
+        guard let value = getenv("HALCYON_JSON_SCANNER") else { return true }
+        return String(cString: value) != "off"
+    }()
 
     /// Parses one line (without its `\n`; a trailing `\r` is ignored too).
     ///
@@ -24,7 +37,7 @@ public enum RPCMessageParser {
         // tree jansson would; anything else (batches, escapes, unusual numbers, errors)
         // is jansson's, which defines what every line means.
         let root: JSONValue
-        if case .parsed(let scanned) = JSONScanner.scan(line) {
+        if usesScanner, case .parsed(let scanned) = JSONScanner.scan(line) {
             root = scanned
         } else {
             switch JSONValue.parse(line) {
