@@ -183,7 +183,7 @@ run() {
     # Context switches per request, counted the same way (all threads, whole run).
     line="$line server_cs_per_req=$(awk -v d="$((cs1 - cs0))" -v n="$(field "$line" replies)" \
         'BEGIN { if (n + 0 > 0) printf "%.3f", d / n; else printf "n/a" }')"
-    line="$line proto=$proto"
+    line="$line server=$proto"
     echo "$line" >>"$raw"
     log "$line"
     echo "$line"
