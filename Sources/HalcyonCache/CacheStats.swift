@@ -52,7 +52,7 @@ public struct CacheStats: Sendable, Equatable {
     public init() {}
 }
 
-/// The journal's part of `CacheStats` (see Docs/ARCHITECTURE.md, "The write-ahead journal").
+/// The journal's part of `CacheStats` (`cache.stats` -> `journal`; see Journal.swift and WriteBehind.swift).
 public struct JournalStats: Sendable, Equatable {
     /// Bytes in the journal's segments on disk now.
     public var bytes: UInt64 = 0

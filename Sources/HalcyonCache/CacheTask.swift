@@ -23,6 +23,14 @@
 // - "Exactly one completion": either `onCancelBeforeStart` fires (and `begin()` then fails,
 //   so no delivery block is ever made), or `begin()` succeeded and exactly one delivery
 //   block is scheduled, which claims once.
+//
+// Tested: the state machine directly (8 threads cancelling at once fire once); a queued
+// store cancelled behind `debugSleep` leaves both tiers empty and is answered before the
+// sleep ends; a store and a memory hit cancelled while their delivery waits on a suspended
+// queue get `started: true` and the store's value stands; 2,000 tasks (reads, stores,
+// describes, removes; dispatch and untouch delivery) with cancels racing from another
+// queue: every task got exactly one completion, no success began after its `cancel()`
+// returned, and both outcomes occurred.
 
 
 /// A handle on one asynchronous cache request, used to cancel it.

@@ -36,7 +36,7 @@ extension DiskStorage {
         /// fsync the temporary file before renaming it into place, and the folder after,
         /// so a stored value survives a power loss. Off by default: a cache can lose
         /// values, and the flush costs several milliseconds per store on this machine
-        /// (see Docs/ARCHITECTURE.md ("The disk tier")).
+        /// (see DiskStorage.swift).
         public var synchronousWrites = false
         /// Test hook: called on the initial-scan queue before the folder is listed.
         /// A test blocks in it to show that requests are answered while the scan is held.

@@ -2,7 +2,31 @@
 // the entry's version and its original time-to-live with the value, and a CRC32C over
 // all of it, so a truncated, overlong or damaged file is found on read and the disk tier
 // can list its keys after a restart. Format 1 files (8-byte header, flags only) are
-// still read. Docs/ARCHITECTURE.md ("Cache file format") has the byte diagram.
+// still read. `FileHeader` has the byte diagram.
+//
+// - The CRC32C (Castagnoli) is computed in C (Sources/CHalcyonSystem/crc32c.c) with the
+//   SSE4.2 instruction when the CPU has it, slicing-by-8 tables otherwise.
+// - Why the key and version are in the file: names are hashed, so without the key a
+//   restarted daemon could not list its keys (`cache.keys`); the version must survive
+//   restarts. Versions come from `VersionClock` (`max(last + 1, wall-clock µs)`):
+//   increasing without a scan at start.
+// - Damage (shorter than 8 bytes, an `HCY2` header with an unknown format, options or
+//   header length, a size other than `48 + key len + value len`, a bad checksum) is a
+//   miss, counted (`Backend.corruptionCount`, `diskCorruptions`), and the file is removed
+//   if the name still points at the inode that was read. A meta-only read (`isCached`,
+//   `meta`) checks the sizes, not the checksum (it does not read the value).
+// - Format 1 (`"HCY1"` + flags, then the value) is still read: version 0, no key, no
+//   checksum (its truncation cannot be detected). Never written; the next store of the key
+//   rewrites it in format 2. `listKeys` cannot name its key and counts it
+//   (`unlistableFiles`). No migration at start: reading both costs one byte comparison,
+//   and a format-1 file holds no key to migrate it by. A file with a forced extension is
+//   listed with its `forcedExtension`; `cache.keys` lists a key once (the first of its
+//   files in name order), `removePrefix` removes each of its files.
+// - Foreign entries: cache files are opened `O_NOFOLLOW | O_NONBLOCK`, so a symbolic link
+//   fails (`ELOOP`) and a FIFO opens without waiting for a writer; `fstat` must say
+//   "regular file" before anything is read or any time set. Such entries are misses,
+//   counted (`foreignEntryCount`) and left alone; a symbolic link is a read error
+//   (`cannotLoadDataFromDisk`, ELOOP) until a store renames a real file over it.
 
 extension DiskStorage {
     /// The fixed 48-byte header of a format-2 cache file, all fields little-endian:
@@ -20,7 +44,9 @@ extension DiskStorage {
     ///   refuses a file with bits it does not know.
     /// - `TTL`: the time-to-live the entry was stored with, in nanoseconds; -1 for
     ///   never. Sliding expiration normally recovers it from the file times (see
-    ///   `FileTimes`); this copy is the fallback when those were changed by hand.
+    ///   `FileTimes`); this copy is the fallback when those were changed by hand. (For
+    ///   an absolute lifetime, the span that was left at the store; such a lifetime does
+    ///   not slide, see `FileTimes.isAbsolute`.)
     /// - `CRC32C`: over bytes 0..<44 of the header, then the key, then the value.
     ///
     /// Invariant: a well-formed file is exactly `48 + key len + value len` bytes long.

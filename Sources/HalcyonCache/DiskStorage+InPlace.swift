@@ -4,6 +4,21 @@
 // writing into the existing file costs some 9 µs. The price is that a crash or a
 // concurrent reader can meet a part-written file, so only a caller that can answer for
 // both may ask for it (see `HybridCache.materializeSlice`).
+//
+// How: open the name (`O_RDWR|O_NOFOLLOW|O_NONBLOCK|O_NOATIME`), `fstat`, `writev` header +
+// key + value at offset 0, `ftruncate` when the old file was longer, `futimens` after the
+// last write, `fsync` under `synchronousWrites`, close. A missing file is created at its
+// final name (`O_CREAT|O_EXCL|O_NOFOLLOW`; the folder fsynced too under
+// `synchronousWrites`); if another appears first, the open is tried once more; a missing
+// folder is recreated as for any store. Anything at the name that is not a lone format-2
+// regular file (a FIFO or socket, a symbolic link, a file with other hard links, a format-1
+// or foreign file, one the open is refused on) is replaced by the rename path instead,
+// never written through: a hard link or symlink to a file outside the folder keeps its
+// contents. A failure after the open removes the file (if the name still points at it).
+// Measured in C on this ext4 (10,000 files of 180 B, one rewritten per operation): temp
+// file + `futimens` + rename 416-460 µs, open + `pwrite` + `futimens` + close 8.7-9.4 µs;
+// with 8 connections x 16 pipelined sets about 30 % of the queue's time had been the kernel
+// creating inodes for temporary files.
 
 import CHalcyonSystem
 import Foundation

@@ -28,7 +28,8 @@ enum POSIX {
             isRegular = (st.st_mode & S_IFMT) == S_IFREG
             times = FileTimes(
                 expirationSeconds: Int64(st.st_mtim.tv_sec),
-                lastAccessNanos: Int64(st.st_atim.tv_sec) * FileTimes.nanosPerSecond + Int64(st.st_atim.tv_nsec))
+                lastAccessNanos: Int64(st.st_atim.tv_sec) * FileTimes.nanosPerSecond + Int64(st.st_atim.tv_nsec),
+                isAbsolute: Int64(st.st_mtim.tv_nsec) == FileTimes.absoluteMarkNanos)
         }
     }
 
@@ -106,11 +107,13 @@ enum POSIX {
         return nil
     }
 
-    /// Sets mtime to the expiration and atime to the last access on an open file.
+    /// Sets mtime to the expiration (its nanoseconds: the absolute mark, see `FileTimes`)
+    /// and atime to the last access on an open file.
     static func setTimes(_ fd: Int32, _ times: FileTimes) -> Errno? {
         let la = times.lastAccessNanos
         let (aSec, aNsec) = (la / FileTimes.nanosPerSecond, la % FileTimes.nanosPerSecond)
-        return hc_futimens(fd, aSec, Int(aNsec), times.expirationSeconds, 0) == 0 ? nil : Errno.current
+        let mNsec = times.isAbsolute ? Int(FileTimes.absoluteMarkNanos) : 0
+        return hc_futimens(fd, aSec, Int(aNsec), times.expirationSeconds, mNsec) == 0 ? nil : Errno.current
     }
 
     /// `mkdir -p`: creates the folder and its missing parents (mode 0700: a cache may

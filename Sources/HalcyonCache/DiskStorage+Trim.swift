@@ -1,6 +1,16 @@
 // Whole-folder work: the start-up scan, removing everything, removing expired entries,
 // trimming to the size limit, and counting. Each walks the folder; temporary files
 // (`.tmp-*`) are never counted as entries.
+//
+// The walks use `readdir` + `fstatat` (no open, so atime is untouched) and skip anything
+// that is not a regular file. `removeExpiredValues` and `removeSizeExceededValues` return
+// the URLs they removed, so callers count expirations and evictions. The trim runs only
+// when the total exceeds `sizeLimit` (0 = unlimited) and removes the least recently
+// accessed (atime) first until the total is at most `sizeLimit / 2`. `removeAll` unlinks
+// every cache file (in-flight temp files are left to their writers) and keeps the folder,
+// so concurrent stores need not recreate it. These walks race with single-key writes only
+// benignly (they may remove a file a concurrent store just replaced); the hybrid cache
+// runs them on its ordered queue.
 
 import Foundation
 #if canImport(Glibc)

@@ -16,12 +16,15 @@ extension DiskStorage.Backend {
     /// `writeBack.expiresAt` (as the disk tier rounds it), last access
     /// `writeBack.extendedAt`, so that the file keeps `writeBack.timeToLive` for its own
     /// slides. Sets the times even when the file's own expiration has passed (memory
-    /// kept the entry alive meanwhile); never creates a file.
+    /// kept the entry alive meanwhile); never creates a file. A record without a
+    /// `timeToLive` and with an end gives the file an absolute lifetime (see `FileTimes`).
     ///
+    /// - Parameter keepingAbsolute: true when the lifetime is only a default (a journaled
+    ///   touch without an expiration, replayed): a file whose lifetime is absolute keeps it.
     /// - Returns: false when there is no such file (removed, trimmed, never written).
     /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`,
     ///   `.cannotSetCacheFileAttribute`.
-    public func writeBack(_ writeBack: MemoryStorage.WriteBack) throws(CacheError) -> Bool {
+    public func writeBack(_ writeBack: MemoryStorage.WriteBack, keepingAbsolute: Bool = false) throws(CacheError) -> Bool {
         let config = self.config
         try checkReady()
         let name = try checkedFileName(forKey: writeBack.key, forcedExtension: writeBack.forcedExtension, config: config)
@@ -29,12 +32,12 @@ extension DiskStorage.Backend {
         // The instant itself, not `extendedAt + timeToLive` added up again: a record rebuilt
         // from the journal at start (`timeToLive` = what is left of it) would otherwise come
         // out a few hundred nanoseconds late and round up to the next whole second.
-        let expiration: StorageExpiration = writeBack.timeToLive == nil ? .never : .date(writeBack.expiresAt)
+        let expiration: StorageExpiration = writeBack.expiresAt == .distantFuture ? .never : .date(writeBack.expiresAt)
         // A lifetime over before it began (an extension to an expiration already past)
         // expires the file in place, as a read asking for it would.
         let times = writeBack.expiresAt <= writeBack.extendedAt
             ? FileTimes(expirationSeconds: 0, lastAccessNanos: FileTimes.nanos(writeBack.extendedAt))
-            : FileTimes.planned(expiration, now: writeBack.extendedAt)
+            : FileTimes.planned(expiration, now: writeBack.extendedAt, absolute: writeBack.timeToLive == nil)
                 ?? FileTimes(expirationSeconds: 0, lastAccessNanos: FileTimes.nanos(writeBack.extendedAt))
         let path = path(of: name)
         let fd = hc_open_noatime(path)
@@ -44,6 +47,7 @@ extension DiskStorage.Backend {
             throw .cannotLoadDataFromDisk(path: path, errno: code)
         }
         defer { close(fd) }
+        if keepingAbsolute, case .success(let status) = POSIX.fstat(fd), status.times.isAbsolute { return true }
         if let e = POSIX.setTimes(fd, times) {
             throw .cannotSetCacheFileAttribute(path: path, errno: e.code)
         }

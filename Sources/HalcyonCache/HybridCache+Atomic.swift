@@ -42,6 +42,8 @@ extension HybridCache {
         var entry: CacheEntry
         /// The entry's lifetime; `Date.distantFuture` for never.
         var expiresAt: Date
+        /// False when the lifetime is absolute (no read moves it).
+        var slides: Bool
     }
 
     /// Stores `entry` only when `key` holds no live entry (memcached `add`, Redis `SET NX`).
@@ -139,7 +141,13 @@ extension HybridCache {
             }
         }
         let entry = CacheEntry(bytes: Array(String(sum).utf8), flags: flags)
-        return .store(storeOperation(entry, forKey: key, options: storeOptions)) { r in
+        var operation = storeOperation(entry, forKey: key, options: storeOptions)
+        if options.diskExpiration == nil, let live, live.slides, case .store(var s) = operation {
+            // The live lifetime's instant, still sliding: the sum does not make it absolute.
+            s.keepsSliding = true
+            operation = .store(s)
+        }
+        return .store(operation) { r in
             .incremented(value: sum, version: r.version ?? 0, expiresAt: r.expiresAt)
         }
     }
@@ -206,11 +214,11 @@ extension HybridCache {
     func liveEntry(forKey key: String, forcedExtension: String?) throws(CacheError) -> LiveEntry? {
         scheduler.assertOnQueue()
         if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: ExpirationExtending.none) {
-            return LiveEntry(entry: entry, expiresAt: meta.expiration)
+            return LiveEntry(entry: entry, expiresAt: meta.expiration, slides: !meta.isAbsolute)
         }
         // A journaled write not yet in its file is newer than the file: the file must not answer.
         switch unwrittenLookup(forKey: key, forcedExtension: forcedExtension, at: config.disk.clock.now()) {
-        case .live(let e): return LiveEntry(entry: e.entry, expiresAt: e.expiresAt)
+        case .live(let e): return LiveEntry(entry: e.entry, expiresAt: e.expiresAt, slides: !e.isAbsolute)
         case .expired: return nil
         case .absent: break
         }
@@ -218,7 +226,7 @@ extension HybridCache {
         guard let (entry, meta) = try diskStorage.valueAndMeta(
             forKey: key, extendingExpiration: ExpirationExtending.none, forcedExtension: forcedExtension)
         else { return nil }
-        return LiveEntry(entry: entry, expiresAt: meta.expiration)
+        return LiveEntry(entry: entry, expiresAt: meta.expiration, slides: !meta.isAbsolute)
     }
 
     /// `bytes` as a JSON integer (`-?(0|[1-9][0-9]*)`) that fits an Int64; nil otherwise.

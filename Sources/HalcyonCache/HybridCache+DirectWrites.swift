@@ -4,6 +4,31 @@
 // one group (`commit`); a run of adds, compare-and-sets and increments is decided in
 // order by the functions their queued jobs use, each seeing what the writes before it in
 // the same commit left, and its stores share one append (`applyInJob`).
+//
+// When a write is taken directly (`canCommitDirect`): the journal is on, `--fsync` is not
+// `always`, the value goes in the journal (under `directValueSize`), no forced extension,
+// `toDisk` true, the bounds under 90 %, nothing queued or running (`IOScheduler.isIdle`: a
+// sweep, a disk read, `debug.sleep`; the materializer's slices count only while they run,
+// about one file operation each), and, for an update, that it can decide without opening a
+// file (`decidesWithoutFiles`: memory or the table holds the key, or the disk tier's known
+// names say no file can exist), so a cold counter with a file goes the queued way. A queued
+// read is counted until it has run, so a later write of its connection cannot be committed
+// while it waits; a queued journaled set is not counted, but it runs before any commit
+// queued after it. A job queued at the very instant the caller looked can still make it
+// wait once; that race is accepted. `commitDirect` asserts it is not on the queue, where it
+// would wait for itself. Should a run's append fail, every update of the run fails with it,
+// refusals decided after the first store too.
+//
+// Measured (same machine, interleaved A/B, medians, release): server CPU per set (8x16)
+// fell from 27 to 23 µs with the direct path, and to 18 µs with the unwritten table keyed
+// by key. Under the 9:1 mix (8x16) a connection's sets made groups of 1.5 records (every
+// following read committed them); with one group per loop turn and reads of other keys not
+// waiting, 6.9, and CPU per request fell from 15.8 to 13.7 µs. `cache.incr` directly (4
+// connections x 32 in flight, 1000 counters, seven interleaved runs): 79k -> 180k
+// increments/s, server CPU 20.2 -> 8.6 µs per request, p99 4.4 -> 1.8 ms: the run of a
+// burst's updates shares one append (one append per update cost about 5 µs of CPU each),
+// and a queued update whose store is journaled is counted only while it runs (counted from
+// its queueing, one update that had to queue kept every later one off the direct path).
 
 import Foundation
 
@@ -109,7 +134,7 @@ extension HybridCache {
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
         guard let wb = writeBehind, wb.config.fsync != .always, scheduler.isIdle,
-              journalsDirectly(write.options, valueSize: write.valueSize), wb.recentPressure.load(ordering: .relaxed) < 900
+              journalsDirectly(write.options, valueSize: write.valueSize), !wb.isNearBounds
         else { return false }
         if case .update(let u) = write { return decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension) }
         return true
@@ -302,7 +327,7 @@ extension HybridCache {
         guard case .store(let s) = operation, let expiresAt = s.expiresAt,
               !s.expiration.isExpired, expiresAt > now
         else { return nil }
-        return LiveEntry(entry: s.entry, expiresAt: expiresAt)
+        return LiveEntry(entry: s.entry, expiresAt: expiresAt, slides: !s.isAbsolute)
     }
 }
 

@@ -6,6 +6,8 @@
 // each store, remove and clear in between. It can only err high (a file the disk tier
 // dropped on its own, a failed removal), which at worst makes a size check list the
 // folder one time too many; it never lets the folder sit over its limit unnoticed.
+// Known cost: on a huge folder the initial listing delays the first queued writes (reads
+// from memory are unaffected).
 
 import Foundation
 

@@ -11,6 +11,39 @@
 //
 // The invariant both keep: journal order is apply order is enqueue order. Every write is
 // applied by the same call that appended its record, before any later record is appended.
+//
+// A group begins its writes' tasks (a task cancelled before that is skipped and never
+// journaled; after it, a cancel gets `cancelled(started: true)` and the write stands),
+// stamps their times and versions (`VersionClock`), appends all their records with one
+// `write`, applies them in order, and answers them. A failed append (ENOSPC, EIO) fails
+// every write of the group with `cannotWriteJournal` and its errno (-32002); none is
+// applied; reads go on. Records: `set` for a disk store, `delete` for a remove from disk
+// and for a memory-only store (it drops the disk copy), `lifetime` for a touch, `clear` for
+// a clear of the disk. Removes, clears, trims and sweeps change the files right away,
+// before the reply, so "deletes are applied to files before their segment goes" holds
+// trivially. Forced extensions bypass the journal (their files are written before the
+// reply): their records could not name the file.
+//
+// Writes inside their own job. `incr`, `add`, `cas` and `setMany` read and then write in
+// one job (or, for the first three, in their loop's direct commit), so nothing may run
+// between their steps and they cannot join a group other jobs commit. Their new values go
+// through `applyInJob`: the job's records are appended with one write, then applied exactly
+// as a group's. Writes queued meanwhile are not taken: their jobs come later, so their
+// records follow. Measured: `incr` at 4 connections x 32 in flight over 1,000 counters went
+// from 0.9k/s (a file written before each reply) to 64k/s.
+//
+// No single-set inline writes. An earlier attempt ran each set on the caller's thread when
+// the queue was idle; it defeated group commit under concurrency (every set a `write` of
+// its own, `largestGroup` 1) and throughput fell from about 33k to 14k sets/s. The direct
+// path commits a read burst's sets as one group instead (about 14 records per `write` at 8
+// connections x 16 in flight), still inside the queue's order.
+//
+// Bounds and back-pressure. `--journal-limit` (bytes of segments, default 256 MiB; segments
+// at most a quarter of it, 16 MiB by default) and `--unwritten-limit` (bytes in the table,
+// default 64 MiB). A group that finds either bound reached gives the materializer the queue
+// (slices of 64 files, checkpoints) for up to `backlogWait` (2 s); if the bound still
+// holds, the group's writes fail with -32005 `diskBacklog` (`journalBytes`,
+// `unwrittenBytes`) and are not applied. Nothing acknowledged is dropped.
 
 import Foundation
 
@@ -154,7 +187,7 @@ extension HybridCache {
         for (p, record) in zip(owners, records) {
             let start = Journal.Position(segment: end.segment, offset: offset)
             p.start = start
-            wb.unapplied.append(start)
+            wb.noteUnapplied(start)
             offset += UInt64(Journal.RecordCodec.framedSize(record))
         }
         kickMaterializer(wb)
@@ -173,7 +206,8 @@ extension HybridCache {
             return HybridCache.setRecord(key: s.key, entry: s.entry, expiresAt: s.expiresAt!, timeToLive: s.timeToLive)
         case .touch(let t):
             guard t.forcedExtension == nil else { return nil }
-            return .touch(key: t.key, expiresAtNanos: HybridCache.nanos(t.expiresAt!))
+            return HybridCache.lifetimeRecord(
+                key: t.key, expiresAt: t.expiresAt!, timeToLive: t.timeToLive, keepsAbsolute: t.keepsAbsolute)
         case .remove(let key, _, let fromDisk, let forcedExtension):
             guard fromDisk, forcedExtension == nil else { return nil }
             return .delete(key: key)
@@ -201,7 +235,18 @@ extension HybridCache {
     static func setRecord(key: String, entry: CacheEntry, expiresAt: Date, timeToLive: TimeInterval?) -> Journal.Record {
         .set(
             key: key, flags: entry.flags, version: entry.version, expiresAtNanos: nanos(expiresAt),
-            ttlNanos: timeToLive.map { clampedNanos(max(0, $0)) } ?? -1, value: entry.bytes)
+            ttlNanos: ttlNanos(timeToLive), value: entry.bytes)
+    }
+
+    /// The journal record of a new lifetime of `key` (a touch, a write-back); see
+    /// `Journal.Record.lifetime`.
+    static func lifetimeRecord(key: String, expiresAt: Date, timeToLive: TimeInterval?, keepsAbsolute: Bool) -> Journal.Record {
+        .lifetime(key: key, expiresAtNanos: nanos(expiresAt), ttlNanos: ttlNanos(timeToLive), keepsAbsolute: keepsAbsolute)
+    }
+
+    /// A time-to-live as records keep it: -1 for none (never, or absolute).
+    static func ttlNanos(_ timeToLive: TimeInterval?) -> Int64 {
+        timeToLive.map { clampedNanos(max(0, $0)) } ?? -1
     }
 
     /// Applies a write of a group being committed, in the group's order.

@@ -280,12 +280,12 @@ extension HybridCache {
 
     /// The lifetime of a disk entry after a read extending it per `extending`. The file
     /// keeps its original time-to-live as the span between its last access and its
-    /// expiration (see `FileTimes`).
+    /// expiration (see `FileTimes`); an absolute lifetime has none and does not slide.
     private func extendedLifetime(
         of meta: DiskStorage.FileMeta, _ extending: ExpirationExtending, forcedExtension: String?
     ) -> MemoryStorage.Mirror {
         let now = config.disk.clock.now()
-        let stored: TimeInterval? = meta.expiration == .distantFuture
+        let stored: TimeInterval? = meta.expiration == .distantFuture || meta.isAbsolute
             ? nil : max(0, meta.expiration.timeIntervalSince(meta.lastAccess))
         var mirror = MemoryStorage.Mirror(
             expiresAt: meta.expiration, timeToLive: stored, extendedAt: meta.lastAccess,
@@ -294,11 +294,12 @@ extension HybridCache {
         case .none:
             break
         case .cacheTime:
-            mirror.expiresAt = Lifetime.end(of: stored.map { .seconds($0) } ?? .never, from: now)
+            // Never or absolute (no span): the lifetime stays as the file has it.
+            if let stored { mirror.expiresAt = Lifetime.end(of: .seconds(stored), from: now) }
             mirror.extendedAt = now
         case .expirationTime(let expiration):
             mirror.expiresAt = Lifetime.end(of: expiration, from: now)
-            mirror.timeToLive = expiration.timeToLive(from: now)
+            mirror.timeToLive = expiration.slidingTimeToLive(from: now)
             mirror.extendedAt = now
         }
         return mirror

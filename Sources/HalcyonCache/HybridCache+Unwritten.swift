@@ -3,6 +3,36 @@
 // materializer drains it oldest first into files; the disk-side primitives of the write
 // path (remove, touch, write-back, clear) go through here so that a file and its
 // unwritten newer value never disagree.
+//
+// An entry holds key, bytes, flags, version, lifetime, TTL, and where its oldest record
+// starts; by key, not by file name, so a set never computes its SHA-256 file name on its
+// way. A newer set of the key replaces the entry, so only the newest version is ever
+// written (coalescing). Reads look in memory, then in the table, then in the file; an
+// expired table entry is a miss (the older file must not answer). Touches, lifetime write-
+// backs and removes of a key in the table change the table entry (touches and write-backs
+// also leave a `lifetime` record, so replay ends on the same lifetime; a key with a write
+// queued behind the write-back gets its record too: that write's record follows it).
+//
+// Disk copies changed outside the journal. Two kinds of write change a key's disk copy
+// without a record of their own, and each leaves one so that replay agrees: a value written
+// straight to its file (1 MiB and more) drops the key's unwritten entry and journals
+// `written` (`supersedeUnwritten`), so neither a read, nor the materializer, nor replay
+// brings an older journaled value back; and a removal of a disk copy no record covers
+// (`removePrefix`, a `toDisk: false` store of `setMany` or `add`, a directly written value
+// found already expired) journals a `delete` first (`removeDiskCopy`), failing the write if
+// that append fails. Both were bugs found this way: a key set through the journal and then
+// through `setMany` or `cas` answered the older value once memory let it go, and keys
+// removed by `removePrefix` came back after a crash (`HybridCacheJournalTests` has both).
+//
+// A third kind removes disk copies without any record: the size limit's trim after a
+// materializer slice or a sweep (an explicit `cache.trim` writes every file and checkpoints
+// first). A restart may then replay an evicted key's set record and bring the value back,
+// which a cache may do, unless the key has since been given a memory-only value:
+// `store(toDisk: false)` runs inline when the key has neither file nor unwritten entry, and
+// journals nothing. So the trim notes the names it evicted with the journal's end
+// (`WriteBehind.evicted`), `mayHoldDiskCopy` counts such a name as a disk copy, which sends
+// the memory-only store to the queue, where it journals a `delete`, and a checkpoint past
+// the noted end forgets the name.
 
 import Foundation
 
@@ -11,7 +41,8 @@ extension HybridCache {
     struct Unwritten: Sendable {
         var key: String
         var entry: CacheEntry
-        /// The entry's lifetime (`Date.distantFuture`: never) and its original TTL.
+        /// The entry's lifetime (`Date.distantFuture`: never) and its original TTL (nil:
+        /// reads do not move the lifetime: never, or absolute).
         var expiresAt: Date
         var timeToLive: TimeInterval?
         /// The store or last touch: what the file's last-access time will say.
@@ -29,6 +60,10 @@ extension HybridCache {
             expiresAt == .distantFuture ? .never : .date(expiresAt)
         }
 
+        /// The lifetime ends at a fixed instant (stored or touched with `.date`); the file
+        /// is written with that kind (`fileExpiration` alone says only the instant).
+        var isAbsolute: Bool { timeToLive == nil && expiresAt != .distantFuture }
+
         func isLive(at now: Date) -> Bool { expiresAt > now }
 
         /// The record that restates this entry in the journal: its set, or a delete for
@@ -44,7 +79,7 @@ extension HybridCache {
                 url: url, size: UInt64(entry.bytes.count), flags: entry.flags, expiration: expiresAt,
                 lastAccess: countedFrom,
                 fileSize: UInt64(DiskStorage.FileHeader.size + key.utf8.count + entry.bytes.count),
-                version: entry.version)
+                version: entry.version, isAbsolute: isAbsolute)
         }
     }
 
@@ -223,8 +258,10 @@ extension HybridCache {
     }
 
     /// A touch of a key memory does not hold: the unwritten value, else the file.
+    /// `keepingAbsolute`: `expiration` is only the default, which an absolute lifetime
+    /// does not take (see `DiskStorage.Backend.touch`).
     func touchDiskCopy(
-        forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date
+        forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date, keepingAbsolute: Bool
     ) throws(CacheError) -> DiskStorage.FileMeta? {
         if let writeBehind, forcedExtension == nil {
             let url = diskStorage.url(of: diskStorage.fileName(forKey: key, forcedExtension: nil))
@@ -232,6 +269,7 @@ extension HybridCache {
             let result = writeBehind.table.withLock { table -> DiskStorage.FileMeta?? in
                 guard let e = table.entries[key] else { return .none }
                 guard e.isLive(at: now) else { return .some(nil) }
+                if keepingAbsolute, e.isAbsolute { return .some(e.meta(url: url)) }
                 if expired {
                     table.remove(key)
                     var meta = e.meta(url: url)
@@ -240,7 +278,7 @@ extension HybridCache {
                 }
                 let updated = table.update(key) { e in
                     e.expiresAt = Lifetime.end(of: expiration, from: now)
-                    e.timeToLive = expiration.timeToLive(from: now)
+                    e.timeToLive = expiration.slidingTimeToLive(from: now)
                     e.countedFrom = now
                 }
                 return .some(updated?.meta(url: url))
@@ -253,7 +291,8 @@ extension HybridCache {
                 return meta
             }
         }
-        return try diskStorage.touch(forKey: key, expiration: expiration, forcedExtension: forcedExtension)
+        return try diskStorage.touch(
+            forKey: key, expiration: expiration, forcedExtension: forcedExtension, keepingAbsolute: keepingAbsolute)
     }
 
     /// Whether `key` may have a disk copy (file, unwritten value, or a record a restart

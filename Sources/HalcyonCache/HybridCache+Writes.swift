@@ -82,7 +82,7 @@ extension HybridCache {
             key: key, expiration: options.diskExpiration ?? diskStorage.config.expiration,
             memoryExpiration: options.memoryExpiration,
             memoryOnlyExpiration: options.memoryExpiration ?? options.diskExpiration,
-            forcedExtension: options.forcedExtension))
+            forcedExtension: options.forcedExtension, keepsAbsolute: options.diskExpiration == nil))
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion) {
             if case .touched(let r) = $0 { return r }
             return TouchResult(touched: false, expiresAt: nil)

@@ -4,6 +4,23 @@
 // every request shares (task creation, queueing, delivery). The requests themselves
 // live in HybridCache+Writes.swift, HybridCache+Reads.swift and
 // HybridCache+Maintenance.swift.
+//
+// Who runs what, and where its completion runs. A write (store, touch, remove, clear,
+// removeExpired, trim) runs on the ioQueue in call order, its completion on `callbackQueue`
+// (under `.untouch`: on the ioQueue). A `toDisk: false` store of a key with nothing queued
+// runs inline on the caller's thread (under `.untouch` its completion too, before `store`
+// returns). A memory hit runs on the caller's thread; a memory miss on the ioQueue (or the
+// caller's thread with `loadDiskFileSynchronously`); a read of a key with a queued write,
+// or during a whole-cache write, on the ioQueue behind the write. `cancel()` of a task not
+// started delivers from inside `cancel()` through `callbackQueue`.
+//
+// Rules that keep this safe: completions go to `CallbackQueue.execute` after every lock is
+// released; an ioQueue job never waits for another; only a direct commit enters the queue
+// synchronously, from a thread that is not on it (`IOScheduler.runDirect`, which asserts
+// so). Under `.untouch`, completions of queued work run on the ioQueue, so they only hand
+// off (the daemon posts its reply to a connection's mailbox). Under `swift test` the main
+// queue is drained (Swift Testing parks the main thread in the main executor), so
+// `mainAsync` and `mainCurrentOrAsync` are tested in-process.
 
 import Foundation
 import Synchronization
@@ -182,12 +199,12 @@ public final class HybridCache: @unchecked Sendable {
         memoryStorage = MemoryStorage.Backend(config: config.memory)
         let disk = DiskStorage.Backend(config: config.disk)
         diskStorage = disk
-        writeBehind = config.journal.flatMap {
-            HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock)
-        }
-        versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
         let scheduler = IOScheduler(label: "halcyon.HybridCache.ioQueue")
         self.scheduler = scheduler
+        writeBehind = config.journal.flatMap {
+            HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock, scheduler: scheduler)
+        }
+        versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
         sweepTimer = config.sweepInterval > 0
             ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: scheduler.timerQueue)
             : nil

@@ -1,6 +1,34 @@
 // The order of the hybrid cache's work: the one serial queue that runs every write, every
 // queued disk read and every piece of maintenance, and the book that tells a read whether
 // a write it must see is still waiting there. No other file touches the queue or the book.
+//
+// The write book's rules (read-your-writes). 1. A write is counted and queued inside the
+// same hold of the book's lock, so queue order is counting order, and a reader that saw the
+// count queues after the write. 2. A write is uncounted only after its effects are in both
+// tiers (or it was skipped, cancelled); until then every read of its key (of any key, for a
+// whole-cache write) queues behind it: memory is not consulted on the caller's thread and
+// `loadDiskFileSynchronously` is ignored. 3. A disk hit is put back into memory only if no
+// write could have changed the key while the disk was read: a read on the caller's thread
+// compares the epoch every write bumps at enqueue; a queued read compares the epoch only
+// inline writes bump (queued writes cannot overlap it). The comparison and the memory store
+// happen under the book's lock, and inline writes store into memory under the same lock, so
+// an older disk value never overwrites a newer memory value; a skipped put-back costs one
+// later disk read. 4. A `store(toDisk: false)` puts the value in memory only and removes
+// the key's disk copy, so a later eviction makes the key a miss, never a return to an older
+// value; with nothing queued for the key and no live disk copy (checked under the lock) it
+// runs inline, otherwise it is an ordinary queued write. 5. The writes of a direct commit
+// are not counted per key (`WriteScope.direct`): the commit is one step inside the queue,
+// none of its writes is acknowledged before it ends, a read racing an unacknowledged write
+// may see either value, and the connection's own later reads wait for its writes through
+// its own list of keys; so reads on other loops never take the book's lock because of them.
+// They still bump the epoch (rule 3), and while `directCommits` counts them no store runs
+// inline (it could look at the unwritten table before a commit's put and store into memory
+// after the commit's insert).
+//
+// Tested with 8 threads storing and at once reading their keys (a 200-byte memory tier, so
+// most reads miss and go through put-back), with and without synchronous disk reads, and
+// with 8 threads writing increasing numbers to 3 shared keys: no read ever returned a value
+// older than the reader's own last write.
 
 import Dispatch
 import Synchronization

@@ -19,7 +19,9 @@ extension MemoryStorage {
         var key: String
         var entry: CacheEntry
         /// The entry's original time-to-live, which a `.cacheTime` read counts again from
-        /// the read's instant; nil = never expires.
+        /// the read's instant; nil = a read does not move the lifetime: it never expires
+        /// (`expiresAt` is `Date.distantFuture`) or it is absolute (stored or touched with
+        /// `.date`; `expiresAt` is that instant).
         var timeToLive: TimeInterval?
         /// The lifetime; see the type's comment.
         var expiresAt: Date
@@ -71,7 +73,7 @@ extension MemoryStorage {
             Meta(
                 size: entry.bytes.count, flags: entry.flags, expiration: expiresAt,
                 memoryExpiration: residentUntil, hasDiskCopy: diskExpiresAt != nil, lastAccess: lastAccess,
-                version: entry.version)
+                version: entry.version, isAbsolute: timeToLive == nil && expiresAt != .distantFuture)
         }
 
         /// What a write-back gives the disk copy: the node's lifetime as it is now.

@@ -43,6 +43,20 @@ public enum StorageExpiration: Sendable, Equatable, Hashable {
         }
     }
 
+    /// True for `.date`: the lifetime ends at that instant, and no read or default
+    /// touch moves it (sliding expiration has no span to count again).
+    public var isAbsolute: Bool {
+        if case .date = self { return true }
+        return false
+    }
+
+    /// The span a sliding read counts again from its own instant: nil when reads do not
+    /// move this lifetime, for `.never` and for an absolute `.date`. What the tiers keep
+    /// as an entry's `timeToLive`: nil there means "a slide leaves the lifetime as it is".
+    public func slidingTimeToLive(from now: Date) -> TimeInterval? {
+        isAbsolute ? nil : timeToLive(from: now)
+    }
+
     /// The time-to-live this expiration describes when counted from `now`; nil for
     /// `.never`.
     public func timeToLive(from now: Date) -> TimeInterval? {

@@ -1,5 +1,27 @@
 // The daemon: wires the storage engine, the protocol and the transport, listens on the
 // Unix socket, and runs until SIGTERM/SIGINT, then drains and exits.
+//
+// Refused connections: over `--max-connections` a client gets one `tooManyConnections`
+// line; what it sent is read and dropped until it closes (at most one second), because
+// closing a Unix socket with unread input resets it and the client would see ECONNRESET
+// instead of the line.
+//
+// The drain: on SIGTERM/SIGINT the lifecycle queue (which receives the signals, so waiting
+// for in-flight requests never blocks the main queue they may need) closes the listener and
+// sends each connection a `drain` event. A connection then reads whatever the pressure (its
+// remaining input is what the client wrote before the signal), answers every request it has
+// not started with -32005 `shuttingDown`, lets started ones finish, and closes once nothing
+// is in flight and the client has sent nothing for 100 ms. The daemon waits for all
+// connections up to `--drain-timeout`; then a `close` event answers whatever is left,
+// batches included, and closes. Finally it waits for the cache's queue, writes a last
+// pressure summary (so storage errors of the last seconds reach the log), and removes the
+// socket and lock.
+//
+// The main thread parks in `dispatchMain()`; the main queue only delivers replies of
+// connections under `mainAsync`/`mainCurrentOrAsync`, and is recognised by a
+// `DispatchSpecificKey` (`Thread.isMainThread` is false on it under `dispatchMain()` on
+// Linux). Objects made on one thread and freed on another are the rule on the reply path,
+// which is why halcyond runs on jemalloc (Sources/halcyond/Allocator.swift).
 
 import Foundation
 import HalcyonCache

@@ -2,6 +2,11 @@
 // always (cache.stats, the metrics); the log gets warnings only for what an operator must
 // act on (failed maintenance, storage errors), and evictions at debug: evicting is what
 // an LRU cache under its limits does, and halcyon_cache_evictions_total shows its rate.
+//
+// Nothing is dropped silently: every eviction (memory limits, disk size limit) and every
+// expiration is counted in the storage engine and shown by `cache.stats`, per tier. This
+// monitor compares those counters every 10 seconds on the lifecycle queue, so a full disk
+// shows up in the log once per interval rather than once per request.
 
 import Dispatch
 import HalcyonCache

@@ -113,7 +113,9 @@ struct DiskStorageTests {
             #expect(try disk.meta(forKey: "k\(index)", referenceDate: now)?.expiration == expected)
             if expected != .distantFuture {
                 let mtime = try #require(diskRawTimes(meta.url)).mtime
-                #expect(mtime.tv_sec == Int(expected.timeIntervalSince1970) && mtime.tv_nsec == 0)
+                // Whole seconds; the nanoseconds mark an absolute lifetime (`.date`).
+                let mark = expiration.isAbsolute ? Int(FileTimes.absoluteMarkNanos) : 0
+                #expect(mtime.tv_sec == Int(expected.timeIntervalSince1970) && mtime.tv_nsec == mark)
                 // Valid until the instant, expired at it.
                 #expect(disk.isCached(forKey: "k\(index)", referenceDate: expected.addingTimeInterval(-0.001)))
                 #expect(!disk.isCached(forKey: "k\(index)", referenceDate: expected))

@@ -357,7 +357,7 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let before = wb.appends.withLock { $0.lastWriteNanos }
+        let before = wb.lastWriteNanos
         let appendedBefore = wb.journalBytes
         let outcomes = cache.commitDirect([
             .update(.init(key: "text", change: .increment(by: 1, initial: 0, flags: 0), options: .init())),
@@ -370,7 +370,7 @@ struct HybridCacheJournalTests {
             return
         }
         #expect(wb.journalBytes == appendedBefore, "a refusal appends nothing")
-        #expect(wb.appends.withLock { $0.lastWriteNanos } > before)
+        #expect(wb.lastWriteNanos > before)
     }
 
     /// An update takes the direct path (decided on an event loop) only when it can decide
@@ -463,7 +463,7 @@ struct HybridCacheJournalTests {
         let written = first.scheduler.runNowForTesting { first.materializeSlice(wb, files: 10) }
         #expect(written == 2)
         #expect(!f.fileExists(first, "evicted"))
-        #expect(wb.lastCheckpoint == nil)
+        #expect(first.scheduler.runNowForTesting { wb.lastCheckpoint } == nil)  // queue-only state
 
         // A memory-only value replaces the evicted one; it needs no file, but a restart
         // must not bring the old value back from the journal either.

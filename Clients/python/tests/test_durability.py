@@ -40,6 +40,9 @@ class Pipelined(threading.Thread):
         self.prefix = prefix
         self.rng = rng
         self.error: Optional[str] = None
+        # Set by the first acknowledgement: the kill waits for it, so every round tests
+        # acknowledged work however slow the machine is.
+        self.started = threading.Event()
 
     def request(self, seq: int) -> Tuple[str, Dict[str, object], object]:
         """The method, the params and what `acknowledged` is given back for request `seq`."""
@@ -70,6 +73,7 @@ class Pipelined(threading.Thread):
                 tag = inflight.pop(reply["id"])
                 if "result" in reply:
                     self.acknowledged(tag, reply["result"])
+                    self.started.set()
                 else:
                     self.error = json.dumps(reply)
                     return
@@ -106,6 +110,7 @@ class Remover(threading.Thread):
         self.path = path
         self.prefix = prefix
         self.removed: List[str] = []
+        self.started = threading.Event()  # set by the first acknowledged remove
 
     def run(self) -> None:
         try:
@@ -115,6 +120,7 @@ class Remover(threading.Thread):
                     c.set(key, "doomed")
                     c.delete(key)
                     self.removed.append(key)
+                    self.started.set()
         except (halcyon.HalcyonError, OSError):
             return
 
@@ -172,10 +178,21 @@ def test_acknowledged_writes_survive_kill_9(flags: List[str]) -> None:
                 t.start()
             remover.start()
             incrementer.start()
-            time.sleep(rng.uniform(0.3, 1.5))
+            # The kill comes at a random moment after every worker's first acknowledgement.
+            for worker in [*loaders, remover, incrementer]:
+                assert worker.started.wait(timeout=60), "a worker had no acknowledgement within 60 s"
+            time.sleep(rng.uniform(0.0, 1.2))
             if "--journal-limit" in flags:
+                # The first round's kill waits until the small journal has copied records
+                # forward (polled: the daemon has no event for it), so the case always
+                # kills a journal that did.
+                deadline = time.monotonic() + (60 if round_ == 0 else 0)
                 with halcyon.Client(d.socket, timeout=20) as c:
-                    copied = max(copied, int(c.call("cache.stats")["journal"]["recordsCopiedForward"]))
+                    while True:
+                        copied = max(copied, int(c.call("cache.stats")["journal"]["recordsCopiedForward"]))
+                        if copied > 0 or time.monotonic() >= deadline:
+                            break
+                        time.sleep(0.05)
             _kill(d)
             for thread in [*loaders, remover, incrementer]:
                 thread.join(timeout=30)

@@ -145,6 +145,23 @@ def test_parse_line_batch_and_garbage() -> None:
         _wire.parse_line(b"{nope")
 
 
+@pytest.mark.parametrize("line", [
+    b'{"id":1,"result":{"found":true,"value":"dg==","encoding":"base64"}}\n',  # as it comes off the socket
+    b'{"id":1,"result":1.5e3}', b'  {"id":2}\r\n', b'{"id":3,"result":"\\u00e9\xc3\xa9"}\t',
+    b'{"id":4,"result":NaN}',
+])
+def test_parse_line_reads_what_json_loads_reads(line: bytes) -> None:
+    # The scanner called directly must accept exactly json.loads's input, trailing
+    # newline included (the single-reply path parses the line as received).
+    assert _wire.parse_line(line) == [json.loads(line)]
+
+
+@pytest.mark.parametrize("line", [b"", b"\n", b'{"id":1} {"id":2}', b'{"id":1}x', b'{"id":1', b"nope", b"\xff"])
+def test_parse_line_refuses_what_json_loads_refuses(line: bytes) -> None:
+    with pytest.raises(errors.ProtocolError):
+        _wire.parse_line(line)
+
+
 # ---------------------------------------------------------------- errors
 
 def _err(code: int, reason: str, **data: object) -> errors.HalcyonError:

@@ -1,5 +1,10 @@
 // The checkpoint: the durable note of the position up to which every journal record is
 // in the per-key files, so recovery replays only what follows and older segments can go.
+//
+// The file `checkpoint` ("HCYK", format, segment u64, offset u64, CRC32C; 28 bytes) is
+// written to `checkpoint.tmp`, fsynced, renamed, and the folder fsynced; a missing or
+// damaged checkpoint means "replay everything left" (replay is idempotent). Once it is
+// durable, `Writer.deleteSegments(before:)` removes the segments wholly before it.
 
 #if canImport(Glibc)
 import Glibc

@@ -5,15 +5,25 @@ extension Journal {
     /// One write, as the journal keeps it. Times are absolute (nanoseconds since 1970),
     /// never relative, so replaying a record later means the same thing.
     public enum Record: Equatable, Sendable {
-        /// A stored value. `expiresAtNanos` and `ttlNanos` are -1 for never; `ttlNanos`
-        /// is the original time-to-live, which sliding expiration counts again.
+        /// A stored value. `expiresAtNanos` is -1 for never. `ttlNanos` is the original
+        /// time-to-live, which sliding expiration counts again; -1 when reads do not move
+        /// the lifetime: never (with `expiresAtNanos` -1), or absolute (stored with a
+        /// `.date`; with `expiresAtNanos` that instant). Journals of older builds never
+        /// wrote -1 with a real instant (their `.date` sets carry the span left), so they
+        /// replay as they always did.
         case set(key: String, flags: UInt32, version: UInt64, expiresAtNanos: Int64, ttlNanos: Int64, value: [UInt8])
         /// A removed key.
         case delete(key: String)
         /// Every key removed.
         case clear
-        /// A new expiration for an existing key (-1: never).
+        /// A new expiration for an existing key (-1: never), keeping its time-to-live.
+        /// Written by older builds only; still replayed.
         case touch(key: String, expiresAtNanos: Int64)
+        /// A new lifetime for an existing key: its end (-1: never) and its time-to-live
+        /// as in `set` (-1: never or absolute). `keepsAbsolute`: the touch named no
+        /// expiration, so a key whose lifetime is absolute keeps it. What every touch and
+        /// write-back journals now (record type 6, beside the older `touch`).
+        case lifetime(key: String, expiresAtNanos: Int64, ttlNanos: Int64, keepsAbsolute: Bool)
         /// The per-key file `name` was written directly (a value too large to journal),
         /// with `version`: replay drops any older unwritten value of that file.
         case written(name: String, version: UInt64)
@@ -21,7 +31,7 @@ extension Journal {
         /// The key the record is about; nil for `clear` and `written` (which names a file).
         public var key: String? {
             switch self {
-            case .set(let key, _, _, _, _, _), .delete(let key), .touch(let key, _): return key
+            case .set(let key, _, _, _, _, _), .delete(let key), .touch(let key, _), .lifetime(let key, _, _, _): return key
             case .clear, .written: return nil
             }
         }
@@ -40,8 +50,10 @@ extension Journal {
     ///  set (1):    flags u32, version u64, expiresAt i64, ttl i64, key length u32, key, value
     ///  delete (2): key
     ///  clear (3):  nothing
-    ///  touch (4):  expiresAt i64, key
+    ///  touch (4):  expiresAt i64, key                     (older builds; still read)
     ///  written (5): version u64, file name
+    ///  lifetime (6): options u8 (bit 0: keeps an absolute lifetime; others 0),
+    ///               expiresAt i64, ttl i64, key
     /// ```
     ///
     /// All integers little-endian. `length` counts the payload (type and fields). The
@@ -53,7 +65,7 @@ extension Journal {
         static let maximumPayload = 1 << 30
 
         enum Kind: UInt8 {
-            case set = 1, delete = 2, clear = 3, touch = 4, written = 5
+            case set = 1, delete = 2, clear = 3, touch = 4, written = 5, lifetime = 6
         }
 
         /// Appends one framed record to `out`.
@@ -92,6 +104,12 @@ extension Journal {
                 out.append(Kind.written.rawValue)
                 LittleEndian.append(version, to: &out, width: 8)
                 out.append(contentsOf: name.utf8)
+            case .lifetime(let key, let expiresAt, let ttl, let keepsAbsolute):
+                out.append(Kind.lifetime.rawValue)
+                out.append(keepsAbsolute ? 1 : 0)
+                LittleEndian.append(UInt64(bitPattern: expiresAt), to: &out, width: 8)
+                LittleEndian.append(UInt64(bitPattern: ttl), to: &out, width: 8)
+                out.append(contentsOf: key.utf8)
             }
             let length = out.count - start - frameHeaderSize + value.count
             LittleEndian.put(UInt64(length), into: &out, at: start, width: 4)
@@ -114,6 +132,7 @@ extension Journal {
             case .clear: return frameHeaderSize + 1
             case .touch(let key, _): return frameHeaderSize + 1 + 8 + key.utf8.count
             case .written(let name, _): return frameHeaderSize + 1 + 8 + name.utf8.count
+            case .lifetime(let key, _, _, _): return frameHeaderSize + 1 + 17 + key.utf8.count
             }
         }
 
@@ -181,6 +200,13 @@ extension Journal {
                 guard body.count >= 8 else { return nil }
                 return .written(name: String(decoding: body[8...], as: UTF8.self),
                                 version: LittleEndian.get(body, at: 0, width: 8))
+            case .lifetime:
+                guard body.count >= 17, body[0] & ~1 == 0 else { return nil }
+                return .lifetime(
+                    key: String(decoding: body[17...], as: UTF8.self),
+                    expiresAtNanos: Int64(bitPattern: LittleEndian.get(body, at: 1, width: 8)),
+                    ttlNanos: Int64(bitPattern: LittleEndian.get(body, at: 9, width: 8)),
+                    keepsAbsolute: body[0] & 1 != 0)
             }
         }
     }

@@ -1,6 +1,14 @@
 // Reading the journal back at start: every record past the checkpoint, in order; a torn
 // or invalid tail of the newest segment cut off (the end of the log, as in LevelDB and
 // Redis); damage anywhere before it reported, never silently skipped.
+//
+// A record whose frame runs past the end of the file is torn; a complete frame with a bad
+// checksum is invalid. An invalid record followed by a valid one is damage in the middle:
+// reported (`Corruption.invalidRecord`) and skipped. A torn or invalid record with nothing
+// valid after it is the end of the log: in the newest segment the expected trace of a
+// crash mid-write, cut off (`truncate`) and reported as `tail`; in an older segment
+// reported as damage. A segment whose header is damaged or names another sequence than
+// its file is skipped and reported.
 
 #if canImport(Glibc)
 import Glibc

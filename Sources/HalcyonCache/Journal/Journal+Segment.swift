@@ -1,5 +1,19 @@
 // Segment files: their names, their header (magic, format, sequence, salt), and finding
 // them in the journal folder.
+//
+// Segments are files `journal-<sequence>.log` (sequence zero-padded to 16 digits), always
+// new (`O_CREAT|O_EXCL`): a writer starts one past the largest sequence present, so it
+// never appends after a tail a crash may have torn. A segment closes after
+// `segmentSizeLimit` bytes (a group is never split). The header, 24 bytes:
+//
+//   0      4        6         8          16     20       24
+//   +------+--------+---------+----------+------+--------+-----------
+//   | HCYJ | format | hdr len | sequence | salt | CRC32C | records...
+//   |      | u16 =1 | u16 =24 |   u64    | u32  |  u32   |
+//   +------+--------+---------+----------+------+--------+-----------
+//
+// The salt (random per segment) makes a record from another segment, or one left at the
+// same offset by an older file, fail its check.
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,11 @@
 // per group of writes, before the per-key files are written behind it. This folder holds
 // the component alone (records, segments, the writer, recovery, the checkpoint); the
 // hybrid cache's write path appends to it and materializes from it.
-// Docs/ARCHITECTURE.md ("The write-ahead journal") describes the format.
+// Records keep absolute times (nanoseconds since 1970, -1 never), as Redis propagates
+// `EX` as `PXAT`, so a record means the same whenever it is replayed. The record format is
+// in Journal+Record.swift, the segment header in Journal+Segment.swift. Measurements
+// (appends singly and in groups, `write` against `writev`, where a large value is better
+// written straight to its file): Benchmarks/RESULTS.md, "Journal I/O".
 
 /// The journal's namespace.
 ///

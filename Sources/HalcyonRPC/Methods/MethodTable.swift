@@ -4,6 +4,23 @@
 // handler runs; the transport asks a line's flags. Adding a method is a line here and
 // a handler beside its kind (ReadMethods, WriteMethods, InfoMethods, AtomicMethods,
 // MultiKeyMethods, KeyListMethods, LeaseMethods).
+//
+// Flags: `read` reads the cache and changes nothing (a sliding expiration aside); `write`
+// changes it and runs in the cache's order across connections; `fast` can be answered
+// without waiting for that order (the synchronous path); `transport` is carried out by the
+// transport itself (`$/cancelRequest`: never held, never reaches a handler); `debug` exists
+// only with `--enable-debug-methods`.
+//
+// Before any handler runs, `Dispatcher.prepare` checks what the line states, in a fixed
+// order (the first failure is the one reported): the method exists and is enabled, its
+// params name nothing the line does not list (-32602 `unknownParam`), its `options` are
+// valid. `Dispatcher.memoryAnswers` names, for some `fast` lines, a second function that
+// answers from memory at once (`cache.get`, `cache.isCached`, `cache.describe`,
+// `server.ping`). `MethodRoute.byName` joins them once, checked when the dispatcher starts
+// (no name twice; a memory answer only for a `fast`, non-debug line); a request resolves
+// its route once, when it is parsed, and every later step reads it (flags, memory answer,
+// direct write, handler, and the method's latency series, made up front so recording a
+// request takes no lock).
 
 import HalcyonCache
 

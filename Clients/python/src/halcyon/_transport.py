@@ -112,7 +112,8 @@ class Connection:
         sock = self.sock
         if sock is None:
             raise Broken("connection is closed", delivered=False)
-        self._set_timeout(sock, timeout)
+        if timeout != self._timeout:
+            self._set_timeout(sock, timeout)
         try:
             sent = sock.send(payload, _DONTWAIT)
         except (BlockingIOError, InterruptedError):
@@ -126,14 +127,16 @@ class Connection:
         buf = self._buffer
         while True:
             data = self._recv(sock, True, [rid])
-            if not buf and data[-1:] == b"\n" and data.find(b"\n") == len(data) - 1:
-                chunk = data  # the usual case: exactly our one line, nothing left over
+            if not buf and data.find(b"\n") == len(data) - 1:
+                # The usual case: exactly our one line, nothing left over. One parse
+                # of the line as it came (JSON allows the trailing newline).
+                arrived = _wire.parse_line(data)
             else:
                 taken = _take_lines(buf, data)
                 if taken is None:
                     continue
-                chunk = taken
-            for reply in _wire.parse_lines(chunk):
+                arrived = _wire.parse_lines(taken)
+            for reply in arrived:
                 got = reply.get("id")
                 if got == rid and type(got) is int:
                     return reply

@@ -10,10 +10,13 @@ clients only differ in how they move bytes.
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as _dt
 import json
+import json.scanner
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
@@ -109,7 +112,8 @@ def encode_value(value: Any) -> Tuple[Any, str]:
         TypeError: the value is not one of those.
     """
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii"), "base64"
+        raw = value if type(value) is bytes else bytes(value)
+        return binascii.b2a_base64(raw, newline=False).decode("ascii"), "base64"
     if isinstance(value, str):
         return value, "utf8"
     try:
@@ -121,6 +125,16 @@ def encode_value(value: Any) -> Tuple[Any, str]:
         ) from None
     _check_json_value(value)
     return value, "json"
+
+
+if sys.version_info >= (3, 11):
+    def _b64decode(text: str) -> bytes:
+        # Strict mode refuses what ``b64decode(validate=True)`` refuses (and data after
+        # the padding) without its regex pass over the value.
+        return binascii.a2b_base64(text, strict_mode=True)
+else:  # pragma: no cover - older Pythons
+    def _b64decode(text: str) -> bytes:
+        return base64.b64decode(text, validate=True)
 
 
 _INT64 = range(-(2**63), 2**63)
@@ -152,7 +166,7 @@ def decode_value(wire: Any, encoding: Optional[str]) -> Any:
     if encoding == "base64":
         if not isinstance(wire, str):
             raise errors.ProtocolError(f"base64 value is not a string: {wire!r}")
-        return base64.b64decode(wire, validate=True)
+        return _b64decode(wire)
     if encoding == "utf8":
         if not isinstance(wire, str):
             raise errors.ProtocolError(f"utf8 value is not a string: {wire!r}")
@@ -383,11 +397,27 @@ else:  # pragma: no cover - other Pythons
     def _encode(obj: Any) -> str:
         return _ENCODE(obj)
 _loads = json.loads
+#: The decoder's scanner, called directly: ``json.loads`` wraps it in two Python-level
+#: calls and two whitespace regex matches, which cost as much as the parse of a short
+#: reply. Same settings as ``json.loads`` (strict strings, float, int, NaN allowed).
+# Looked up by name, as _encode_string below: typeshed types its argument oddly.
+_scan_once: Callable[[str, int], Tuple[Any, int]] = getattr(json.scanner, "make_scanner")(json.JSONDecoder())
+_JSON_SPACE = " \t\n\r"
 
 
 def _DECODE(data: bytes) -> Any:
-    # json.loads on bytes first sniffs the encoding; the daemon only sends UTF-8.
-    return _loads(data.decode("utf-8"))
+    # Bytes are decoded as UTF-8 here: json.loads on bytes first sniffs the encoding,
+    # and the daemon only sends UTF-8.
+    text = data.decode("utf-8")
+    if not text or text[0] in _JSON_SPACE:
+        return _loads(text)  # leading space: the full parser, with its error messages
+    try:
+        obj, end = _scan_once(text, 0)
+    except StopIteration:
+        return _loads(text)  # not a JSON value: let json.loads raise its error
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return _loads(text)  # extra data after the value: json.loads raises
+    return obj
 
 
 def dumps(obj: Any) -> bytes:

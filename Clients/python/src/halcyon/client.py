@@ -226,7 +226,9 @@ class Client:
                 rid = self._next_id
                 self._next_id += 1
                 try:
-                    conn = self._connection(wait)
+                    conn = self._conn
+                    if conn is None or conn.sock is None or self._forks != _forks[0]:
+                        conn = self._connection(wait)
                     reply = conn.call(command.line(rid), rid, wait)
                     break
                 except Timeout as exc:
