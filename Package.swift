@@ -150,6 +150,22 @@ let package = Package(
             path: "Tests/HalcyonFuzzer",
             swiftSettings: swiftSettings
         ),
+        // The hot-path scanner against jansson: `ScannerFuzzer` checks one input (it needs
+        // HalcyonJSON only, so the fuzzing build is small); `halcyon-scanner-fuzz` is
+        // libFuzzer's entry point when scripts/fuzz-scanner builds it with -sanitize=fuzzer
+        // -DFUZZING, a corpus replayer otherwise.
+        .target(
+            name: "HalcyonScannerFuzzing",
+            dependencies: ["HalcyonJSON"],
+            path: "Tests/HalcyonScannerFuzzing",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "halcyon-scanner-fuzz",
+            dependencies: ["HalcyonScannerFuzzing", "CFuzzerDriver"],
+            path: "Tests/HalcyonScannerFuzzer",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HalcyonUpstream",
             dependencies: [
@@ -205,7 +221,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport"],
+            name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport", "HalcyonScannerFuzzing"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),

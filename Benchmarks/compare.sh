@@ -5,16 +5,25 @@
 # all three with the same C load generator (loadgen/loadgen.c), and writes a
 # markdown report: requests/s per cell with the ratios halcyond/redis and
 # halcyond/memcached, then halcyond alone per callback-queue policy and for disk
-# reads. Every server it started is stopped on exit.
+# reads. Every server it started is stopped on exit. The floor section is the request
+# floor and the target cells: ping, get, set and the 9:1 mix, with each server's CPU per
+# request and context switches per request, optionally beside a second halcyond build
+# (--baseline), all interleaved run by run.
 #
 # usage: Benchmarks/compare.sh [--seconds S] [--out FILE] [--only LIST]
-#                              [--halcyond PATH] [--no-build] [--quick]
+#                              [--halcyond PATH [--halcyond BASELINE]] [--baseline PATH]
+#                              [--results] [--no-build] [--quick]
 #   --seconds S      measured seconds per run (default 1; each run also has 0.5 s warm-up)
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
 #   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
-#   --only LIST      comma-separated sections: main,reads,policies,disk,memset,atomic,wal (default all)
-#   --halcyond PATH  use this binary instead of building the repo's release halcyond
+#   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all)
+#   --halcyond PATH  use this binary instead of building the repo's release halcyond; given twice,
+#                    the second is the baseline
+#   --baseline PATH  a second halcyond, run beside the first in the floor and atomic sections
+#                    (its own socket and cache folder, interleaved with the others; medians)
+#   --results        also write the report's tables into Benchmarks/RESULTS.md, replacing the
+#                    section this script owns there (between its begin/end markers)
 #   --no-build       do not run `swift build` (use .build/release/halcyond as it is)
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
 # Environment: DISK_KEYS (keys per disk-read round, default 10000), KEYS (key space, default 10000),
@@ -28,8 +37,10 @@ cell_seconds=1
 warmup=0.5
 repeat=3
 out="$here/.reports/compare.md"
-only="main,reads,policies,disk,memset,atomic,wal"
+only="floor,main,reads,policies,disk,memset,atomic,wal"
 halcyond=""
+baseline=""
+results=0
 build=1
 keys="${KEYS:-10000}"
 disk_keys="${DISK_KEYS:-10000}"
@@ -41,10 +52,12 @@ while [ $# -gt 0 ]; do
         --warmup) warmup="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --only) only="$2"; shift 2 ;;
-        --halcyond) halcyond="$2"; shift 2 ;;
+        --halcyond) if [ -n "$halcyond" ]; then baseline="$2"; else halcyond="$2"; fi; shift 2 ;;
         --no-build) build=0; shift ;;
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        --baseline) baseline="$2"; shift 2 ;;
+        --results) results=1; shift ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -74,6 +87,7 @@ if [ -z "$halcyond" ]; then
     halcyond="$root/.build/release/halcyond"
 fi
 [ -x "$halcyond" ] || { echo "compare.sh: no halcyond at $halcyond" >&2; exit 2; }
+[ -z "$baseline" ] || [ -x "$baseline" ] || { echo "compare.sh: no baseline halcyond at $baseline" >&2; exit 2; }
 
 # ------------------------------------------------------------------ servers
 tmp="$(mktemp -d /tmp/hcmp.XXXXXX)"   # short: sun_path holds 108 bytes
@@ -109,19 +123,34 @@ mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 memcached_pid=$!
 pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
-start_halcyond() {
+start_halcyond() { # binary name: starts it on $tmp/NAME.sock with its own cache folder
     # shellcheck disable=SC2086  # HALCYOND_ARGS is a list of flags
-    "$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" ${HALCYOND_ARGS:-} >"$tmp/halcyond.log" 2>&1 &
-    halcyond_pid=$!
-    pids+=($halcyond_pid)
-    wait_socket "$tmp/h.sock" $halcyond_pid halcyond
+    "$1" --socket "$tmp/$2.sock" --cache-dir "$tmp/$2-cache" ${HALCYOND_ARGS:-} >"$tmp/$2.log" 2>&1 &
+    started_pid=$!
+    pids+=($started_pid)
+    wait_socket "$tmp/$2.sock" $started_pid "$2"
 }
-start_halcyond
-declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/h.sock" [redisaof]="$tmp/redisaof.sock")
+start_halcyond "$halcyond" halcyon
+halcyond_pid=$started_pid
+declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/halcyon.sock" [redisaof]="$tmp/redisaof.sock")
 declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid" [redisaof]="$redisaof_pid")
+# The baseline build, when given, is the proto `halcyonb` (loadgen speaks halcyon to it).
+if [ -n "$baseline" ]; then
+    start_halcyond "$baseline" halcyonb
+    sock[halcyonb]="$tmp/halcyonb.sock"
+    server_pid[halcyonb]=$started_pid
+fi
+# with_baseline PROTOS: PROTOS, plus halcyonb after halcyon when a baseline runs.
+with_baseline() { if [ -n "$baseline" ]; then echo "${1/halcyon/halcyon,halcyonb}"; else echo "$1"; fi; }
 clk_tck="$(getconf CLK_TCK)"
 # cpu_ticks PID: user + system CPU time the process has used, in clock ticks (/proc/PID/stat).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# context_switches PID: voluntary + involuntary switches of all the process's threads
+# (/proc/PID/task/*/status; a thread that exits during a run takes its count with it).
+context_switches() {
+    cat /proc/"$1"/task/*/status 2>/dev/null |
+        awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
 
 # ------------------------------------------------------------------ cells
 raw="$tmp/raw.txt"
@@ -132,11 +161,14 @@ field() { # line name
 # run PROTO LOADGEN-ARGS...: prints loadgen's line ("" when it failed); keeps it in $raw.
 run() {
     local proto="$1"; shift
-    local line rc=0 cpu0 cpu1 lp="$proto"
+    local line rc=0 cpu0 cpu1 cs0 cs1 lp="$proto"
     [ "$proto" = redisaof ] && lp=redis
+    [ "$proto" = halcyonb ] && lp=halcyon
     cpu0="$(cpu_ticks "${server_pid[$proto]}")"
+    cs0="$(context_switches "${server_pid[$proto]}")"
     line="$("$loadgen" --proto "$lp" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
     cpu1="$(cpu_ticks "${server_pid[$proto]}")"
+    cs1="$(context_switches "${server_pid[$proto]}")"
     if [ -z "$line" ]; then
         log "FAILED ($rc): $proto $*: $(tail -1 "$tmp/loadgen.err")"
         echo "FAILED $proto $*" >>"$raw"
@@ -148,12 +180,17 @@ run() {
     # cell's first run, the prefill included) divided by the replies of the run.
     line="$line server_cpu_us=$(awk -v t="$((cpu1 - cpu0))" -v hz="$clk_tck" -v n="$(field "$line" replies)" \
         'BEGIN { if (n + 0 > 0) printf "%.2f", t / hz * 1e6 / n; else printf "n/a" }')"
+    # Context switches per request, counted the same way (all threads, whole run).
+    line="$line server_cs_per_req=$(awk -v d="$((cs1 - cs0))" -v n="$(field "$line" replies)" \
+        'BEGIN { if (n + 0 > 0) printf "%.3f", d / n; else printf "n/a" }')"
+    line="$line server=$proto"
     echo "$line" >>"$raw"
     log "$line"
     echo "$line"
 }
 rps() { local v; v="$(field "$1" rps)"; echo "${v:-n/a}"; }
 cpu() { local v; v="$(field "$1" server_cpu_us)"; echo "${v:-n/a}"; }
+cs() { local v; v="$(field "$1" server_cs_per_req)"; echo "${v:-n/a}"; }
 ratio() { # a b
     awk -v a="$1" -v b="$2" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else printf "n/a" }'
 }
@@ -204,11 +241,42 @@ report="$tmp/report.md"
     echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
-    echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond); $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
+    echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
     echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\` (defaults otherwise)."
     echo "- Each connection is one client thread sending batches of \`pipeline\` requests and reading all replies before the next batch; latency (µs) is that of one batch."
     echo
 } >"$report"
+
+# ------------------------------------------------------------------ 0. the floor and the targets
+if want floor; then
+    log "section: the request floor and the target cells"
+    bcols=""; bsep=""
+    [ -n "$baseline" ] && { bcols=" baseline | baseline/redis |"; bsep="---:|---:|"; }
+    {
+        echo "## The request floor and the target cells: ping, get, set, 9:1 mix (value 100 B)"
+        echo
+        echo "Gets and pings against Redis without persistence; sets and the mix against Redis with \`appendonly yes\`, \`appendfsync everysec\` (both servers acknowledge a write that survives kill -9). Load C×P: C connections, each sending batches of P requests. CPU µs/req: the server's CPU time (user + system, \`/proc/PID/stat\`) over the median run divided by its replies, warm-up included. Context switches/req: voluntary + involuntary switches of all the server's threads (\`/proc/PID/task/*/status\`) over the same run, divided by its replies.${baseline:+ baseline: a second halcyond build (\`$baseline\`), run in turn with the others.}"
+        echo
+        echo "| op | load | redis | halcyond | halcyond/redis |$bcols redis p99 µs | halcyond p99 µs | CPU µs/req redis / halcyond${baseline:+ / baseline} | ctx switches/req redis / halcyond${baseline:+ / baseline} |"
+        echo "|---|---|---:|---:|---:|$bsep---:|---:|---:|---:|"
+    } >>"$report"
+    for spec in "ping 1 1" "ping 8 16" "get 1 1" "get 8 1" "get 8 16" "get 64 16" \
+                "set 1 1" "set 8 1" "set 8 16" "mixed 1 1" "mixed 8 1" "mixed 8 16" "mixed 64 16"; do
+        read -r op c p <<<"$spec"
+        r=redis; case "$op" in set|mixed) r=redisaof ;; esac
+        extra=(--op "$op" --value-size 100 --conns "$c" --pipeline "$p" --key-prefix "f:")
+        case "$op" in
+            ping|set) extra+=(--no-prefill) ;;
+            *) extra+=(--prefill-params '"toDisk":false') ;;
+        esac
+        cell "$(with_baseline "$r,halcyon")" "${common[@]}" "${extra[@]}"
+        rl="${med[$r]}"; h="${med[halcyon]}"; b="${med[halcyonb]:-}"
+        label="$op"; [ "$op" = mixed ] && label="9 get : 1 set"
+        bvals=""; [ -n "$baseline" ] && bvals=" $(rps "$b") | $(ratio "$(rps "$b")" "$(rps "$rl")") |"
+        echo "| $label | ${c}×$p | $(rps "$rl") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$rl")") |$bvals $(field "$rl" p99_us) | $(field "$h" p99_us) | $(cpu "$rl") / $(cpu "$h")${baseline:+ / $(cpu "$b")} | $(cs "$rl") / $(cs "$h")${baseline:+ / $(cs "$b")} |" >>"$report"
+    done
+    echo >>"$report"
+fi
 
 # ------------------------------------------------------------------ 1. main matrix
 if want main; then
@@ -364,16 +432,16 @@ if want atomic; then
         echo
         echo "One request reads 100 consecutive keys of the key space (prefilled; halcyond's prefill uses \`\"toDisk\": false\`). keys/s = requests/s × 100."
         echo
-        echo "| conns | pipeline | redis MGET req/s | halcyond getMany req/s | halcyond/redis | halcyond keys/s | halcyond p50/p99 µs | notes |"
-        echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+        echo "| conns | pipeline | redis MGET req/s | halcyond getMany req/s | halcyond/redis | halcyond keys/s | halcyond p50/p99 µs | CPU µs/req redis / halcyond${baseline:+ / baseline} |${baseline:+ baseline req/s |} notes |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|---:|${baseline:+---:|}---|"
     } >>"$report"
     for c in 1 4; do
         for p in 1 8; do
-            cell redis,halcyon "${common[@]}" --op mget --batch-keys 100 --value-size 100 --conns "$c" --pipeline "$p" \
+            cell "$(with_baseline redis,halcyon)" "${common[@]}" --op mget --batch-keys 100 --value-size 100 --conns "$c" --pipeline "$p" \
                 --key-prefix "mg:" --prefill-params '"toDisk":false'
-            r="${med[redis]}"; h="${med[halcyon]}"
+            r="${med[redis]}"; h="${med[halcyon]}"; b="${med[halcyonb]:-}"
             keys_s="$(awk -v r="$(rps "$h")" 'BEGIN { if (r+0 > 0) printf "%.0f", r * 100; else printf "n/a" }')"
-            echo "| $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $keys_s | $(lat "$h") | $(notes "$h") |" >>"$report"
+            echo "| $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $keys_s | $(lat "$h") | $(cpu "$r") / $(cpu "$h")${baseline:+ / $(cpu "$b")} |${baseline:+ $(rps "$b") |} $(notes "$h") |" >>"$report"
         done
     done
     {
@@ -382,15 +450,15 @@ if want atomic; then
         echo
         echo "1000 counters, uniform. A halcyond incr is answered once the new value's journal record reached the kernel (survives kill -9, like an AOF write before its fsync; the value's file is written behind); Redis appends to its AOF and fsyncs once a second."
         echo
-        echo "| conns | pipeline | redis AOF everysec | halcyond | halcyond/redis | halcyond p50/p99 µs | notes |"
-        echo "|---:|---:|---:|---:|---:|---:|---|"
+        echo "| conns | pipeline | redis AOF everysec | halcyond | halcyond/redis | halcyond p50/p99 µs | CPU µs/req redis / halcyond${baseline:+ / baseline} |${baseline:+ baseline req/s |} notes |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|${baseline:+---:|}---|"
     } >>"$report"
     for c in 1 4; do
         for p in 1 32; do
-            cell redisaof,halcyon --seconds "$cell_seconds" --warmup "$warmup" --keys 1000 --op incr --conns "$c" \
+            cell "$(with_baseline redisaof,halcyon)" --seconds "$cell_seconds" --warmup "$warmup" --keys 1000 --op incr --conns "$c" \
                 --pipeline "$p" --key-prefix "ctr:" --no-prefill
-            r="${med[redisaof]}"; h="${med[halcyon]}"
-            echo "| $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$h") | $(notes "$h") |" >>"$report"
+            r="${med[redisaof]}"; h="${med[halcyon]}"; b="${med[halcyonb]:-}"
+            echo "| $c | $p | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$h") | $(cpu "$r") / $(cpu "$h")${baseline:+ / $(cpu "$b")} |${baseline:+ $(rps "$b") |} $(notes "$h") |" >>"$report"
         done
     done
     echo >>"$report"
@@ -423,7 +491,7 @@ if want wal; then
     stats="$(printf '{"jsonrpc":"2.0","id":1,"method":"cache.stats"}\n' | timeout 10 python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
-print(s.makefile().readline().strip())' "$tmp/h.sock" 2>/dev/null || echo "(stats unavailable)")"
+print(s.makefile().readline().strip())' "$tmp/halcyon.sock" 2>/dev/null || echo "(stats unavailable)")"
     {
         echo "| sustained set, ${sustained} s, 100,000 keys | 8 | 16 | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $(notes "$h") |"
         echo
@@ -449,3 +517,30 @@ fi
 mkdir -p "$(dirname "$out")"
 cp "$report" "$out"
 log "report: $out"
+
+# ------------------------------------------------------------------ RESULTS.md
+# The report without its raw lines, one heading level down, replaces what lies between the
+# markers in RESULTS.md (appended with them the first time). Full reports stay in .reports/.
+if [ "$results" = 1 ]; then
+    results_file="$here/RESULTS.md"
+    begin='<!-- compare.sh: begin (written by Benchmarks/compare.sh --results; edits here are replaced) -->'
+    end='<!-- compare.sh: end -->'
+    section="$tmp/section.md"
+    {
+        echo "$begin"
+        echo "## Side by side with Redis and memcached, current (\`compare.sh --results\`)"
+        echo
+        echo "- Commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)'); command: \`Benchmarks/compare.sh --only $only --seconds $cell_seconds --repeat $repeat --results${baseline:+ --baseline …}\`"
+        sed -n '/^- Run:/,$p' "$report" | sed '/^<details>/,$d' | sed 's/^#/##/'
+        echo "$end"
+    } >"$section"
+    touch "$results_file"
+    awk -v b="$begin" -v e="$end" -v f="$section" '
+        $0 == b { while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
+        $0 == e { skip = 0; next }
+        !skip { print }
+        END { if (!done) { print ""; while ((getline l < f) > 0) print l } }
+    ' "$results_file" >"$tmp/RESULTS.md"
+    cp "$tmp/RESULTS.md" "$results_file"
+    log "tables written to $results_file"
+fi

@@ -28,6 +28,12 @@ public struct Params: Sendable {
     /// is refused before anything runs. Default: every key.
     public var keyRule = DiskStorage.KeyRule.anyKey
 
+    /// Bit `n % 64` is set when some member's name is `n` UTF-8 bytes long (every bit when
+    /// the names were not walked). A method reads many optional members that are mostly
+    /// absent (a get reads seven names of a one-member object): a name whose length no
+    /// member has is known absent without jansson hashing it.
+    private let memberNameLengths: UInt64
+
     /// Wraps `params`, rejecting any member whose name is not in `allowed`
     /// (`unknownParam`), so a typo does not silently fall back to a default.
     public init(node params: JSONNode?, allowed: ParamNames) throws(RPCError) {
@@ -35,9 +41,11 @@ public struct Params: Sendable {
             let view = params.view
             guard view.isObject else { throw .positionalParams }
             var unknown: UnsafeRawBufferPointer?
+            var lengths: UInt64 = 0
             withExtendedLifetime(params) {
                 view.forEachMember { name, _ in
                     guard allowed.contains(name) else { unknown = name; return false }
+                    lengths |= 1 &<< UInt64(name.count & 63)
                     return true
                 }
             }
@@ -46,6 +54,9 @@ public struct Params: Sendable {
                 let name = withExtendedLifetime(params) { String(decoding: unknown, as: UTF8.self) }
                 throw .unknownParam(name)
             }
+            memberNameLengths = lengths
+        } else {
+            memberNameLengths = 0
         }
         node = params
     }
@@ -58,11 +69,17 @@ public struct Params: Sendable {
     /// Wraps `params` without checking member names.
     public init(unchecked params: JSONValue?) {
         node = params.map(JSONNode.init)
+        memberNameLengths = ~0
+    }
+
+    /// False when no member can be named `name` (see `memberNameLengths`).
+    @inline(__always) func mayHold(_ name: String) -> Bool {
+        memberNameLengths & (1 &<< UInt64(name.utf8.count & 63)) != 0
     }
 
     /// The member `name`; nil when absent or null. Valid while this `Params` lives.
     public func value(_ name: String) -> JSONView? {
-        guard let member = object?[name], !member.isNull else { return nil }
+        guard mayHold(name), let member = object?[name], !member.isNull else { return nil }
         return member
     }
 
@@ -145,7 +162,7 @@ public struct Params: Sendable {
     /// A required request id (for `$/cancelRequest`): a string, number or null.
     /// Here `null` is a value, not "absent": it names the request whose id was null.
     public func id(_ name: String = "id") throws(RPCError) -> RPCID {
-        guard let member = object?[name] else { throw .missingParam(name) }
+        guard mayHold(name), let member = object?[name] else { throw .missingParam(name) }
         guard let id = RPCID(member) else { throw .wrongType(name, expected: "string, number or null") }
         return id
     }
@@ -155,7 +172,7 @@ public struct Params: Sendable {
     /// Unlike other members, `null` here is a value: the JSON `null` for `"json"`, and
     /// `invalidValue` for the string encodings.
     public func valueBytes(_ name: String = "value", encoding: ValueEncoding) throws(RPCError) -> [UInt8] {
-        guard let member = object?[name] else { throw .missingParam(name) }
+        guard mayHold(name), let member = object?[name] else { throw .missingParam(name) }
         return try encoding.decode(member)
     }
 

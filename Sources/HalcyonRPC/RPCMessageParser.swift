@@ -1,6 +1,11 @@
 // Turns one request line into requests, following JSON-RPC 2.0 to the letter.
 
 import HalcyonJSON
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Parses request lines.
 ///
@@ -11,6 +16,14 @@ public enum RPCMessageParser {
     /// so a typo such as `param` is not silently treated as "no params".
     static let envelopeMembers: Set<String> = ["jsonrpc", "method", "params", "id"]
 
+    /// Whether plain lines go through `JSONScanner` first (the default). With
+    /// `HALCYON_JSON_SCANNER=off` in the daemon's environment every line goes to jansson:
+    /// the way to measure what the scanner saves, or to rule it out. Read once.
+    public static let usesScanner: Bool = {
+        guard let value = getenv("HALCYON_JSON_SCANNER") else { return true }
+        return String(cString: value) != "off"
+    }()
+
     /// Parses one line (without its `\n`; a trailing `\r` is ignored too).
     ///
     /// - Parameter maxBatch: the largest batch accepted; a larger one is one
@@ -20,10 +33,17 @@ public enum RPCMessageParser {
         if let last = line.last, last == UInt8(ascii: "\r") {
             line = UnsafeRawBufferPointer(rebasing: line.dropLast())
         }
+        // The scanner takes the plain lines that are most of the traffic and builds the
+        // tree jansson would; anything else (batches, escapes, unusual numbers, errors)
+        // is jansson's, which defines what every line means.
         let root: JSONValue
-        switch JSONValue.parse(line) {
-        case .success(let parsed): root = parsed
-        case .failure(let error): return .failure(.parseError(error))
+        if usesScanner, case .parsed(let scanned) = JSONScanner.scan(line) {
+            root = scanned
+        } else {
+            switch JSONValue.parse(line) {
+            case .success(let parsed): root = parsed
+            case .failure(let error): return .failure(.parseError(error))
+            }
         }
         // Every element borrows from `root`; requests keep it alive through their params.
         return withExtendedLifetime(root) {

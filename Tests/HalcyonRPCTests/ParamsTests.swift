@@ -34,6 +34,24 @@ import Testing
         #expect(reason { _ = try Params(JSONValue.array([]), allowed: []) } == "positionalParams")
     }
 
+    @Test func membersAreFoundWhateverTheLengthsOfOthers() throws {
+        // Lookups skip names whose length no member has: members of equal length (`key`,
+        // `ttl`), lengths 64 apart (which share a bit) and absent names must all answer right.
+        let long = String(repeating: "n", count: 67)
+        let p = try params(#"{"key":"a","ttl":5,"\#(long)":true,"value":null}"#,
+                           allowed: ["key", "ttl", long, "value", "abc", "encoding"])
+        #expect(try p.key() == "a")
+        #expect(try p.int("ttl") == 5)
+        #expect(try p.bool(long) == true)
+        #expect(try p.int("abc") == nil)
+        #expect(try p.string("encoding") == nil)
+        #expect(p.value("value") == nil)
+        #expect(reason { _ = try p.valueBytes("encoding", encoding: .utf8) } == "missingParam")
+        // Params not checked against names look every name up.
+        let unchecked = Params(unchecked: try JSONValue.parse(#"{"abc":1}"#).get())
+        #expect(try unchecked.int("abc") == 1)
+    }
+
     @Test func keyRules() throws {
         #expect(try params(#"{"key":"a/b\u0000c"}"#).key() == "a/b\u{0}c")
         #expect(try params(#"{"k":"x"}"#).key("k") == "x")

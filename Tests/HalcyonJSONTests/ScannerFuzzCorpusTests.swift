@@ -1,0 +1,37 @@
+// The scanner's differential fuzz corpus (Fuzz/scanner-corpus: hot request lines and the
+// near-misses the scanner must leave to jansson) replayed through the fuzzer's check.
+
+import Foundation
+import HalcyonScannerFuzzing
+import HalcyonJSON
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct ScannerFuzzCorpusTests {
+    @Test func corpusAgreesWithJansson() throws {
+        // Tests/HalcyonJSONTests/ScannerFuzzCorpusTests.swift -> the package root.
+        let corpus = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/scanner-corpus")
+        let files = try FileManager.default.contentsOfDirectory(at: corpus, includingPropertiesForKeys: nil)
+        #expect(files.count >= 40, "the corpus at \(corpus.path) is missing")
+        let fuzzer = ScannerFuzzer()
+        for file in files.sorted(by: { $0.path < $1.path }) {
+            let data = try Data(contentsOf: file)
+            let problem = data.withUnsafeBytes { fuzzer.check($0) }
+            #expect(problem == nil, "\(file.lastPathComponent): \(problem ?? "")")
+        }
+        // Both paths are exercised: hot lines taken, near-misses deferred.
+        #expect(fuzzer.scanned >= 10)
+        #expect(fuzzer.deferred >= 20)
+    }
+
+    @Test func checkCatchesADisagreement() throws {
+        let scanned = try JSONValue.parse(#"{"id":1}"#).get()
+        #expect(ScannerFuzzer.disagreement(scanned, jansson: JSONValue.parse(#"{"id":1.0}"#)) != nil)
+        #expect(ScannerFuzzer.disagreement(try JSONValue.parse(#"{"a":1,"b":2}"#).get(),
+                                           jansson: JSONValue.parse(#"{"b":2,"a":1}"#)) != nil)
+        #expect(ScannerFuzzer.disagreement(scanned, jansson: JSONValue.parse(#"{"id":1"#)) != nil)
+        #expect(ScannerFuzzer.disagreement(scanned, jansson: JSONValue.parse(#"{"id":1}"#)) == nil)
+    }
+}
