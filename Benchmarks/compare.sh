@@ -20,7 +20,7 @@
 #   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond; given twice,
 #                    the second is the baseline
-#   --baseline PATH  a second halcyond, run beside the first in the floor and atomic sections
+#   --baseline PATH  a second halcyond, run beside the first in the floor, main and atomic sections
 #                    (its own socket and cache folder, interleaved with the others; medians)
 #   --results        also write the report's tables into Benchmarks/RESULTS.md, replacing the
 #                    section this script owns there (between its begin/end markers)
@@ -288,8 +288,8 @@ if want main; then
         echo
         echo "Server CPU µs/req: the server process's CPU time (user + system, \`/proc/PID/stat\`) over the median run divided by the replies of that run."
         echo
-        echo "| op | value B | conns | pipeline | redis | memcached | halcyond | halcyond/redis | halcyond/memcached | halcyond p50/p99 µs | server CPU µs/req halcyond / redis | notes |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        echo "| op | value B | conns | pipeline | redis | memcached | halcyond | halcyond/redis | halcyond/memcached |${baseline:+ baseline | halcyond/baseline |} halcyond p50/p99 µs | server CPU µs/req halcyond / redis${baseline:+ / baseline} | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|${baseline:+---:|---:|}---:|---:|---|"
     } >>"$report"
     for op in get set; do
         for v in 100 4096; do
@@ -298,12 +298,13 @@ if want main; then
                     extra=(--op "$op" --value-size "$v" --conns "$c" --pipeline "$p" --key-prefix "m$v:")
                     # Gets need the keys in memory only: a prefill to disk costs ~10 s at halcyond's set rate.
                     if [ "$op" = set ]; then extra+=(--no-prefill); else extra+=(--prefill-params '"toDisk":false'); fi
-                    cell redis,memcached,halcyon "${common[@]}" "${extra[@]}"
-                    r="${med[redis]}"; m="${med[memcached]}"; h="${med[halcyon]}"
+                    cell "$(with_baseline redis,memcached,halcyon)" "${common[@]}" "${extra[@]}"
+                    r="${med[redis]}"; m="${med[memcached]}"; h="${med[halcyon]}"; b="${med[halcyonb]:-}"
+                    bvals=""; [ -n "$baseline" ] && bvals=" $(rps "$b") | $(ratio "$(rps "$h")" "$(rps "$b")") |"
                     n="$(notes "$h")"
                     [ -n "$(notes "$r")" ] && n="$n redis: $(notes "$r")"
                     [ -n "$(notes "$m")" ] && n="$n memcached: $(notes "$m")"
-                    echo "| $op | $v | $c | $p | $(rps "$r") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(ratio "$(rps "$h")" "$(rps "$m")") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $n |" >>"$report"
+                    echo "| $op | $v | $c | $p | $(rps "$r") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(ratio "$(rps "$h")" "$(rps "$m")") |$bvals $(lat "$h") | $(cpu "$h") / $(cpu "$r")${baseline:+ / $(cpu "$b")} | $n |" >>"$report"
                 done
             done
         done
