@@ -179,36 +179,27 @@ extension HybridCache {
         }
     }
 
-    /// `increment` of a shared key: `INCRBY` upstream (Redis's 64-bit arithmetic). With
-    /// `initial` nil a missing key is refused after a read of it, so a key created by
-    /// another host between that read and the increment is incremented from 0.
+    /// `increment` of a shared key: `INCRBY` upstream (Redis's 64-bit arithmetic), in one
+    /// script with the check for a missing key when `initial` is nil, so it is atomic
+    /// across hosts either way.
     func incrementShared(
         _ near: NearCache, forKey key: String, by delta: Int64, initial: Int64?, flags: UInt32, options: Options,
         callbackQueue: CallbackQueue, completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)?
     ) -> CacheTask {
         let lifetime: Upstream.Lifetime? = options.diskExpiration == nil ? .keep : upstreamLifetime(options)
         return writeShared(near, key, callbackQueue, options.priority, completion) { done in
-            let increment: @Sendable () -> Void = {
-                near.tier.increment(key, by: delta, initial: initial ?? 0, flags: flags, lifetime: lifetime ?? .milliseconds(1)) { result in
-                    // The flags of an existing key are Redis's to keep: the copy goes, the next read brings it.
-                    near.drop(key)
-                    done(HybridCache.mapped(result, near) { outcome in
-                        switch outcome {
-                        case .value(let sum, let written):
-                            return .incremented(value: sum, version: written.version ?? 0, expiresAt: HybridCache.expiry(written.timeToLive))
-                        case .notAnInteger: return .notAnInteger
-                        case .overflow: return .overflow
-                        }
-                    })
-                }
-            }
-            guard initial == nil else { return increment() }
-            near.tier.get(key) { result in
-                switch result {
-                case .success(nil): done(.success(.missing))
-                case .success: increment()
-                case .failure(let failure): done(.failure(HybridCache.cacheError(failure, near)))
-                }
+            near.tier.increment(key, by: delta, initial: initial, flags: flags, lifetime: lifetime ?? .milliseconds(1)) { result in
+                // The flags of an existing key are Redis's to keep: the copy goes, the next read brings it.
+                near.drop(key)
+                done(HybridCache.mapped(result, near) { outcome in
+                    switch outcome {
+                    case .value(let sum, let written):
+                        return .incremented(value: sum, version: written.version ?? 0, expiresAt: HybridCache.expiry(written.timeToLive))
+                    case .notAnInteger: return .notAnInteger
+                    case .overflow: return .overflow
+                    case .missing: return .missing
+                    }
+                })
             }
         }
     }

@@ -137,12 +137,13 @@ extension Upstream {
         }
 
         public func increment(
-            _ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Lifetime,
+            _ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Lifetime,
             completion: @escaping @Sendable (Result<Incremented, Failure>) -> Void
         ) {
             completion(mutateIfReachable(key) { state, now -> (Incremented, Bool) in
                 let live = self.live(key, in: &state, now: now)
-                var current = initial
+                guard live != nil || initial != nil else { return (.missing, false) }
+                var current = initial ?? 0
                 if let live {
                     guard let text = String(bytes: live.entry.bytes, encoding: .utf8), let parsed = Int64(text),
                           !text.hasPrefix("+") else { return (.notAnInteger, false) }

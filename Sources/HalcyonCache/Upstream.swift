@@ -61,6 +61,8 @@ public enum Upstream {
         case notAnInteger
         /// The sum does not fit a signed 64-bit integer; nothing stored.
         case overflow
+        /// No live key and no `initial` value to start from; nothing stored.
+        case missing
     }
 
     /// The outcome of `acquireLease`.
@@ -136,10 +138,11 @@ public enum Upstream {
         /// Stores `entry` only when `key`'s version is `version`.
         func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Lifetime,
                            completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
-        /// Adds `delta` to the decimal integer under `key` (`initial` when none), storing
-        /// the sum with `flags`; `lifetime` applies to a new key, and to an existing one
-        /// unless it is `.keep`.
-        func increment(_ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Lifetime,
+        /// Adds `delta` to the decimal integer under `key` (`initial` when none; with
+        /// `initial` nil a missing key is `.missing`, decided in the same atomic step as the
+        /// increment), storing the sum with `flags`; `lifetime` applies to a new key, and to
+        /// an existing one unless it is `.keep`.
+        func increment(_ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Lifetime,
                        completion: @escaping @Sendable (Result<Incremented, Failure>) -> Void)
         /// Gives `key` a new lifetime; false when there is no such key.
         func touch(_ key: String, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)

@@ -102,10 +102,11 @@ public final class RedisTier: Upstream.Tier {
     }
 
     public func increment(
-        _ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Upstream.Lifetime,
+        _ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Incremented, Upstream.Failure>) -> Void
     ) {
-        let arguments: [ByteBuffer] = [.init(string: String(delta)), .init(string: String(initial)), .init(string: String(flags)),
+        // An empty initial tells the script to refuse a missing key instead of creating it.
+        let arguments: [ByteBuffer] = [.init(string: String(delta)), .init(string: initial.map { String($0) } ?? ""), .init(string: String(flags)),
                                        RedisTier.argument(lifetime)]
         execute(Script.increment, keys: [key, KeyLayout.meta(key)], arguments).map { result -> Result<Upstream.Incremented, Upstream.Failure> in
             switch result {
@@ -121,6 +122,7 @@ public final class RedisTier: Upstream.Tier {
                 if case .server(let text)? = error as? RedisError {
                     if text.contains("NOTINT") { return .success(.notAnInteger) }
                     if text.contains("OVERFLOW") { return .success(.overflow) }
+                    if text.contains("MISSING") { return .success(.missing) }
                 }
                 return .failure(RedisTier.failure(error))
             }

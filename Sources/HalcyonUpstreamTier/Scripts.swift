@@ -107,13 +107,17 @@ public struct Script: Sendable {
         return {1, nv, ttl}
         """)
 
-    /// KEYS: value, meta. ARGV: delta, initial, flags, lifetime. Redis's own INCRBY does the
-    /// 64-bit arithmetic (Lua numbers are doubles). Returns {sum, version, pttl}, or an
-    /// error reply naming `NOTINT` / `OVERFLOW` (Redis 7 puts `ERR ` before a code-less
-    /// script error); a refused sum leaves the key as it was.
+    /// KEYS: value, meta. ARGV: delta, initial (empty: a missing key is refused), flags,
+    /// lifetime. Redis's own INCRBY does the 64-bit arithmetic (Lua numbers are doubles).
+    /// Returns {sum, version, pttl}, or an error reply naming `NOTINT` / `OVERFLOW` /
+    /// `MISSING` (Redis 7 puts `ERR ` before a code-less script error); a refused sum
+    /// leaves the key as it was.
     static let increment = Script("""
         local existed = redis.call('EXISTS', KEYS[1]) == 1
-        if not existed then redis.call('SET', KEYS[1], ARGV[2]) end
+        if not existed then
+          if ARGV[2] == '' then return redis.error_reply('MISSING') end
+          redis.call('SET', KEYS[1], ARGV[2])
+        end
         local sum = redis.pcall('INCRBY', KEYS[1], ARGV[1])
         if type(sum) == 'table' and sum.err then
           if not existed then redis.call('DEL', KEYS[1]) end

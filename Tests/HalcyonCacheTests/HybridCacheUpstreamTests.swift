@@ -45,7 +45,7 @@ struct HybridCacheUpstreamTests {
                            completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
             run { self.inner.compareAndSet(key, entry, version: version, lifetime: lifetime, completion: completion) }
         }
-        func increment(_ key: String, by delta: Int64, initial: Int64, flags: UInt32, lifetime: Upstream.Lifetime,
+        func increment(_ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Upstream.Lifetime,
                        completion: @escaping @Sendable (Result<Upstream.Incremented, Upstream.Failure>) -> Void) {
             run { self.inner.increment(key, by: delta, initial: initial, flags: flags, lifetime: lifetime, completion: completion) }
         }

@@ -60,6 +60,8 @@ struct UpstreamInMemoryTests {
         }
         #expect(try sync { upstream.increment("k", by: 1, initial: 0, flags: 3, lifetime: .keep, completion: $0) }.get() == .notAnInteger)
         #expect(try sync { upstream.increment("n", by: .max, initial: 0, flags: 3, lifetime: .keep, completion: $0) }.get() == .overflow)
+        #expect(try sync { upstream.increment("absent", by: 1, initial: nil, flags: 3, lifetime: .keep, completion: $0) }.get() == .missing)
+        #expect(try sync { upstream.get("absent", completion: $0) }.get() == nil)
         #expect(try sync { upstream.removePrefix("", completion: $0) }.get() == 2)
     }
 

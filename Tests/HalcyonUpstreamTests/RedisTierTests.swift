@@ -38,7 +38,7 @@ extension Upstream.Tier {
             compareAndSet(key, entry, version: version, lifetime: .keep) { continuation.resume(returning: $0) }
         }
     }
-    func increment(_ key: String, by delta: Int64, initial: Int64 = 0, lifetime: Upstream.Lifetime = .keep) async -> Result<Upstream.Incremented, Upstream.Failure> {
+    func increment(_ key: String, by delta: Int64, initial: Int64? = 0, lifetime: Upstream.Lifetime = .keep) async -> Result<Upstream.Incremented, Upstream.Failure> {
         await withCheckedContinuation { continuation in
             increment(key, by: delta, initial: initial, flags: 3, lifetime: lifetime) { continuation.resume(returning: $0) }
         }
@@ -156,6 +156,13 @@ struct RedisTierTests {
         let fresh = unique("fresh")
         #expect(try await tier.increment(fresh, by: Int64.max, initial: 1).get() == .overflow)
         #expect(try await tier.get(fresh).get() == nil, "a refused increment of a new key left a key behind")
+        // Without an initial value a missing key is refused in the same script, and stays missing.
+        #expect(try await tier.increment(fresh, by: 1, initial: nil).get() == .missing)
+        #expect(try await tier.get(fresh).get() == nil, "an increment without an initial value created the key")
+        guard case .value(13, _) = try await tier.increment(counter, by: 1, initial: nil).get() else {
+            Issue.record("an increment without an initial value of an existing key")
+            return
+        }
         // touch gives a lifetime and the metadata follows it.
         #expect(try await tier.touch(counter, lifetime: .milliseconds(30_000)).get())
         let pttl = try redisCLI(try deployment.cli(for: counter) + ["PTTL", KeyLayout.meta(counter)])

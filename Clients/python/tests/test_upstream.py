@@ -176,6 +176,12 @@ def test_conditional_writes_agree_across_hosts(hosts: List[Daemon]) -> None:
             b.call("cache.incr", {"key": counter, "by": 10})
         assert get(a, counter)["value"] == 55
         assert get(b, counter)["value"] == 55
+        # create: false refuses a missing key in the same step as the sum, on any host.
+        absent = unique("absent")
+        assert b.call("cache.incr", {"key": absent, "by": 5, "create": False}) == \
+            {"value": None, "version": None, "expiresAt": None}
+        assert get(a, absent) == {"found": False}
+        assert a.call("cache.incr", {"key": counter, "by": 1, "create": False})["value"] == 56
         assert b.call("cache.touch", {"key": key, "expiration": {"seconds": 100}})["touched"] is True
         expires = get(a, key)["expiresAt"]
         assert expires is not None and 90 <= expires - time.time() <= 101
