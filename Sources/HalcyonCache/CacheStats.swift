@@ -88,7 +88,7 @@ public struct JournalStats: Sendable, Equatable {
     /// daemon and the journal was rebuilt from what is not yet in files.
     public var journalRebuilds: Int = 0
     /// Records of unwritten entries appended anew so a checkpoint could pass their old
-    /// segment without writing their files (see `HybridCache.copyForward`).
+    /// segment without writing their files (see `WriteBehind.copyForward`).
     public var recordsCopiedForward: Int = 0
     /// Groups that found a bound reached and waited for the materializer, and writes
     /// refused with `diskBacklog` after the wait.

@@ -3,7 +3,7 @@
 // 420-460 µs (a new inode, and a flush of the data before the rename replaces a file);
 // writing into the existing file costs some 9 µs. The price is that a crash or a
 // concurrent reader can meet a part-written file, so only a caller that can answer for
-// both may ask for it (see `HybridCache.materializeSlice`).
+// both may ask for it (see `HybridCache.WriteBehind.materializeSlice`).
 //
 // How: open the name (`O_RDWR|O_NOFOLLOW|O_NONBLOCK|O_NOATIME`), `fstat`, `writev` header +
 // key + value at offset 0, `ftruncate` when the old file was longer, `futimens` after the

@@ -134,7 +134,7 @@ extension HybridCache {
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
         if shared(write.key) != nil { return false }  // shared keys are written upstream (HybridCache+Upstream.swift)
-        guard let wb = writeBehind, wb.config.fsync != .always, scheduler.isIdle,
+        guard let wb = writeBehind, wb.fsync != .always, scheduler.isIdle,
               journalsDirectly(write.options, valueSize: write.valueSize), !wb.isNearBounds
         else { return false }
         if case .update(let u) = write { return decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension) }
@@ -147,7 +147,7 @@ extension HybridCache {
     /// no longer than the one file operation a commit may wait behind (a materializer slice).
     func decidesWithoutFiles(_ key: String, forcedExtension: String?) -> Bool {
         if memoryStorage.isCached(forKey: key) { return true }
-        if let wb = writeBehind, wb.table.withLock({ $0.entries[key] != nil }) { return true }
+        if let wb = writeBehind, wb.holdsUnwritten(key) { return true }
         return !diskStorage.mayHold(key: key, forcedExtension: forcedExtension)
     }
 
@@ -157,7 +157,7 @@ extension HybridCache {
         guard let wb = writeBehind else { return false }
         return WriteOperation.journalsValue(
             toDisk: options.toDisk, forcedExtension: options.forcedExtension, size: valueSize,
-            directValueSize: wb.config.directValueSize)
+            directValueSize: wb.directValueSize)
     }
 
     /// Applies every write of `group`, in order: on the ioQueue after every write queued

@@ -103,7 +103,7 @@ extension HybridCache {
         // direct path for as long as sets keep coming. Every other write may do file I/O
         // when applied (an unlink, file times, a large value's file, a trim) and is
         // counted, so a loop does not wait for it.
-        let short = operation.isJournaledSet(directValueSize: writeBehind?.config.directValueSize ?? 0)
+        let short = operation.isJournaledSet(directValueSize: writeBehind?.directValueSize ?? 0)
         scheduler.enqueueJournaled(pending, countedWhileQueued: !short) { [self] ticket in commitRun(startingAt: ticket) }
         return task
     }
@@ -169,7 +169,7 @@ extension HybridCache {
         }
         guard !records.isEmpty else { return }
         let size = records.reduce(0) { $0 + Journal.RecordCodec.framedSize($1) }
-        if let refusal = waitForRoom(wb) {
+        if let refusal = wb.waitForRoom(self) {
             for p in owners { p.failure = refusal }
             return
         }
@@ -190,7 +190,7 @@ extension HybridCache {
             wb.noteUnapplied(start)
             offset += UInt64(Journal.RecordCodec.framedSize(record))
         }
-        kickMaterializer(wb)
+        wb.kickMaterializer(self)
     }
 
     /// The record a write leaves in the journal; nil when it needs none (a write to
@@ -202,7 +202,7 @@ extension HybridCache {
         case .store(let s):
             guard s.forcedExtension == nil else { return nil }
             guard s.toDisk else { return .delete(key: s.key) }
-            guard s.entry.bytes.count < wb.config.directValueSize else { return nil }
+            guard s.entry.bytes.count < wb.directValueSize else { return nil }
             return HybridCache.setRecord(key: s.key, entry: s.entry, expiresAt: s.expiresAt!, timeToLive: s.timeToLive)
         case .touch(let t):
             guard t.forcedExtension == nil else { return nil }
@@ -265,7 +265,7 @@ extension HybridCache {
             // see `supersedeUnwritten`).
             let result = perform(p.stamped, journaled: false)
             if case .success(.stored(let r)) = result, r.stored {
-                wb.counters.withLock { $0.directWrites += 1 }
+                wb.noteDirectWrite()
             }
             return result
         }
@@ -281,15 +281,11 @@ extension HybridCache {
             // Already expired: nothing stored; an older value must not outlive this write.
             // The record stays in the table so the file is removed before its segment goes.
             memoryStorage.remove(forKey: s.key)
-            wb.table.withLock {
-                $0.put(Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
-            }
+            wb.putUnwritten(Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
             return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
         }
-        wb.table.withLock {
-            $0.put(Unwritten(
-                key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: s.timeToLive, countedFrom: now, start: start))
-        }
+        wb.putUnwritten(Unwritten(
+            key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: s.timeToLive, countedFrom: now, start: start))
         memoryStorage.store(
             s.entry, forKey: s.key, residency: s.memoryExpiration,
             mirroring: .init(

@@ -2,7 +2,7 @@
 // for it, and group commit. Writes waiting on the ioQueue are appended together with one
 // write (Redis's rule: one turn, one write, replies after), then each is applied in
 // order and answered. A set then lives in memory and in the unwritten table until the
-// materializer (HybridCache+Materializer.swift) writes its file.
+// materializer (WriteBehind.swift) writes its file.
 //
 // Restart. `openJournal` reads the journal past the checkpoint (`Journal.recover`, torn
 // tail cut), replays it into the table (idempotent: sets put entries, deletes and clears
@@ -58,7 +58,7 @@ extension HybridCache {
         /// Test hook: the materializer writes nothing while this returns true.
         public var materializerHeld: (@Sendable () -> Bool)? = nil
         /// Told of each journaled value dropped because its file can never be written (see
-        /// `HybridCache.dropIfNeverWritable`), with its key and the error: on the ioQueue,
+        /// `WriteBehind.dropIfNeverWritable`), with its key and the error: on the ioQueue,
         /// or during replay in init. The daemon logs them. It must not call the cache.
         public var onDroppedEntry: (@Sendable (_ key: String, _ error: CacheError) -> Void)? = nil
 
@@ -83,27 +83,6 @@ extension HybridCache {
     /// The journal folder of a cache whose disk folder is `path`.
     static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
         config.directory?.path ?? diskPath + ".journal"
-    }
-
-    // MARK: Bounds
-
-    /// Nil when there is room; otherwise gives the materializer the queue until there
-    /// is, or until `backlogWait` has passed (then the refusal).
-    func waitForRoom(_ wb: WriteBehind) -> CacheError? {
-        guard wb.pressure() >= 1 else { return nil }
-        wb.counters.withLock { $0.stalls += 1 }
-        let deadline = MonotonicClock.nanoseconds() + UInt64(wb.config.backlogWait * 1e9)
-        while wb.pressure() >= 1 {
-            if MonotonicClock.nanoseconds() >= deadline {
-                wb.counters.withLock { $0.backlogRefusals += 1 }
-                return .diskBacklog(journalBytes: wb.journalBytes, unwrittenBytes: UInt64(wb.table.withLock { $0.bytes }))
-            }
-            if wb.isHeld || materializeSlice(wb, files: 64) == 0 {
-                usleep(2000)
-            }
-            checkpointIfUseful(wb, force: false)
-        }
-        return nil
     }
 
     // MARK: Start
@@ -222,7 +201,7 @@ extension HybridCache {
         }
         let wb = WriteBehind(
             writer: writer, directory: directory, config: config, versions: versions, scheduler: scheduler,
-            lastCheckpoint: recovery.checkpoint)
+            lastCheckpoint: recovery.checkpoint, table: table)
         if let checkpoint = recovery.checkpoint {
             // A crash between a checkpoint and its deletions leaves older segments behind.
             _ = try? writer.deleteSegments(before: checkpoint)
@@ -233,34 +212,13 @@ extension HybridCache {
                 wb.noteSegment(sequence, bytes: UInt64(st.st_size))
             }
         }
-        wb.table.withLock { $0 = table }
         let elapsed = Double(MonotonicClock.nanoseconds() - started) / 1e6
-        wb.counters.withLock {
-            $0.replayedRecords = recovery.records.count
-            $0.replayMillis = elapsed
-            $0.droppedEntries = dropped
-        }
+        wb.noteRecovery(records: recovery.records.count, millis: elapsed, dropped: dropped)
         return wb
     }
 
     /// The journal's counters for `stats()`.
     func journalStats() -> JournalStats? {
-        guard let wb = writeBehind else { return nil }
-        var s = wb.counters.withLock { $0 }
-        let w = wb.writer.stats
-        s.groups = w.groups
-        s.records = w.records
-        s.largestGroup = w.largestGroup
-        s.groupSizes = w.groupSizes
-        s.syncs = w.syncs
-        s.syncFailures = w.syncFailures
-        s.lastSyncLagMillis = Double(w.lastSyncLagNanos) / 1e6
-        s.maxSyncLagMillis = Double(w.maxSyncLagNanos) / 1e6
-        s.failedAppends = max(s.failedAppends, w.failedAppends)
-        let (entries, bytes) = wb.table.withLock { ($0.count, $0.bytes) }
-        s.unwrittenEntries = entries
-        s.unwrittenBytes = bytes
-        s.bytes = wb.journalBytes
-        return s
+        writeBehind?.stats()
     }
 }

@@ -121,7 +121,7 @@ extension HybridCache {
     private func unwrittenKeys(prefix: String) -> [String] {
         guard let writeBehind else { return [] }
         let now = config.disk.clock.now()
-        return writeBehind.table.withLock { $0.liveKeys(prefix: prefix, at: now) }
+        return writeBehind.unwrittenKeys(prefix: prefix, at: now, allKeys: false).live
     }
 
     /// `unwrittenKeys` (key → file name), and the file names of every entry in the table
@@ -131,7 +131,7 @@ extension HybridCache {
     private func unwrittenKeysAndNames(prefix: String) -> (keys: [String: String], names: Set<String>) {
         guard let writeBehind else { return ([:], []) }
         let now = config.disk.clock.now()
-        let (live, all) = writeBehind.table.withLock { ($0.liveKeys(prefix: prefix, at: now), Array($0.entries.keys)) }
+        let (live, all) = writeBehind.unwrittenKeys(prefix: prefix, at: now, allKeys: true)
         let liveKeys = Set(live)
         var keys: [String: String] = [:]
         var names = Set<String>(minimumCapacity: all.count)

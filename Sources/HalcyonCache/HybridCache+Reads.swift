@@ -277,9 +277,7 @@ extension HybridCache {
     /// and two atomic additions cost less than asking which thread this is.
     func readingFiles<T>(_ body: () throws(CacheError) -> T) throws(CacheError) -> T {
         guard let writeBehind else { return try body() }
-        writeBehind.offQueueReaders.add(1, ordering: .sequentiallyConsistent)
-        defer { writeBehind.offQueueReaders.subtract(1, ordering: .sequentiallyConsistent) }
-        return try body()
+        return try writeBehind.readingFiles(body)
     }
 
     /// The lifetime of a disk entry after a read extending it per `extending`. The file

@@ -107,7 +107,7 @@ extension HybridCache {
         }
 
         /// The entry of `key` now has its record at `start` (appended anew: see
-        /// `HybridCache.copyForward` and `WriteBehind.rebuild`).
+        /// `WriteBehind.copyForward` and `WriteBehind.rebuild`).
         mutating func moveStart(_ key: String, to start: Journal.Position) {
             guard entries[key] != nil else { return }
             entries[key]!.start = start
@@ -197,7 +197,7 @@ extension HybridCache {
 
     func unwrittenLookup(forKey key: String, forcedExtension: String?, at now: Date) -> UnwrittenLookup {
         guard let writeBehind, forcedExtension == nil else { return .absent }
-        guard let e = writeBehind.table.withLock({ $0.entries[key] }) else { return .absent }
+        guard let e = writeBehind.unwritten(forKey: key) else { return .absent }
         return e.isLive(at: now) ? .live(e) : .expired
     }
 
@@ -215,7 +215,7 @@ extension HybridCache {
         var removed = false
         if let writeBehind, forcedExtension == nil {
             if !journaled { _ = try writeBehind.append([.delete(key: key)]) }
-            removed = writeBehind.table.withLock { $0.remove(key) } != nil
+            removed = writeBehind.removeUnwritten(key)
         }
         let old = existingFile(forKey: key, forcedExtension: forcedExtension)
         if try diskStorage.remove(forKey: key, forcedExtension: forcedExtension) {
@@ -234,7 +234,7 @@ extension HybridCache {
     /// acknowledged.
     func supersedeUnwritten(forKey key: String, version: UInt64) {
         guard let writeBehind else { return }
-        _ = writeBehind.table.withLock { $0.remove(key) }
+        writeBehind.removeUnwritten(key)
         let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
         // A failure is counted, not fatal: the file holds the value and the table has none
         // now; only a replay could bring an older value back.
@@ -245,12 +245,10 @@ extension HybridCache {
     /// file will carry it), else the file's times.
     func writeBackDiskCopy(_ record: MemoryStorage.WriteBack) throws(CacheError) -> Bool {
         if let writeBehind, record.forcedExtension == nil {
-            let updated = writeBehind.table.withLock {
-                $0.update(record.key) { e in
-                    e.expiresAt = record.expiresAt
-                    e.timeToLive = record.timeToLive
-                    e.countedFrom = record.extendedAt
-                }
+            let updated = writeBehind.updateUnwritten(record.key) { e in
+                e.expiresAt = record.expiresAt
+                e.timeToLive = record.timeToLive
+                e.countedFrom = record.extendedAt
             }
             if updated != nil { return true }
         }
@@ -265,24 +263,8 @@ extension HybridCache {
     ) throws(CacheError) -> DiskStorage.FileMeta? {
         if let writeBehind, forcedExtension == nil {
             let url = diskStorage.url(of: diskStorage.fileName(forKey: key, forcedExtension: nil))
-            let expired = expiration.isExpired || Lifetime.end(of: expiration, from: now) <= now
-            let result = writeBehind.table.withLock { table -> DiskStorage.FileMeta?? in
-                guard let e = table.entries[key] else { return .none }
-                guard e.isLive(at: now) else { return .some(nil) }
-                if keepingAbsolute, e.isAbsolute { return .some(e.meta(url: url)) }
-                if expired {
-                    table.remove(key)
-                    var meta = e.meta(url: url)
-                    meta.expiration = .distantPast
-                    return .some(meta)
-                }
-                let updated = table.update(key) { e in
-                    e.expiresAt = Lifetime.end(of: expiration, from: now)
-                    e.timeToLive = expiration.slidingTimeToLive(from: now)
-                    e.countedFrom = now
-                }
-                return .some(updated?.meta(url: url))
-            }
+            let result = writeBehind.touchUnwritten(
+                key, expiration: expiration, now: now, keepingAbsolute: keepingAbsolute, url: url)
             if case .some(let meta) = result {
                 if meta?.expiration == .distantPast {
                     // The file may hold an older value: it goes too.
@@ -300,7 +282,7 @@ extension HybridCache {
     func mayHoldDiskCopy(key: String, forcedExtension: String?) -> Bool {
         if diskStorage.mayHold(key: key, forcedExtension: forcedExtension) { return true }
         guard let writeBehind, forcedExtension == nil, diskStorage.isReady else { return false }
-        if writeBehind.table.withLock({ $0.entries[key] != nil }) { return true }
+        if writeBehind.holdsUnwritten(key) { return true }
         return writeBehind.mayReplayEvicted(name: diskStorage.fileName(forKey: key, forcedExtension: nil))
     }
 }

@@ -260,7 +260,7 @@ extension HybridCache {
         scheduler.enqueue(.background) { [self] in
             _ = perform(.writeBack(memoryStorage.takeAllWriteBacks()))
             // Everything acknowledged is in the journal; make it reach the device too.
-            if let writeBehind, writeBehind.config.fsync != .never { try? writeBehind.writer.sync() }
+            writeBehind?.syncUnlessNever()
             done.signal()
         }
         done.wait()
@@ -452,10 +452,7 @@ extension HybridCache {
         do throws(CacheError) {
             var unwritten = 0
             if disk, let writeBehind {
-                unwritten = writeBehind.table.withLock { t in
-                    defer { t.removeAll() }
-                    return t.count
-                }
+                unwritten = writeBehind.removeAllUnwritten()
             }
             let fromDisk = disk ? max(unwritten, try diskStorage.removeAll()) : 0
             if disk { diskUsage.withLock { $0 = DiskUsage(bytes: 0, count: 0) } }

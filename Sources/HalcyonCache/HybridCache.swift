@@ -228,7 +228,7 @@ public final class HybridCache: @unchecked Sendable {
         scheduler.enqueue(.background) { [self] in
             recountDiskUsage()
             // Replayed entries go to their files in the background.
-            if let writeBehind, writeBehind.table.withLock({ $0.count }) > 0 { scheduleMaterializer(writeBehind) }
+            if let writeBehind, writeBehind.unwrittenTotals.count > 0 { writeBehind.scheduleMaterializer(self) }
         }
     }
 

@@ -141,7 +141,7 @@ struct HybridCacheJournalTests {
         _ = try await result { first.remove(forKey: "gone", completion: $0) }.get()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             first.scheduler.holdForTesting {
-                first.materializeSlice(first.writeBehind!, files: 100)  // files only, no checkpoint
+                first.writeBehind!.materializeSlice(files: 100, into: first)  // files only, no checkpoint
                 c.resume()
             }
         }
@@ -460,7 +460,7 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let written = first.scheduler.runNowForTesting { first.materializeSlice(wb, files: 10) }
+        let written = first.scheduler.runNowForTesting { wb.materializeSlice(files: 10, into: first) }
         #expect(written == 2)
         #expect(!f.fileExists(first, "evicted"))
         #expect(first.scheduler.runNowForTesting { wb.lastCheckpoint } == nil)  // queue-only state
@@ -490,11 +490,11 @@ struct HybridCacheJournalTests {
             Issue.record("no journal")
             return
         }
-        let segmentsBefore = first.scheduler.runNowForTesting { wb.writer.position.segment }
+        let segmentsBefore = first.scheduler.runNowForTesting { wb.journalEnd.segment }
         #expect(segmentsBefore >= 3)
         let copied = first.scheduler.runNowForTesting { () -> Int in
-            let n = first.copyForward(wb, limit: 64)
-            first.checkpointIfUseful(wb, force: false)
+            let n = wb.copyForward(limit: 64, at: first.now())
+            wb.checkpointIfUseful(first, force: false)
             return n
         }
         #expect(copied == 20)  // the hot key's record is already in the segment being written

@@ -1,7 +1,7 @@
 // The materializer rewrites per-key files in place, and that stays safe: a file torn by a
 // crash mid-rewrite is never served (replay writes the journaled value again), a disk
 // reader off the ioQueue makes it rename instead, and the key listing never opens a file
-// the unwritten table answers for. See `HybridCache.materializeSlice`.
+// the unwritten table answers for. See `HybridCache.WriteBehind.materializeSlice`.
 
 import Foundation
 import Synchronization
@@ -17,7 +17,7 @@ struct HybridCacheMaterializerTests {
     static func materializeSlice(_ cache: HybridCache) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             cache.scheduler.holdForTesting {
-                cache.materializeSlice(cache.writeBehind!, files: 100)
+                cache.writeBehind!.materializeSlice(files: 100, into: cache)
                 c.resume()
             }
         }
@@ -48,13 +48,13 @@ struct HybridCacheMaterializerTests {
         #expect(abs(meta.lastAccess.timeIntervalSince(f.clock.now())) < 0.001)
 
         // A reader in flight: the file is replaced by a rename (a new inode).
-        wb.offQueueReaders.add(1, ordering: .sequentiallyConsistent)
+        wb.beginReadingFiles()
         _ = try await HybridCacheJournalTests.store(cache, "k", "v3")
         await Self.materializeSlice(cache)
         let renamed = try #require(diskInode(url))
         #expect(renamed.inode != first.inode)
         #expect(try Self.fileValue(cache, "k") == "v3")
-        wb.offQueueReaders.subtract(1, ordering: .sequentiallyConsistent)
+        wb.endReadingFiles()
 
         // And in place again once it is gone.
         _ = try await HybridCacheJournalTests.store(cache, "k", "v4")
@@ -62,7 +62,7 @@ struct HybridCacheMaterializerTests {
         #expect(diskInode(url)?.inode == renamed.inode)
         #expect(try Self.fileValue(cache, "k") == "v4")
         #expect(cache.stats().journal?.filesWritten == 4)
-        #expect(wb.offQueueReaders.load(ordering: .relaxed) == 0)
+        #expect(wb.offQueueReaderCount == 0)
     }
 
     @Test func readsOnTheCallersThreadCountThemselvesOnlyWhileTheyRun() async throws {
@@ -78,7 +78,7 @@ struct HybridCacheMaterializerTests {
         let described = try await result { cache.describe(forKey: "nope", options: options, completion: $0) }.get()
         #expect(described.cacheType == .none)
         _ = try await result { cache.listKeys(prefix: "", cursor: nil, limit: 10, completion: $0) }.get()
-        #expect(cache.writeBehind?.offQueueReaders.load(ordering: .relaxed) == 0)
+        #expect(cache.writeBehind?.offQueueReaderCount == 0)
     }
 
     /// The bytes of a complete format-2 file for `key` and `value`, as another backend

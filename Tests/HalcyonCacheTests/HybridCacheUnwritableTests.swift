@@ -1,7 +1,7 @@
 // A journaled value whose file can never be written (a key the folder cannot name a file
 // with, a directory where the file belongs) is dropped, counted and reported with its key
 // and error, and never holds up the values behind it; replay drops such keys the same
-// way and never acts on a name outside the folder. See `HybridCache.dropIfNeverWritable`.
+// way and never acts on a name outside the folder. See `WriteBehind.dropIfNeverWritable`.
 
 import Foundation
 import Testing

@@ -1,0 +1,46 @@
+// The files the write-behind store's materializer writes: the hybrid cache's side of it
+// (WriteBehind.swift holds the materializer itself, beside the state it works on).
+
+import Foundation
+
+extension HybridCache: WriteBehindFileTier {
+    func materialize(_ e: Unwritten, replacing: DiskStorage.FileReplacement) throws(CacheError) {
+        let old = existingFile(forKey: e.key, forcedExtension: nil)
+        if e.isLive(at: config.disk.clock.now()) {
+            let meta = try diskStorage.store(
+                value: e.entry.bytes, flags: e.entry.flags, forKey: e.key, expiration: e.fileExpiration,
+                forcedExtension: nil, referenceDate: e.countedFrom, version: e.entry.version,
+                replacing: replacing, absolute: e.isAbsolute)
+            adjustDiskUsage(replacing: old, with: meta)
+        } else if try diskStorage.remove(forKey: e.key, forcedExtension: nil) {
+            // Expired before it reached its file: the older file goes instead.
+            adjustDiskUsage(replacing: old, with: nil)
+        }
+    }
+
+    func didMaterialize() { enforceDiskSizeLimit() }
+
+    func dropMemoryCopy(key: String, version: UInt64) {
+        if memoryStorage.meta(forKey: key)?.version == version { memoryStorage.remove(forKey: key) }
+    }
+
+    func noteMaintenanceError() { counters.withLock { $0.maintenanceErrors += 1 } }
+
+    var folderPath: String { diskStorage.directoryPath }
+
+    func now() -> Date { config.disk.clock.now() }
+
+    /// Writes every unwritten entry to its file and checkpoints (see
+    /// `WriteBehind.materializeAll`). ioQueue only.
+    func materializeAll() {
+        writeBehind?.materializeAll(into: self)
+    }
+
+    /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
+    public func materializeNow(completion: @escaping @Sendable () -> Void) {
+        scheduler.enqueue(.background) { [self] in
+            materializeAll()
+            completion()
+        }
+    }
+}
