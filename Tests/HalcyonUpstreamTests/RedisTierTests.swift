@@ -93,19 +93,30 @@ struct RedisTierTests {
 
     func unique(_ name: String) -> String { "\(name):\(UUID().uuidString.prefix(8))" }
 
+    /// Whether `remaining` milliseconds is what is left of a `lifetime` given at or after
+    /// `start`: at most the lifetime, and at least the lifetime less the time since `start`.
+    /// The bound follows the clock rather than a fixed margin, so a slow machine cannot fail it.
+    func isRemainder(_ remaining: Int?, of lifetime: Int, since start: ContinuousClock.Instant) -> Bool {
+        guard let remaining else { return false }
+        let elapsed = start.duration(to: .now)
+        let elapsedMilliseconds = Int(elapsed.components.seconds) * 1000 + Int(elapsed.components.attoseconds / 1_000_000_000_000_000) + 1
+        return remaining <= lifetime && remaining >= lifetime - elapsedMilliseconds
+    }
+
     @Test(arguments: Deployment.allCases)
     func setAndGetInteroperateWithPlainClients(deployment: Deployment) async throws {
         let (tier, _) = try await start(deployment)
         defer { _ = tier.shutdown() }
         let key = unique("interop")
+        let writtenAt = ContinuousClock.now
         let written = try await tier.set(key, CacheEntry(bytes: Array("héllo".utf8), flags: 1), lifetime: .milliseconds(60_000)).get()
         #expect(written.stored && (written.version ?? 0) > 0)
-        #expect((written.timeToLive ?? 0) > 59_000)
+        #expect(isRemainder(written.timeToLive.map(Int.init), of: 60_000, since: writtenAt))
         // redis-cli sees exactly the bytes.
         #expect(try redisCLI(try deployment.cli(for: key) + ["GET", key]).trimmingCharacters(in: .newlines) == "héllo")
         let read = try await tier.get(key).get()
         #expect(read?.entry == CacheEntry(bytes: Array("héllo".utf8), flags: 1, version: written.version!))
-        #expect((read?.timeToLive ?? 0) > 59_000)
+        #expect(isRemainder(read?.timeToLive.map(Int.init), of: 60_000, since: writtenAt))
         // A plain SET from another client: read through as raw bytes with a new version,
         // and every later read agrees on that version.
         try redisCLI(try deployment.cli(for: key) + ["SET", key, "foreign"])
@@ -164,9 +175,10 @@ struct RedisTierTests {
             return
         }
         // touch gives a lifetime and the metadata follows it.
+        let touchedAt = ContinuousClock.now
         #expect(try await tier.touch(counter, lifetime: .milliseconds(30_000)).get())
         let pttl = try redisCLI(try deployment.cli(for: counter) + ["PTTL", KeyLayout.meta(counter)])
-        #expect((Int(pttl.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 29_000)
+        #expect(isRemainder(Int(pttl.trimmingCharacters(in: .whitespacesAndNewlines)), of: 30_000, since: touchedAt))
         #expect(try await !tier.touch(unique("none"), lifetime: .never).get())
         // remove takes the metadata with it.
         #expect(try await tier.remove(counter).get())
@@ -216,12 +228,13 @@ struct RedisTierTests {
         let (waiter, observer) = try await start(deployment)
         defer { _ = holder.shutdown(); _ = waiter.shutdown() }
         let key = unique("leased")
+        let leasedAt = ContinuousClock.now
         #expect(try await holder.acquireLease(key, token: "A", lifetime: 30_000).get() == .acquired)
         guard case .held(let ttl, let leaseKey, let sequence) = try await waiter.acquireLease(key, token: "B", lifetime: 30_000).get() else {
             Issue.record("a held lease was granted again")
             return
         }
-        #expect((ttl ?? 0) > 29_000 && leaseKey == KeyLayout.lease(key))
+        #expect(isRemainder(ttl.map(Int.init), of: 30_000, since: leasedAt) && leaseKey == KeyLayout.lease(key))
         // Only the token's owner can release it.
         #expect(try await !waiter.releaseLease(key, token: "B").get())
         #expect(try await holder.releaseLease(key, token: "A").get())
