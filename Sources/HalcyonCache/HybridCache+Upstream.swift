@@ -251,31 +251,6 @@ extension HybridCache {
 
     // MARK: Several keys
 
-    /// `storeMany` when some keys are shared: each item is stored on its own (the shared
-    /// ones upstream, in their keys' order), and the results are gathered in order. The
-    /// items are not one step together then.
-    func storeManySplit(
-        _ items: [StoreItem], options: Options, callbackQueue: CallbackQueue,
-        completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)?
-    ) -> CacheTask {
-        gather(items.count, callbackQueue, options.priority, completion) { index, done in
-            var itemOptions = options
-            itemOptions.diskExpiration = items[index].diskExpiration ?? options.diskExpiration
-            itemOptions.memoryExpiration = items[index].memoryExpiration ?? options.memoryExpiration
-            return store(items[index].entry, forKey: items[index].key, options: itemOptions, completion: done)
-        }
-    }
-
-    /// `removeMany` when some keys are shared, as `storeManySplit`.
-    func removeManySplit(
-        _ keys: [String], fromMemory: Bool, fromDisk: Bool, options: Options, callbackQueue: CallbackQueue,
-        completion: (@Sendable (Result<[Bool], CacheError>) -> Void)?
-    ) -> CacheTask {
-        gather(keys.count, callbackQueue, options.priority, completion) { index, done in
-            remove(forKey: keys[index], fromMemory: fromMemory, fromDisk: fromDisk, options: options, completion: done)
-        }
-    }
-
     /// `retrieveMany` when some keys are shared: every key through `retrieve`.
     func retrieveManySplit(
         _ keys: [String], options: Options, callbackQueue: CallbackQueue,
@@ -288,7 +263,7 @@ extension HybridCache {
 
     /// Starts `count` calls (`start(index, done)`, in order) and delivers their results
     /// together, in order, or the first failure, once all have answered.
-    private func gather<T: Sendable>(
+    func gather<T: Sendable>(
         _ count: Int, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
         _ completion: (@Sendable (Result<[T], CacheError>) -> Void)?,
         _ start: (Int, @escaping @Sendable (Result<T, CacheError>) -> Void) -> CacheTask
@@ -321,22 +296,27 @@ extension HybridCache {
 
     /// `removePrefix` when shared keys may start with `prefix`: removed upstream (on
     /// every primary), this host's copies of them dropped, then the host-local keys
-    /// removed as usual; the count is both together. Not ordered against single-key
-    /// writes of shared keys still on their way upstream.
+    /// removed as usual; the count is both together. In the shared keys' order
+    /// (`NearCache.admitPrefix`): it starts after every operation already admitted on a
+    /// matching key, and operations on matching keys admitted after it wait for its reply.
     func removePrefixShared(
         _ near: NearCache, _ prefix: String, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)?
     ) -> CacheTask {
         let task = makeTask(callbackQueue, .normal, completion)
-        near.tier.removePrefix(prefix) { [self] result in
-            for key in memoryStorage.keys(prefix: prefix, memoryOnly: false) where near.shares(key) { near.drop(key) }
-            guard task.begin() else { return }
-            switch HybridCache.mapped(result, near, { $0 }) {
-            case .failure(let error):
-                deliver(Result<Int, CacheError>.failure(error), task: task, callbackQueue, .normal, completion)
-            case .success(let upstream):
-                _ = removeLocalPrefix(prefix, callbackQueue: .untouch) { local in
-                    self.deliver(local.map { $0 + upstream }, task: task, callbackQueue, .normal, completion)
+        near.admitPrefix(prefix) { [self] id in
+            let reply: @Sendable (Result<Int, CacheError>) -> Void = { result in
+                self.deliver(result, task: task, callbackQueue, .normal, completion)
+                near.finishPrefix(id)
+            }
+            guard task.begin() else { return near.finishPrefix(id) }
+            near.tier.removePrefix(prefix) { [self] result in
+                for key in memoryStorage.keys(prefix: prefix, memoryOnly: false) where near.shares(key) { near.drop(key) }
+                switch HybridCache.mapped(result, near, { $0 }) {
+                case .failure(let error):
+                    reply(.failure(error))
+                case .success(let upstream):
+                    _ = removeLocalPrefix(prefix, callbackQueue: .untouch) { local in reply(local.map { $0 + upstream }) }
                 }
             }
         }

@@ -71,8 +71,21 @@ final class NearCache: Upstream.Observer, Sendable {
         var waiting: [(write: Bool, start: @Sendable () -> Void)] = []
         /// The greatest invalidation of this key seen while operations were running.
         var invalidatedAt: UInt64 = 0
+        /// Prefix removals this key came under after they were admitted: nothing starts
+        /// until each has finished (`finishPrefix`).
+        var holds = 0
 
-        var writePending: Bool { writing || waiting.contains { $0.write } }
+        var writePending: Bool { writing || holds > 0 || waiting.contains { $0.write } }
+        var idle: Bool { readers == 0 && !writing && holds == 0 && waiting.isEmpty }
+    }
+
+    /// A prefix removal admitted and not finished: the keys it waits for or runs as a
+    /// write of (`admitted`: they had operations when it came) and the keys whose first
+    /// operation came after it (`held`: they wait for it).
+    struct PrefixRemoval {
+        var prefix: String
+        var admitted: Set<String>
+        var held: Set<String> = []
     }
 
     struct State {
@@ -88,6 +101,12 @@ final class NearCache: Upstream.Observer, Sendable {
         /// invalidation sees it. Emptied when no attempt is on its way.
         var leaseAttempts = 0
         var recentChanges: [String: UInt64] = [:]
+        /// Shared leases taken through this host, by key: the token and the owner (a
+        /// connection) that took it, so they can be given back when the owner goes away.
+        var leaseHolders: [String: (token: String, owner: UInt64)] = [:]
+        /// Prefix removals admitted and not finished, by id.
+        var prefixRemovals: [UInt64: PrefixRemoval] = [:]
+        var lastPrefixRemoval: UInt64 = 0
     }
 
     let tier: any Upstream.Tier
@@ -121,50 +140,125 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// Whether a write of `key` is running or waiting: a read must then queue.
     func writePending(_ key: String) -> Bool {
-        state.withLock { $0.keys[key]?.writePending ?? false }
+        state.withLock { state in
+            state.keys[key]?.writePending ?? state.prefixRemovals.values.contains { key.hasPrefix($0.prefix) }
+        }
     }
 
     /// Runs `start` when the key's order allows (now, on this thread, or later, on the
     /// thread that finishes the operation ahead). Each admitted operation must `finish`.
     func admit(_ key: String, write: Bool, _ start: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
-            var entry = state.keys[key] ?? KeyState()
-            defer { state.keys[key] = entry }
-            let free = write ? (entry.readers == 0 && !entry.writing && entry.waiting.isEmpty)
-                : (!entry.writing && entry.waiting.isEmpty)
-            if free {
-                if write { entry.writing = true } else { entry.readers += 1 }
-                return true
-            }
-            entry.waiting.append((write, start))
-            if entry.writePending { state.stats.queuedBehindWrite += 1 }
-            return false
+        if state.withLock({ enqueue(key, write: write, start, &$0) }) { start() }
+    }
+
+    /// Runs `start` once a write of every key in `keys` may start, as if each were
+    /// `admit`ted as a write; all are queued under one lock, so two such groups always
+    /// queue in the same order on the keys they share and can never wait on each other.
+    /// Each distinct key must `finish` (as a write).
+    func admitWrites(_ keys: Set<String>, _ start: @escaping @Sendable () -> Void) {
+        let ready = state.withLock { admitWrites(keys, start, &$0) }
+        if ready { start() }
+    }
+
+    /// `admitWrites` inside the lock; true when `start` must run now (after the lock).
+    private func admitWrites(_ keys: Set<String>, _ start: @escaping @Sendable () -> Void, _ state: inout State) -> Bool {
+        guard !keys.isEmpty else { return true }
+        let left = Locked(keys.count)
+        let one: @Sendable () -> Void = {
+            if left.withLock({ left -> Bool in
+                left -= 1
+                return left == 0
+            }) { start() }
         }
-        if now { start() }
+        let ready = keys.filter { enqueue($0, write: true, one, &state) }.count
+        return ready > 0 && left.withLock { left -> Bool in
+            left -= ready
+            return left == 0
+        }
+    }
+
+    /// Runs `start(id)` once every operation admitted so far on a key starting with
+    /// `prefix` has finished; from this call until `finishPrefix(id)`, every operation on
+    /// such a key, including keys with nothing running now, waits for it. So a prefix
+    /// removal sees exactly the writes before it on its connection, and no write after it.
+    func admitPrefix(_ prefix: String, _ start: @escaping @Sendable (UInt64) -> Void) {
+        let (id, ready) = state.withLock { state -> (UInt64, Bool) in
+            state.lastPrefixRemoval += 1
+            let id = state.lastPrefixRemoval
+            let keys = Set(state.keys.keys.filter { $0.hasPrefix(prefix) })
+            state.prefixRemovals[id] = PrefixRemoval(prefix: prefix, admitted: keys)
+            return (id, admitWrites(keys, { start(id) }, &state))
+        }
+        if ready { start(id) }
+    }
+
+    /// Ends a prefix removal: its keys' next operations may start.
+    func finishPrefix(_ id: UInt64) {
+        let next = state.withLock { state -> [@Sendable () -> Void] in
+            guard let removal = state.prefixRemovals.removeValue(forKey: id) else { return [] }
+            var starting: [@Sendable () -> Void] = []
+            for key in removal.admitted { starting += release(key, &state) { $0.writing = false } }
+            for key in removal.held { starting += release(key, &state) { $0.holds -= 1 } }
+            return starting
+        }
+        for start in next { start() }
+    }
+
+    /// Admits now (true) or queues `start` (false); inside the lock.
+    private func enqueue(_ key: String, write: Bool, _ start: @escaping @Sendable () -> Void, _ state: inout State) -> Bool {
+        var entry: KeyState
+        if let existing = state.keys[key] {
+            entry = existing
+        } else {
+            // A key with nothing running: it waits for the prefix removals it falls under.
+            entry = KeyState()
+            for (id, removal) in state.prefixRemovals where key.hasPrefix(removal.prefix) {
+                entry.holds += 1
+                state.prefixRemovals[id]!.held.insert(key)
+            }
+        }
+        defer { state.keys[key] = entry }
+        let free = entry.holds == 0 && (write ? (entry.readers == 0 && !entry.writing && entry.waiting.isEmpty)
+            : (!entry.writing && entry.waiting.isEmpty))
+        if free {
+            if write { entry.writing = true } else { entry.readers += 1 }
+            return true
+        }
+        entry.waiting.append((write, start))
+        if entry.writePending { state.stats.queuedBehindWrite += 1 }
+        return false
     }
 
     /// Ends an admitted operation and starts what may follow it.
     func finish(_ key: String, write: Bool) {
-        let next = state.withLock { state -> [@Sendable () -> Void] in
-            guard var entry = state.keys[key] else { return [] }
-            if write { entry.writing = false } else { entry.readers -= 1 }
-            var starting: [@Sendable () -> Void] = []
-            while let head = entry.waiting.first {
-                if head.write {
-                    guard entry.readers == 0, !entry.writing, starting.isEmpty else { break }
-                    entry.writing = true
-                } else {
-                    guard !entry.writing else { break }
-                    entry.readers += 1
-                }
-                starting.append(head.start)
-                entry.waiting.removeFirst()
-                if head.write { break }
+        let next = state.withLock { state in
+            release(key, &state) { entry in
+                if write { entry.writing = false } else { entry.readers -= 1 }
             }
-            state.keys[key] = (entry.readers == 0 && !entry.writing && entry.waiting.isEmpty) ? nil : entry
-            return starting
         }
         for start in next { start() }
+    }
+
+    /// Applies `change` to `key`'s entry and admits what may start now (returned, to run
+    /// after the lock); an idle entry goes. Inside the lock.
+    private func release(_ key: String, _ state: inout State, _ change: (inout KeyState) -> Void) -> [@Sendable () -> Void] {
+        guard var entry = state.keys[key] else { return [] }
+        change(&entry)
+        var starting: [@Sendable () -> Void] = []
+        while entry.holds == 0, let head = entry.waiting.first {
+            if head.write {
+                guard entry.readers == 0, !entry.writing, starting.isEmpty else { break }
+                entry.writing = true
+            } else {
+                guard !entry.writing else { break }
+                entry.readers += 1
+            }
+            starting.append(head.start)
+            entry.waiting.removeFirst()
+            if head.write { break }
+        }
+        state.keys[key] = entry.idle ? nil : entry
+        return starting
     }
 
     // MARK: Copies
@@ -196,6 +290,29 @@ final class NearCache: Upstream.Observer, Sendable {
     /// Counts a lease attempt on its way upstream; `watch` or `endAttempt` ends it.
     func beginLeaseAttempt() {
         state.withLock { $0.leaseAttempts += 1 }
+    }
+
+    /// `owner` took `key`'s lease with `token` through this host.
+    func leaseTaken(_ key: String, token: String, owner: UInt64) {
+        state.withLock { $0.leaseHolders[key] = (token, owner) }
+    }
+
+    /// A release of `key`'s lease by `token` was asked for: it is no longer this host's to
+    /// give back when its owner goes.
+    func leaseGivenBack(_ key: String, token: String) {
+        state.withLock { state in
+            if state.leaseHolders[key]?.token == token { state.leaseHolders[key] = nil }
+        }
+    }
+
+    /// `owner` went away: its shared leases, for the caller to give back. (A grant still on
+    /// its way to it is given back by the caller that asked, which has been cancelled.)
+    func ownerGone(_ owner: UInt64) -> [(key: String, token: String)] {
+        state.withLock { state in
+            let held = state.leaseHolders.filter { $0.value.owner == owner }
+            for key in held.keys { state.leaseHolders[key] = nil }
+            return held.map { ($0.key, $0.value.token) }
+        }
     }
 
     /// After a `held` reply numbered `sequence`: `wake` runs once when `leaseKey` next

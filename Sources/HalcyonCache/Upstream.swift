@@ -75,6 +75,20 @@ public enum Upstream {
         case held(timeToLive: Int64?, leaseKey: String, sequence: UInt64)
     }
 
+    /// One write of `writeMany`.
+    public enum Write: Sendable, Equatable {
+        /// `set`: stores `entry` (bytes and flags; its version is assigned).
+        case set(String, CacheEntry, Lifetime)
+        /// `remove`: its `Written.stored` says whether the key existed.
+        case remove(String)
+
+        public var key: String {
+            switch self {
+            case .set(let key, _, _), .remove(let key): return key
+            }
+        }
+    }
+
     /// Why an upstream call failed.
     public enum Failure: Error, Sendable, Equatable {
         /// The store could not be reached (`-32006 upstreamUnavailable`): the call may not
@@ -148,6 +162,10 @@ public enum Upstream {
         func touch(_ key: String, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
         /// Removes `key`; false when there was none.
         func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        /// Several `set`s and `remove`s as one step: sent together, completing once every
+        /// one has taken effect (or failed), with one outcome per write, in order. Writes
+        /// of one key take effect in their order.
+        func writeMany(_ writes: [Write], completion: @escaping @Sendable ([Result<Written, Failure>]) -> Void)
         /// Removes every key that starts with `prefix`; how many.
         func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
         /// Takes the lease on `key` with `token` for `lifetime` milliseconds (`SET NX PX`).
@@ -155,5 +173,30 @@ public enum Upstream {
                           completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void)
         /// Ends the lease on `key` if `token` still holds it (compare-and-delete); whether it did.
         func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+    }
+}
+
+extension Upstream.Tier {
+    /// `writeMany` as one call per write, started in order, gathered (for tiers with
+    /// nothing better, like `Upstream.InMemory`, whose calls complete before they return).
+    public func writeMany(_ writes: [Upstream.Write], completion: @escaping @Sendable ([Result<Upstream.Written, Upstream.Failure>]) -> Void) {
+        guard !writes.isEmpty else { return completion([]) }
+        let gathered = Locked((results: [Result<Upstream.Written, Upstream.Failure>?](repeating: nil, count: writes.count), left: writes.count))
+        for (index, write) in writes.enumerated() {
+            let done: @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void = { result in
+                let all = gathered.withLock { g -> [Result<Upstream.Written, Upstream.Failure>]? in
+                    g.results[index] = result
+                    g.left -= 1
+                    return g.left == 0 ? g.results.map { $0! } : nil
+                }
+                if let all { completion(all) }
+            }
+            switch write {
+            case .set(let key, let entry, let lifetime):
+                set(key, entry, lifetime: lifetime, completion: done)
+            case .remove(let key):
+                remove(key) { result in done(result.map { Upstream.Written(stored: $0, version: nil, timeToLive: nil, sequence: 0) }) }
+            }
+        }
     }
 }

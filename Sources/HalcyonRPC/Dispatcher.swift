@@ -237,9 +237,11 @@ public final class Dispatcher: Sendable {
     }
 
     /// The transport calls this once when a connection has closed: its leases end (each
-    /// passes to the next waiting caller) and its waiting lease calls are dropped.
+    /// passes to the next waiting caller) and its waiting lease calls are dropped; its
+    /// leases on shared keys are given back upstream, waking every host's waiters.
     public func connectionClosed(_ session: ConnectionSession) {
         leases.releaseAll(owner: session.id)
+        cache.releaseSharedLeases(owner: session.id)
     }
 
     /// `--max-batch`, the bound on `cache.getMany` keys and `cache.setMany` entries.

@@ -132,6 +132,11 @@ public final class RedisClient: Sendable {
         public var topologyRefreshes = 0
         /// Commands answered (redirects included in their command's time).
         public var commands = 0
+        /// Writes of commands to connections: one per command sent alone (a redirect is
+        /// another), one per node for a `sendBatch` (however many commands it carries).
+        public var writes = 0
+        /// Commands sent in batches.
+        public var batchedCommands = 0
         /// Commands that failed (transport, redirect bounds, error replies).
         public var failedCommands = 0
         /// The sum and the largest of the answered commands' round trips, in nanoseconds,
@@ -188,6 +193,75 @@ public final class RedisClient: Sendable {
     public func sendSequenced(_ arguments: [ByteBuffer], route: Route) -> EventLoopFuture<(RESP3Value, UInt64)> {
         onLoop {
             self.timed(self.execute(arguments, route: route, attempt: 0, asking: nil)).map { ($0, self.state.value.sequence) }
+        }
+    }
+
+    /// One command of a batch: its arguments and where it goes.
+    public struct Command: Sendable {
+        public var arguments: [ByteBuffer]
+        public var route: Route
+
+        public init(_ arguments: [ByteBuffer], route: Route) {
+            self.arguments = arguments
+            self.route = route
+        }
+    }
+
+    /// Sends `commands` together: grouped by the node each is routed to, each node's share
+    /// written back to back in one write (one flush), its replies matched in order. So
+    /// commands to one node keep their order, and a batch costs one round trip per node,
+    /// not one per command. A reply that redirects (`MOVED`, `ASK`, `TRYAGAIN`, …) is
+    /// followed for that command alone, as `send` does. Never fails: the future holds
+    /// one outcome per command, in order, each with the event sequence number current
+    /// when its reply was read (see "Event order"); error replies are `RedisError.server`.
+    public func sendBatch(_ commands: [Command]) -> EventLoopFuture<[Result<(RESP3Value, UInt64), Error>]> {
+        onLoop {
+            var outcomes: [EventLoopFuture<(RESP3Value, UInt64)>?] = Array(repeating: nil, count: commands.count)
+            var groups: [(node: NodeAddress, indexes: [Int])] = []
+            for (index, command) in commands.enumerated() {
+                if self.state.value.isShutDown {
+                    outcomes[index] = self.eventLoop.makeFailedFuture(RedisError.shutDown)
+                    continue
+                }
+                do {
+                    let node = try self.target(of: command.route)
+                    if let group = groups.firstIndex(where: { $0.node == node }) {
+                        groups[group].indexes.append(index)
+                    } else {
+                        groups.append((node, [index]))
+                    }
+                } catch {
+                    outcomes[index] = self.eventLoop.makeFailedFuture(error)
+                }
+            }
+            for (node, indexes) in groups {
+                let connected = self.connection(to: node)
+                // One promise per command, completed from the node's pipelined write.
+                let promises = indexes.map { _ in self.eventLoop.makePromise(of: RESP3Value.self) }
+                connected.whenComplete { result in
+                    switch result {
+                    case .failure(let error):
+                        promises.forEach { $0.fail(error) }
+                    case .success(let connection):
+                        let state = self.state.value
+                        state.stats.writes += 1
+                        state.stats.batchedCommands += indexes.count
+                        let replies = connection.pipeline(indexes.map { commands[$0].arguments })
+                        for (position, reply) in replies.enumerated() {
+                            let command = commands[indexes[position]]
+                            reply.flatMap { value -> EventLoopFuture<RESP3Value> in
+                                guard let text = value.errorText else { return self.eventLoop.makeSucceededFuture(value) }
+                                return self.redirect(text, arguments: command.arguments, route: command.route, attempt: 0)
+                            }.cascade(to: promises[position])
+                        }
+                    }
+                }
+                for (position, index) in indexes.enumerated() {
+                    outcomes[index] = self.timed(promises[position].futureResult).map { ($0, self.state.value.sequence) }
+                }
+            }
+            let futures = outcomes.map { $0! }
+            return EventLoopFuture.whenAllComplete(futures, on: self.eventLoop)
         }
     }
 
@@ -317,6 +391,7 @@ public final class RedisClient: Sendable {
         let node: NodeAddress
         do { node = try asking ?? target(of: route) } catch { return eventLoop.makeFailedFuture(error) }
         return connection(to: node).flatMap { connection in
+            self.state.value.stats.writes += 1
             let reply = asking == nil ? connection.send(arguments) : connection.pipeline([[ByteBuffer(string: "ASKING")], arguments])[1]
             return reply.flatMap { value in
                 guard let text = value.errorText else { return self.eventLoop.makeSucceededFuture(value) }

@@ -139,6 +139,52 @@ public final class RedisTier: Upstream.Tier {
         run(Script.remove, valueKey: key, []) { (reply: RESP3Value, _: UInt64) -> Bool in (reply.int64 ?? 0) > 0 }.whenSuccess(completion)
     }
 
+    /// The writes go out as one `RedisClient.sendBatch`: one pipelined write per node, the
+    /// reply when every one has answered. A key named twice goes in a second round, after
+    /// the first has answered, so that a `NOSCRIPT` retry (below) never reorders a key's
+    /// writes; within a round every key is distinct.
+    public func writeMany(_ writes: [Upstream.Write], completion: @escaping @Sendable ([Result<Upstream.Written, Upstream.Failure>]) -> Void) {
+        var rounds: [[Int]] = []
+        var seen: [String: Int] = [:]
+        for (index, write) in writes.enumerated() {
+            let round = seen[write.key, default: 0]
+            seen[write.key] = round + 1
+            if round == rounds.count { rounds.append([]) }
+            rounds[round].append(index)
+        }
+        writeRounds(writes, rounds[...], results: Array(repeating: nil, count: writes.count), completion)
+    }
+
+    private func writeRounds(
+        _ writes: [Upstream.Write], _ rounds: ArraySlice<[Int]>, results: [Result<Upstream.Written, Upstream.Failure>?],
+        _ completion: @escaping @Sendable ([Result<Upstream.Written, Upstream.Failure>]) -> Void
+    ) {
+        guard let round = rounds.first else { return completion(results.map { $0! }) }
+        let calls = round.map { index -> (Script, [String], [ByteBuffer]) in
+            switch writes[index] {
+            case .set(let key, let entry, let lifetime):
+                return (Script.set, [key, KeyLayout.meta(key)],
+                        [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)])
+            case .remove(let key):
+                return (Script.remove, [key, KeyLayout.meta(key)], [])
+            }
+        }
+        executeMany(calls).whenSuccess { outcomes in
+            var results = results
+            for (position, index) in round.enumerated() {
+                results[index] = outcomes[position].mapError(RedisTier.failure).flatMap { pair in
+                    Result {
+                        if case .remove = writes[index] {
+                            return Upstream.Written(stored: (pair.0.int64 ?? 0) > 0, version: nil, timeToLive: nil, sequence: pair.1)
+                        }
+                        return try RedisTier.written(pair.0, pair.1)
+                    }.mapError(RedisTier.failure)
+                }
+            }
+            self.writeRounds(writes, rounds.dropFirst(), results: results, completion)
+        }
+    }
+
     public func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
         let pattern = ByteBuffer(string: RedisTier.globEscaped(prefix) + "*")
         client.primaries().flatMap { nodes in
@@ -205,6 +251,27 @@ public final class RedisTier: Upstream.Tier {
             .recover { Result<(RESP3Value, UInt64), Error>.failure($0) }
     }
 
+    /// `execute` for several scripts at once, as one `sendBatch`; those the server did not
+    /// have (`NOSCRIPT`) go again whole (`EVAL`) in a second batch. Never fails.
+    func executeMany(_ calls: [(Script, [String], [ByteBuffer])]) -> EventLoopFuture<[Result<(RESP3Value, UInt64), Error>]> {
+        let tails = calls.map { call in [ByteBuffer(string: String(call.1.count))] + call.1.map { ByteBuffer(string: $0) } + call.2 }
+        let routes = calls.map { RedisClient.Route.key(ByteBuffer(string: $0.1[0])) }
+        let first = calls.indices.map { RedisClient.Command([.init(string: "EVALSHA"), .init(string: calls[$0].0.sha)] + tails[$0], route: routes[$0]) }
+        return client.sendBatch(first).flatMap { outcomes in
+            let missing = outcomes.indices.filter { index in
+                guard case .failure(let error) = outcomes[index], let redis = error as? RedisError else { return false }
+                return redis.serverCode == "NOSCRIPT"
+            }
+            guard !missing.isEmpty else { return self.client.eventLoop.makeSucceededFuture(outcomes) }
+            let again = missing.map { RedisClient.Command([.init(string: "EVAL"), .init(string: calls[$0].0.source)] + tails[$0], route: routes[$0]) }
+            return self.client.sendBatch(again).map { retried in
+                var outcomes = outcomes
+                for (position, index) in missing.enumerated() { outcomes[index] = retried[position] }
+                return outcomes
+            }
+        }
+    }
+
     private func removeMatching(_ pattern: ByteBuffer, on node: NodeAddress, cursor: String, removed: Int) -> EventLoopFuture<Int> {
         client.send([.init(string: "SCAN"), .init(string: cursor), .init(string: "MATCH"), pattern, .init(string: "COUNT"), .init(string: "1000")],
                     route: .node(node))
@@ -215,13 +282,11 @@ public final class RedisTier: Upstream.Tier {
                 // Halcyon's own metadata and lease keys match only a prefix that starts with "{";
                 // they go with their value key.
                 let values = keys.compactMap(\.string).filter { !$0.contains("}" + KeyLayout.metaInfix) && !$0.contains("}" + KeyLayout.leaseInfix) }
-                let removals = values.map { key in
-                    self.execute(Script.remove, keys: [key, KeyLayout.meta(key)], []).flatMapThrowing { result -> Int in
-                        Int(try result.get().0.int64 ?? 0)
-                    }
-                }
-                return EventLoopFuture.whenAllSucceed(removals, on: self.client.eventLoop).flatMap { counts in
-                    let total = removed + counts.reduce(0, +)
+                // One page's removals go out together (one write to the node).
+                return self.executeMany(values.map { (Script.remove, [$0, KeyLayout.meta($0)], []) }).flatMapThrowing { outcomes in
+                    try outcomes.reduce(0) { $0 + Int(try $1.get().0.int64 ?? 0) }
+                }.flatMap { count in
+                    let total = removed + count
                     if next == "0" { return self.client.eventLoop.makeSucceededFuture(total) }
                     return self.removeMatching(pattern, on: node, cursor: next, removed: total)
                 }

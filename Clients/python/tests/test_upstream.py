@@ -393,6 +393,34 @@ def test_a_released_lease_passes_to_a_waiter_on_the_other_host(hosts: List[Daemo
         assert result and "lease" in result[0], result
 
 
+def test_a_holder_that_disconnects_gives_the_lease_back_to_every_host(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique("lease")
+    lease_key = "{" + key + "}halcyon.lease:" + key
+    holder = client(hosts[0])
+    assert "lease" in holder.call("cache.lease", {"key": key, "ttl": {"seconds": 60}})
+    assert redis_server.cli("EXISTS", lease_key) == "1"
+    result: List[Any] = []
+    import threading
+
+    def wait_for_lease() -> None:
+        with client(hosts[1]) as c:
+            result.append(c.call("cache.lease", {"key": key, "ttl": {"seconds": 30}, "wait": 30}))
+
+    with client(hosts[1]) as b:
+        waiter = threading.Thread(target=wait_for_lease)
+        waiter.start()
+        wait_until("B's caller waits", lambda: b.stats()["upstream"]["leaseWaiters"] == 1, 5)
+        began = time.monotonic()
+        holder.close()   # the socket closes; nothing is released
+        waiter.join(timeout=20)
+        assert not waiter.is_alive()
+        # Woken by the release at disconnect, not by the lease's 60 s end.
+        assert time.monotonic() - began < 10
+    assert result and "lease" in result[0], result
+    # The waiter's connection has closed too: its lease went with it.
+    wait_until("the second holder's lease is given back", lambda: redis_server.cli("EXISTS", lease_key) == "0", 5)
+
+
 # ------------------------------------------------------------------ visibility
 
 def test_info_and_stats_show_the_upstream(hosts: List[Daemon], redis_server: Redis) -> None:

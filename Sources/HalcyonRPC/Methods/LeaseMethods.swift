@@ -33,7 +33,7 @@ extension Dispatcher {
             }
             if dispatcher.cache.isShared(key) {
                 return SharedLeaseAttempt(
-                    dispatcher: dispatcher, key: key, ttl: ttl, deadline: Date().addingTimeInterval(wait),
+                    dispatcher: dispatcher, key: key, owner: call.session.id, ttl: ttl, deadline: Date().addingTimeInterval(wait),
                     encoding: try call.params.encoding("encoding"), options: call.options, responder: call.responder
                 ).start()
             }

@@ -16,6 +16,8 @@ import HalcyonJSON
 struct SharedLeaseAttempt: Sendable {
     let dispatcher: Dispatcher
     let key: String
+    /// The connection taking the lease: its close gives the lease back.
+    let owner: UInt64
     let ttl: TimeInterval
     let deadline: Date
     let encoding: ValueEncoding?
@@ -56,7 +58,7 @@ struct SharedLeaseAttempt: Sendable {
         let token = UUID().uuidString
         // The wake comes on the upstream's thread, which must not be held: read elsewhere.
         let changed: @Sendable () -> Void = { [self] in DispatchQueue.global().async { run() } }
-        dispatcher.cache.acquireSharedLease(key, token: token, ttl: ttl, changed: changed) { [self] result in
+        dispatcher.cache.acquireSharedLease(key, token: token, ttl: ttl, owner: owner, changed: changed) { [self] result in
             switch result {
             case .success(true):
                 if !answer(.success(id: responder.id) { (w: inout JSONWriter) throws(RPCError) in
