@@ -57,6 +57,9 @@ extension Upstream.Tier {
             acquireLease(key, token: token, lifetime: lifetime) { continuation.resume(returning: $0) }
         }
     }
+    func writeMany(_ writes: [Upstream.Write]) async -> [Result<Upstream.Written, Upstream.Failure>] {
+        await withCheckedContinuation { continuation in writeMany(writes) { continuation.resume(returning: $0) } }
+    }
     func releaseLease(_ key: String, token: String) async -> Result<Bool, Upstream.Failure> {
         await withCheckedContinuation { continuation in releaseLease(key, token: token) { continuation.resume(returning: $0) } }
     }
@@ -197,6 +200,43 @@ struct RedisTierTests {
         #expect(try await tier.removePrefix(prefix).get() == 60)
         #expect(try await tier.get("\(prefix)7").get() == nil)
         #expect(try await tier.get(other).get() != nil)
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func writeManyIsOneWritePerNode(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let keys = (0..<30).map { unique("batch\($0)") }   // over every primary of a cluster
+        let nodes = deployment == .cluster ? 3 : 1
+        if deployment == .cluster {
+            #expect(Set(try keys.map { try SharedServers.cluster.node(serving: $0).port }).count == 3)
+        }
+        // The first batch may find the scripts missing on a node (NOSCRIPT, sent again whole).
+        _ = await tier.writeMany(keys.map { .set($0, CacheEntry(bytes: [0]), .never) } + keys.map { .remove($0) })
+        let before = try await tier.client.stats().get()
+        let writes: [Upstream.Write] = keys.enumerated().map { index, key in
+            .set(key, CacheEntry(bytes: Array("v\(index)".utf8), flags: 1), index == 0 ? .milliseconds(60_000) : .never)
+        }
+        let results = await tier.writeMany(writes)
+        let after = try await tier.client.stats().get()
+        #expect(results.count == keys.count)
+        for (index, result) in results.enumerated() {
+            let written = try result.get()
+            #expect(written.stored && (written.version ?? 0) > 0)
+            #expect(try await tier.get(keys[index]).get()?.entry == CacheEntry(bytes: Array("v\(index)".utf8), flags: 1, version: written.version!))
+        }
+        #expect(try results[0].get().timeToLive != nil && results[1].get().timeToLive == nil)
+        // One pipelined write per node for 30 commands.
+        #expect(after.writes - before.writes == nodes)
+        #expect(after.batchedCommands - before.batchedCommands == keys.count)
+        // Removals, and a key named twice keeps its order: set, remove, set again.
+        let twice = keys[3]
+        let mixed = await tier.writeMany([.remove(keys[1]), .remove(unique("none")), .set(twice, CacheEntry(bytes: [1]), .never),
+                                          .remove(twice), .set(twice, CacheEntry(bytes: [2]), .never)])
+        #expect(try mixed.map { try $0.get().stored } == [true, false, true, true, true])
+        #expect(try await tier.get(keys[1]).get() == nil)
+        #expect(try await tier.get(twice).get()?.entry.bytes == [2])
+        #expect(try redisCLI(try deployment.cli(for: keys[1]) + ["EXISTS", KeyLayout.meta(keys[1])]).hasPrefix("0"))
     }
 
     @Test(arguments: Deployment.allCases)

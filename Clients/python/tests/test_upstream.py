@@ -212,6 +212,65 @@ def test_remove_prefix_and_many_keys(hosts: List[Daemon], redis_server: Redis) -
         wait_until("A's copies are gone", lambda: get(a, f"{prefix}1") == {"found": False}, 2)
 
 
+def test_remove_prefix_keeps_its_place_among_pipelined_writes(hosts: List[Daemon], redis_server: Redis) -> None:
+    """set k (three times: the later ones wait behind the first on this host);
+    removePrefix p; set k2 — on one connection, in one write: removePrefix removes k
+    (written before it) and leaves k2 (written after it), each time."""
+    from test_order import Pipe
+
+    for _ in range(20):
+        prefix = unique("o") + ":"
+        before, after, other = f"{prefix}before", f"{prefix}after", unique("other")
+        pipe = Pipe(hosts[0].socket)
+        try:
+            requests = [
+                ("cache.set", {"key": before, "value": "1"}),
+                ("cache.set", {"key": before, "value": "2"}),
+                ("cache.set", {"key": before, "value": "3"}),
+                ("cache.set", {"key": other, "value": "x"}),
+                ("cache.removePrefix", {"prefix": prefix}),
+                ("cache.set", {"key": after, "value": "2"}),
+                ("cache.get", {"key": before}),
+                ("cache.get", {"key": after}),
+            ]
+            pipe.send([{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(requests)])
+            replies = pipe.replies(list(range(len(requests))))
+        finally:
+            pipe.close()
+        assert all("result" in replies[i] for i in range(len(requests))), replies
+        assert replies[4]["result"]["removed"] == 1
+        assert replies[6]["result"] == {"found": False}
+        assert replies[7]["result"]["value"] == "2"
+        assert redis_server.cli("EXISTS", before) == "0"
+        assert redis_server.cli("GET", after) == "2"
+        assert redis_server.cli("GET", other) == "x"
+
+
+def test_set_many_and_remove_many_of_shared_keys_go_as_one_batch(hosts: List[Daemon], redis_server: Redis) -> None:
+    prefix = unique("m") + ":"
+    keys = [f"{prefix}{i}" for i in range(50)]
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.get", {"key": keys[0]})   # B holds no copy; A learns the key is missing
+        entries = [{"key": k, "value": f"v{i}"} for i, k in enumerate(keys)]
+        entries.append({"key": keys[7], "value": "last"})   # named twice: the later wins
+        entries.append({"key": f"{prefix}gone", "value": "x", "expiration": "expired"})
+        stored = a.call("cache.setMany", {"entries": entries})
+        assert stored["stored"] == 51, stored   # 50 keys, one of them twice; the expired one stores nothing
+        assert redis_server.cli("GET", keys[7]) == "last"
+        assert redis_server.cli("GET", keys[49]) == "v49"
+        assert redis_server.cli("EXISTS", f"{prefix}gone") == "0"
+        # The writer keeps what it wrote; the other host reads it from Redis.
+        mine = get(a, keys[3])
+        assert mine["value"] == "v3" and mine["cacheType"] == "memory"
+        got = b.call("cache.getMany", {"keys": keys})["entries"]
+        assert [e.get("value") for e in got] == [("last" if i == 7 else f"v{i}") for i in range(50)]
+        removed = b.call("cache.removeMany", {"keys": keys[:10] + [f"{prefix}none"]})
+        assert removed["removed"] == 10, removed
+        assert redis_server.cli("EXISTS", keys[0]) == "0" and redis_server.cli("EXISTS", keys[10]) == "1"
+        wait_until("A's copies of the removed keys are gone", lambda: get(a, keys[2]) == {"found": False}, 2)
+        assert get(a, keys[12])["value"] == "v12"
+
+
 def test_only_the_configured_prefixes_are_shared(redis_server: Redis) -> None:
     host = start_host(redis_server, "--upstream-prefix", "shared:")
     try:
@@ -567,6 +626,21 @@ def test_cluster_coherence_across_hosts_and_slots(cluster: Cluster, cluster_host
             wait_until("A sees the cli's write",
                        lambda: a.call("cache.get", {"key": k, "encoding": "utf8"}).get("value") == "cli", 2)
         assert a.call("cache.removePrefix", {"prefix": "c2"})["removed"] >= 1
+
+
+def test_cluster_set_many_across_slots(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
+    keys = [unique(f"sm{i}") for i in range(30)]
+    assert len({cluster.node_serving(k).port for k in keys}) == 3
+    with client(cluster_hosts[0]) as a, client(cluster_hosts[1]) as b:
+        wait_until("cluster recognised", lambda: a.info()["upstream"]["cluster"], 5, every=0.05)
+        a.call("cache.setMany", {"entries": [{"key": k, "value": k} for k in keys]})
+        for k in keys:
+            assert cluster.node_serving(k).cli("GET", k) == k
+        assert [e.get("value") for e in b.call("cache.getMany", {"keys": keys})["entries"]] == keys
+        assert b.call("cache.removeMany", {"keys": keys})["removed"] == 30
+        for k in keys:
+            assert cluster.node_serving(k).cli("EXISTS", k) == "0"
+        wait_until("A's copies are gone", lambda: all(get(a, k) == {"found": False} for k in keys[:5]), 2)
 
 
 def test_a_killed_and_restarted_cluster_node(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
