@@ -152,6 +152,83 @@ struct HybridCacheUpstreamTests {
         #expect(order.withLock { $0 } == ["set", "get"])
     }
 
+    @Test func removePrefixKeepsItsPlaceAmongWritesOfMatchingKeys() async throws {
+        _ = try await set("s:p:old", "v")
+        gate.close()
+        let order = Locked<[String]>([])
+        cache.store(CacheEntry(bytes: [1]), forKey: "s:p:before") { _ in order.withLock { $0.append("before") } }
+        let removed: Int = try await withCheckedThrowingContinuation { continuation in
+            cache.removePrefix("s:p:") { result in
+                order.withLock { $0.append("removePrefix") }
+                continuation.resume(with: result)
+            }
+            // A key with nothing on its way waits too, and its memory copy does not answer.
+            cache.store(CacheEntry(bytes: [2]), forKey: "s:p:after") { _ in order.withLock { $0.append("after") } }
+            #expect(cache.memoryLookup(forKey: "s:p:old").isBehindWrite)
+            #expect(order.withLock { $0 }.isEmpty)
+            gate.release()
+        }
+        #expect(removed == 2)
+        let there = try await withCheckedThrowingContinuation { c in upstream.get("s:p:after") { c.resume(with: $0) } }
+        #expect(there?.entry.bytes == [2])
+        #expect(try await get("s:p:before").cacheType == .none)
+        #expect(order.withLock { $0 } == ["before", "removePrefix", "after"])
+    }
+
+    @Test func storeManyOfSharedKeysKeepsEachKeysOrder() async throws {
+        gate.close()
+        let order = Locked<[String]>([])
+        let items = { (tag: UInt8, keys: [String]) in keys.map { HybridCache.StoreItem(key: $0, entry: CacheEntry(bytes: [tag])) } }
+        cache.store(CacheEntry(bytes: [0]), forKey: "s:m:a") { _ in order.withLock { $0.append("single") } }
+        cache.storeMany(items(1, ["s:m:a", "s:m:b"])) { _ in order.withLock { $0.append("first") } }
+        // The same keys in the other order: queued behind the first, never waiting on each other.
+        let results: [HybridCache.StoreResult] = try await withCheckedThrowingContinuation { continuation in
+            cache.storeMany(items(2, ["s:m:b", "s:m:a"])) { result in
+                order.withLock { $0.append("second") }
+                continuation.resume(with: result)
+            }
+            #expect(cache.memoryLookup(forKey: "s:m:b").isBehindWrite)
+            gate.release()
+        }
+        #expect(results.map(\.stored) == [true, true])
+        #expect(order.withLock { $0 } == ["single", "first", "second"])
+        for key in ["s:m:a", "s:m:b"] {
+            let read = try await get(key)
+            #expect(read.entry?.bytes == [2] && read.cacheType == .memory)
+        }
+        // Local and shared keys together: each part as one step, the results in place.
+        let mixed: [HybridCache.StoreResult] = try await withCheckedThrowingContinuation { continuation in
+            cache.storeMany(items(3, ["s:m:c", "local"])) { continuation.resume(with: $0) }
+        }
+        #expect(mixed.map(\.stored) == [true, true])
+        #expect(try await get("local").entry?.bytes == [3])
+        let removed: [Bool] = try await withCheckedThrowingContinuation { continuation in
+            cache.removeMany(forKeys: ["s:m:a", "local", "s:m:none"]) { continuation.resume(with: $0) }
+        }
+        #expect(removed == [true, true, false])
+        #expect(try await withCheckedThrowingContinuation { c in upstream.get("s:m:a") { c.resume(with: $0) } } == nil)
+    }
+
+    @Test func anOwnersSharedLeasesEndWhenItGoes() async throws {
+        func acquire(_ key: String, _ token: String, owner: UInt64) async throws -> Bool {
+            try await withCheckedThrowingContinuation { continuation in
+                cache.acquireSharedLease(key, token: token, ttl: 60, owner: owner, changed: {}) { continuation.resume(with: $0) }
+            }
+        }
+        #expect(try await acquire("s:l1", "A", owner: 7))
+        #expect(try await acquire("s:l2", "B", owner: 8))
+        #expect(try await !acquire("s:l1", "C", owner: 9))
+        // A lease released by its token is no longer the owner's to give back.
+        let released: Bool = try await withCheckedThrowingContinuation { c in cache.releaseSharedLease("s:l1", token: "A") { c.resume(with: $0) } }
+        #expect(released)
+        #expect(try await acquire("s:l1", "D", owner: 9))
+        cache.releaseSharedLeases(owner: 7)
+        #expect(try await !acquire("s:l1", "E", owner: 10), "owner 7's going ended a lease it no longer held")
+        cache.releaseSharedLeases(owner: 8)
+        #expect(try await acquire("s:l2", "F", owner: 10))
+        #expect(try await !acquire("s:l2", "G", owner: 11))
+    }
+
     @Test func anInvalidationAfterAnUpstreamReadDropsItsCopy() async throws {
         upstream.externalWrite("s:r", CacheEntry(bytes: [1]))
         gate.close()
