@@ -76,9 +76,10 @@ extension HybridCache {
             near.tier.writeMany(writes) { results in
                 let outcomes = zip(writes, results).map { write, result -> Result<(Upstream.Write, Upstream.Written), CacheError> in
                     switch (write, result) {
-                    case (.set(let key, var entry, _), .success(let written)):
+                    case (.set(let key, var entry, let lifetime), .success(let written)):
                         entry.version = written.version ?? 0
-                        near.keep(key, entry, timeToLive: written.timeToLive, sequence: written.sequence)
+                        near.keep(key, entry, timeToLive: written.timeToLive, sequence: written.sequence,
+                                  sliding: lifetime.slidingMilliseconds)
                         self.counters.withLock { $0.sets += 1 }
                     case (.remove(let key), .success(let written)):
                         near.drop(key)

@@ -25,6 +25,7 @@ extension HybridCache {
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
         if !near.writePending(key), let hit = memoryCopy(forKey: key, options: options) {
+            slideIfDue(near, key, hit, options)
             return runInline(callbackQueue, options.priority, completion) { .success(hit) }
         }
         let task = makeTask(callbackQueue, options.priority, completion)
@@ -44,13 +45,16 @@ extension HybridCache {
         _ near: NearCache, forKey key: String, options: Options,
         _ done: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) {
-        if let hit = memoryCopy(forKey: key, options: options) { return done(.success(hit)) }
+        if let hit = memoryCopy(forKey: key, options: options) {
+            slideIfDue(near, key, hit, options)
+            return done(.success(hit))
+        }
         let miss = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
         if options.fromMemoryOnly { return done(.success(miss)) }
         near.tier.get(key) { result in
             switch result {
             case .success(let found?):
-                near.keep(key, found.entry, timeToLive: found.timeToLive, sequence: found.sequence)
+                near.keep(key, found.entry, timeToLive: found.timeToLive, sequence: found.sequence, sliding: found.slidingTimeToLive)
                 near.count { $0.hits += 1 }
                 done(.success(RetrieveResult(
                     cacheType: .upstream, entry: found.entry, expiresAt: HybridCache.expiry(found.timeToLive))))
@@ -61,6 +65,19 @@ extension HybridCache {
                 HybridCache.count(failure, near)
                 done(.success(miss))
             }
+        }
+    }
+
+    /// Renews a shared key's sliding lifetime upstream, in the background, when a read
+    /// that slides (`extendingExpiration: .cacheTime`, the default) hit a copy with less
+    /// than half of it left (`NearCache.slideDue`): at most one renewal per half lifetime
+    /// per key and host, never a round trip in the read's way.
+    func slideIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ options: Options) {
+        guard options.extendingExpiration == .cacheTime, let entry = hit.entry,
+              let sliding = near.slideDue(key, remaining: hit.expiresAt?.timeIntervalSince(config.memory.clock.now())) else { return }
+        near.tier.slide(key, version: entry.version, lifetime: sliding) { result in
+            if case .failure(let failure) = result { HybridCache.count(failure, near) }
+            near.slid(key, version: entry.version, timeToLive: (try? result.get()) ?? nil)
         }
     }
 
@@ -75,7 +92,10 @@ extension HybridCache {
     /// `memoryLookup` of a shared key: memory answers only when no write of it is pending.
     func memoryLookupShared(_ near: NearCache, forKey key: String, options: Options) -> MemoryLookup<RetrieveResult> {
         if near.writePending(key) { return .behindWrite }
-        if let hit = memoryCopy(forKey: key, options: options) { return .answered(hit) }
+        if let hit = memoryCopy(forKey: key, options: options) {
+            slideIfDue(near, key, hit, options)
+            return .answered(hit)
+        }
         return options.fromMemoryOnly ? .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)) : .missed
     }
 
@@ -141,7 +161,7 @@ extension HybridCache {
                 done(HybridCache.mapped(result, near) { written in
                     var kept = entry
                     kept.version = written.version ?? 0
-                    near.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence)
+                    near.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence, sliding: lifetime.slidingMilliseconds)
                     self.counters.withLock { $0.sets += 1 }
                     return StoreResult(
                         stored: true, size: entry.bytes.count, expiresAt: HybridCache.expiry(written.timeToLive), version: written.version)
@@ -165,7 +185,8 @@ extension HybridCache {
                     if written.stored {
                         var kept = entry
                         kept.version = written.version ?? 0
-                        near.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence)
+                        near.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence,
+                                  sliding: lifetime.slidingMilliseconds)
                     }
                     return ConditionalStoreResult(
                         stored: written.stored, version: written.version, expiresAt: HybridCache.expiry(written.timeToLive))
@@ -333,18 +354,20 @@ extension HybridCache {
         return HybridCache.upstreamLifetime(expiration)
     }
 
+    /// A span (`.seconds`, `.days`) slides, as it does on the local tiers; an instant
+    /// (`.date`) does not.
     static func upstreamLifetime(_ expiration: StorageExpiration) -> Upstream.Lifetime? {
         if expiration.isExpired { return nil }
         if case .never = expiration { return .never }
         let now = Date()
         let seconds = expiration.estimatedExpirationSince(now).timeIntervalSince(now)
         guard seconds > 0 else { return nil }
-        return .milliseconds(max(1, Int64((seconds * 1000).rounded(.up))))
+        let milliseconds = max(1, Int64((seconds * 1000).rounded(.up)))
+        return expiration.isAbsolute ? .milliseconds(milliseconds) : .sliding(milliseconds)
     }
 
     static func expiry(_ lifetime: Upstream.Lifetime) -> Date? {
-        if case .milliseconds(let ms) = lifetime { return expiry(ms) }
-        return nil
+        lifetime.milliseconds.flatMap { expiry($0) }
     }
 
     /// The instant a PTTL (milliseconds) runs out; nil = never.

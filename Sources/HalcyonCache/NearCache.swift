@@ -38,6 +38,10 @@ public struct UpstreamStats: Sendable, Equatable {
     public var staleCopiesRefused = 0
     /// Operations on shared keys that waited behind an earlier write of the same key.
     public var queuedBehindWrite = 0
+    /// Renewals of sliding lifetimes sent upstream (a read of a copy with less than half
+    /// of its sliding lifetime left), and those that found the key changed meanwhile.
+    public var slides = 0
+    public var slidesRefused = 0
 
     public init() {}
 }
@@ -104,6 +108,10 @@ final class NearCache: Upstream.Observer, Sendable {
         /// Shared leases taken through this host, by key: the token and the owner (a
         /// connection) that took it, so they can be given back when the owner goes away.
         var leaseHolders: [String: (token: String, owner: UInt64)] = [:]
+        /// The sliding lifetime (milliseconds) of the copies written with one, and the keys
+        /// whose slide is on its way upstream.
+        var slides: [String: Int64] = [:]
+        var sliding: Set<String> = []
         /// Prefix removals admitted and not finished, by id.
         var prefixRemovals: [UInt64: PrefixRemoval] = [:]
         var lastPrefixRemoval: UInt64 = 0
@@ -265,24 +273,80 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// Keeps `entry` as this host's copy of `key`, living `timeToLive` milliseconds (nil:
     /// until invalidated or evicted), unless an invalidation or flush numbered after
-    /// `sequence` has been seen; then any older copy goes instead.
-    func keep(_ key: String, _ entry: CacheEntry, timeToLive: Int64?, sequence: UInt64) {
+    /// `sequence` has been seen; then any older copy goes instead. `sliding`: the sliding
+    /// lifetime it was written with (`Upstream.Lifetime.sliding`), which reads renew.
+    func keep(_ key: String, _ entry: CacheEntry, timeToLive: Int64?, sequence: UInt64, sliding: Int64? = nil) {
         state.withLock { state in
             let invalidated = state.keys[key]?.invalidatedAt ?? 0
             guard sequence >= state.flushedAt, sequence >= invalidated else {
                 state.stats.staleCopiesRefused += 1
-                _ = memory.remove(forKey: key)
+                remove(key, &state)
                 return
             }
             let expiration: StorageExpiration = timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never
             memory.store(entry, forKey: key, expiration: expiration)
+            if let sliding {
+                if state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
+                state.slides[key] = sliding
+            } else {
+                state.slides[key] = nil
+            }
         }
     }
 
     /// Drops this host's copy of `key` (a write whose outcome is not known, a change the
     /// reply did not describe).
     func drop(_ key: String) {
-        state.withLock { _ in _ = memory.remove(forKey: key) }
+        state.withLock { remove(key, &$0) }
+    }
+
+    private func remove(_ key: String, _ state: inout State) {
+        _ = memory.remove(forKey: key)
+        state.slides[key] = nil
+    }
+
+    // MARK: Sliding lifetimes
+
+    /// How many sliding lifetimes are remembered before those of copies no longer in
+    /// memory (evicted) are forgotten.
+    static let slidesBound = 65_536
+
+    private func forgetEvictedSlides(_ state: inout State) {
+        state.slides = state.slides.filter { memory.isCached(forKey: $0.key) }
+    }
+
+    /// A read of this host's copy of `key`, `remaining` seconds from its end (nil: no
+    /// end): the sliding lifetime to renew upstream now, or nil. Due when less than half
+    /// of the sliding lifetime is left and no renewal of the key is on its way, so a key
+    /// read steadily is renewed at most once per half lifetime, per host.
+    func slideDue(_ key: String, remaining: TimeInterval?) -> Int64? {
+        state.withLock { state in
+            guard let remaining, let sliding = state.slides[key], !state.sliding.contains(key),
+                  remaining * 1000 < Double(sliding) / 2 else { return nil }
+            state.sliding.insert(key)
+            state.stats.slides += 1
+            return sliding
+        }
+    }
+
+    /// The renewal of `key`'s lifetime came back: `timeToLive` the new PTTL, or nil when
+    /// the key held something else by then, or a lifetime set by another client (or the
+    /// renewal failed). The copy of `version`, if still here (an
+    /// invalidation would have removed it first: its push comes before this reply on the
+    /// same connection), lives as long as the key now.
+    func slid(_ key: String, version: UInt64, timeToLive: Int64?) {
+        state.withLock { state in
+            state.sliding.remove(key)
+            guard let timeToLive else {
+                // The key changed, or its lifetime was set by someone else: this copy's
+                // reads renew nothing more (a new copy brings its own sliding lifetime).
+                state.stats.slidesRefused += 1
+                state.slides[key] = nil
+                return
+            }
+            guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
+            memory.store(copy, forKey: key, expiration: .seconds(Double(max(timeToLive, 1)) / 1000))
+        }
     }
 
     // MARK: Leases
@@ -363,7 +427,7 @@ final class NearCache: Upstream.Observer, Sendable {
             case .invalidated(let keys, let sequence):
                 state.stats.invalidations += keys.count
                 for key in keys {
-                    _ = memory.remove(forKey: key)
+                    remove(key, &state)
                     if state.keys[key] != nil { state.keys[key]!.invalidatedAt = max(state.keys[key]!.invalidatedAt, sequence) }
                     if state.leaseAttempts > 0 { state.recentChanges[key] = sequence }
                     if let watches = state.leaseWatches.removeValue(forKey: key) { woken += watches.map(\.wake) }
@@ -371,6 +435,7 @@ final class NearCache: Upstream.Observer, Sendable {
             case .flushed(let sequence):
                 state.stats.flushes += 1
                 state.flushedAt = max(state.flushedAt, sequence)
+                state.slides.removeAll()
                 if prefixes.isEmpty {
                     _ = memory.removeAll()
                 } else {

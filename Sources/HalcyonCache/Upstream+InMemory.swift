@@ -27,6 +27,8 @@ extension Upstream {
         struct Stored {
             var entry: CacheEntry
             var expiresAt: Date?
+            /// `Lifetime.sliding`'s milliseconds, for `slide`.
+            var sliding: Int64?
         }
 
         struct State {
@@ -69,7 +71,8 @@ extension Upstream {
         public func externalWrite(_ key: String, _ entry: CacheEntry?, lifetime: Lifetime = .never) {
             mutate(key) { state, now in
                 if let entry {
-                    state.entries[key] = Stored(entry: self.versioned(entry), expiresAt: self.expiry(lifetime, now: now, previous: nil))
+                    state.entries[key] = Stored(entry: self.versioned(entry), expiresAt: self.expiry(lifetime, now: now, previous: nil),
+                                                sliding: lifetime.slidingMilliseconds)
                 } else {
                     state.entries[key] = nil
                 }
@@ -113,7 +116,8 @@ extension Upstream {
         public func get(_ key: String, completion: @escaping @Sendable (Result<Entry?, Failure>) -> Void) {
             completion(read { state, now in
                 guard let stored = self.live(key, in: &state, now: now) else { return nil }
-                return Entry(entry: stored.entry, timeToLive: self.ttl(stored, now: now), sequence: state.sequence)
+                return Entry(entry: stored.entry, timeToLive: self.ttl(stored, now: now), sequence: state.sequence,
+                             slidingTimeToLive: stored.sliding)
             })
         }
 
@@ -164,8 +168,19 @@ extension Upstream {
             completion(mutateIfReachable(key) { state, now in
                 guard var stored = self.live(key, in: &state, now: now) else { return (false, false) }
                 stored.expiresAt = self.expiry(lifetime, now: now, previous: stored)
+                stored.sliding = lifetime.slidingMilliseconds
                 state.entries[key] = stored
                 return (true, true)
+            })
+        }
+
+        public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Failure>) -> Void) {
+            completion(mutateIfReachable(key) { state, now -> (Int64?, Bool) in
+                guard var stored = self.live(key, in: &state, now: now), stored.entry.version == version, stored.sliding == lifetime
+                else { return (nil, false) }
+                stored.expiresAt = self.expiry(.sliding(lifetime), now: now, previous: stored)
+                state.entries[key] = stored
+                return (self.ttl(stored, now: now), true)
             })
         }
 
@@ -240,7 +255,7 @@ extension Upstream {
         private func expiry(_ lifetime: Lifetime, now: Date, previous: Stored?) -> Date? {
             switch lifetime {
             case .never: return nil
-            case .milliseconds(let ms): return now.addingTimeInterval(Double(max(ms, 1)) / 1000)
+            case .milliseconds(let ms), .sliding(let ms): return now.addingTimeInterval(Double(max(ms, 1)) / 1000)
             case .keep: return previous?.expiresAt
             }
         }
@@ -264,7 +279,8 @@ extension Upstream {
                     return (Written(stored: false, version: live?.entry.version, timeToLive: live.flatMap { self.ttl($0, now: now) },
                                     sequence: state.sequence), false)
                 }
-                let stored = Stored(entry: self.versioned(entry), expiresAt: self.expiry(lifetime, now: now, previous: live))
+                let stored = Stored(entry: self.versioned(entry), expiresAt: self.expiry(lifetime, now: now, previous: live),
+                                    sliding: lifetime == .keep ? live?.sliding : lifetime.slidingMilliseconds)
                 state.entries[key] = stored
                 return (Written(stored: true, version: stored.entry.version, timeToLive: self.ttl(stored, now: now),
                                 sequence: state.sequence), true)

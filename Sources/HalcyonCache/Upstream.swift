@@ -15,6 +15,24 @@ public enum Upstream {
         case milliseconds(Int64)
         /// Keep the key's current lifetime (`KEEPTTL`); a new key gets none.
         case keep
+        /// This many milliseconds from the write (at least 1), counted again from a
+        /// read that slides it (`Tier.slide`): a sliding expiration, kept beside the value
+        /// so that every host's reads can slide it.
+        case sliding(Int64)
+
+        /// The milliseconds of `.milliseconds` and `.sliding`.
+        public var milliseconds: Int64? {
+            switch self {
+            case .milliseconds(let ms), .sliding(let ms): return ms
+            case .never, .keep: return nil
+            }
+        }
+
+        /// The span reads count again: `.sliding`'s milliseconds, else nil.
+        public var slidingMilliseconds: Int64? {
+            if case .sliding(let ms) = self { return ms }
+            return nil
+        }
     }
 
     /// An entry read from upstream.
@@ -26,11 +44,15 @@ public enum Upstream {
         /// The event sequence number current when the read's reply arrived: a later
         /// invalidation of this key (a greater `Event.sequence`) means the copy is stale.
         public var sequence: UInt64
+        /// The milliseconds a read slides the lifetime to, when it was written with a
+        /// sliding expiration (`Lifetime.sliding`); nil otherwise.
+        public var slidingTimeToLive: Int64?
 
-        public init(entry: CacheEntry, timeToLive: Int64?, sequence: UInt64) {
+        public init(entry: CacheEntry, timeToLive: Int64?, sequence: UInt64, slidingTimeToLive: Int64? = nil) {
             self.entry = entry
             self.timeToLive = timeToLive
             self.sequence = sequence
+            self.slidingTimeToLive = slidingTimeToLive
         }
     }
 
@@ -162,6 +184,10 @@ public enum Upstream {
         func touch(_ key: String, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
         /// Removes `key`; false when there was none.
         func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        /// Gives `key` its sliding lifetime again, `lifetime` milliseconds from now, if it
+        /// still holds the value of `version` written with that sliding lifetime. The new
+        /// PTTL, or nil when the key holds something else (or nothing) now.
+        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Failure>) -> Void)
         /// Several `set`s and `remove`s as one step: sent together, completing once every
         /// one has taken effect (or failed), with one outcome per write, in order. Writes
         /// of one key take effect in their order.

@@ -64,7 +64,7 @@ public final class RedisTier: Upstream.Tier {
 
     public func get(_ key: String, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
         run(Script.read, valueKey: key, []) { (reply: RESP3Value, sequence: UInt64) throws -> Upstream.Entry? in
-            guard let parts = reply.array, parts.count == 4, let bytes = parts[0].bytes,
+            guard let parts = reply.array, parts.count >= 4, let bytes = parts[0].bytes,
                   let version = parts[2].string.flatMap(UInt64.init), let flags = parts[3].string.flatMap(UInt32.init)
             else {
                 if reply.isNull || reply == .boolean(false) { return nil }
@@ -72,7 +72,8 @@ public final class RedisTier: Upstream.Tier {
             }
             return Upstream.Entry(
                 entry: CacheEntry(bytes: Array(buffer: bytes), flags: flags, version: version),
-                timeToLive: RedisTier.timeToLive(parts[1]), sequence: sequence)
+                timeToLive: RedisTier.timeToLive(parts[1]), sequence: sequence,
+                slidingTimeToLive: parts.count > 4 ? parts[4].string.flatMap(Int64.init) : nil)
         }.whenSuccess(completion)
     }
 
@@ -80,16 +81,14 @@ public final class RedisTier: Upstream.Tier {
         _ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
-        run(Script.set, valueKey: key, [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)],
-            read: RedisTier.written).whenSuccess(completion)
+        run(Script.set, valueKey: key, RedisTier.storeArguments(entry, lifetime), read: RedisTier.written).whenSuccess(completion)
     }
 
     public func add(
         _ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
-        run(Script.add, valueKey: key, [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)],
-            read: RedisTier.written).whenSuccess(completion)
+        run(Script.add, valueKey: key, RedisTier.storeArguments(entry, lifetime), read: RedisTier.written).whenSuccess(completion)
     }
 
     public func compareAndSet(
@@ -97,7 +96,8 @@ public final class RedisTier: Upstream.Tier {
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
         run(Script.compareAndSet, valueKey: key,
-            [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime), .init(string: String(version))],
+            [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime), .init(string: String(version)),
+             RedisTier.slideArgument(lifetime)],
             read: RedisTier.written).whenSuccess(completion)
     }
 
@@ -130,8 +130,15 @@ public final class RedisTier: Upstream.Tier {
     }
 
     public func touch(_ key: String, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
-        run(Script.touch, valueKey: key, [RedisTier.argument(lifetime == .keep ? .never : lifetime)]) { (reply: RESP3Value, _: UInt64) -> Bool in
+        run(Script.touch, valueKey: key, [RedisTier.argument(lifetime == .keep ? .never : lifetime), RedisTier.slideArgument(lifetime)]) { (reply: RESP3Value, _: UInt64) -> Bool in
             reply.array?.first?.int64 == 1
+        }.whenSuccess(completion)
+    }
+
+    public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Upstream.Failure>) -> Void) {
+        run(Script.slide, valueKey: key, [.init(string: String(version)), .init(string: String(lifetime))]) { (reply: RESP3Value, _: UInt64) -> Int64? in
+            guard let parts = reply.array, parts.first?.int64 == 1, parts.count > 1 else { return nil }
+            return RedisTier.timeToLive(parts[1])
         }.whenSuccess(completion)
     }
 
@@ -163,8 +170,7 @@ public final class RedisTier: Upstream.Tier {
         let calls = round.map { index -> (Script, [String], [ByteBuffer]) in
             switch writes[index] {
             case .set(let key, let entry, let lifetime):
-                return (Script.set, [key, KeyLayout.meta(key)],
-                        [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), RedisTier.argument(lifetime)])
+                return (Script.set, [key, KeyLayout.meta(key)], RedisTier.storeArguments(entry, lifetime))
             case .remove(let key):
                 return (Script.remove, [key, KeyLayout.meta(key)], [])
             }
@@ -314,8 +320,18 @@ public final class RedisTier: Upstream.Tier {
         switch lifetime {
         case .never: return ByteBuffer(string: "never")
         case .keep: return ByteBuffer(string: "keep")
-        case .milliseconds(let ms): return ByteBuffer(string: String(max(ms, 1)))
+        case .milliseconds(let ms), .sliding(let ms): return ByteBuffer(string: String(max(ms, 1)))
         }
+    }
+
+    /// The sliding lifetime a store records beside the value (metadata `s`); empty for none.
+    static func slideArgument(_ lifetime: Upstream.Lifetime) -> ByteBuffer {
+        ByteBuffer(string: lifetime.slidingMilliseconds.map { String(max($0, 1)) } ?? "")
+    }
+
+    /// The arguments of `Script.set` and `Script.add`.
+    static func storeArguments(_ entry: CacheEntry, _ lifetime: Upstream.Lifetime) -> [ByteBuffer] {
+        [ByteBuffer(bytes: entry.bytes), .init(string: String(entry.flags)), argument(lifetime), slideArgument(lifetime)]
     }
 
     static func failure(_ error: Error) -> Upstream.Failure {

@@ -25,17 +25,19 @@ public struct Script: Sendable {
     /// rule as the daemon's own VersionClock, so versions stay comparable and grow across
     /// hosts. `TIME` is allowed in scripts since Redis 5 (effects replication).
     ///
-    /// `meta(value)`: the version and flags of the value under KEYS[1]. When the metadata
-    /// does not describe this value (its digest differs: someone `SET` the key without
-    /// Halcyon, or the metadata expired first), the value is adopted as raw bytes
-    /// (flags 0) with a new version, recorded so every host agrees on it.
+    /// `meta(value)`: the version, flags and sliding lifetime (or nil) of the value under
+    /// KEYS[1]. When the metadata does not describe this value (its digest differs:
+    /// someone `SET` the key without Halcyon, or the metadata expired first), the value is
+    /// adopted as raw bytes (flags 0, no sliding lifetime) with a new version, recorded so
+    /// every host agrees on it.
     ///
     /// `follow()`: gives KEYS[2] the lifetime of KEYS[1] and returns that PTTL. Its
     /// `PTTL` is also a read of KEYS[1], which makes the server track the key for the
     /// caller again after the script's own write invalidated it.
     ///
-    /// `store(value, flags, lifetime)`: writes value and metadata; lifetime is `never`,
-    /// `keep` or milliseconds.
+    /// `store(value, flags, lifetime, slide)`: writes value and metadata; lifetime is
+    /// `never`, `keep` or milliseconds; slide is the sliding lifetime in milliseconds
+    /// (metadata field `s`, for reads to count again) or empty for none (`keep` keeps it).
     static let prelude = """
         local function version(old)
           local t = redis.call('TIME')
@@ -50,52 +52,58 @@ public struct Script: Sendable {
           return ttl
         end
         local function meta(value)
-          local m = redis.call('HMGET', KEYS[2], 'v', 'f', 'd')
+          local m = redis.call('HMGET', KEYS[2], 'v', 'f', 'd', 's')
           local digest = redis.sha1hex(value)
-          if m[1] and m[3] == digest then return m[1], m[2] or '0' end
+          if m[1] and m[3] == digest then return m[1], m[2] or '0', m[4] end
           local v = version(m[1])
           redis.call('HSET', KEYS[2], 'v', v, 'f', '0', 'd', digest)
+          redis.call('HDEL', KEYS[2], 's')
           follow()
-          return v, '0'
+          return v, '0', false
         end
-        local function store(value, flags, lifetime)
+        local function slides(slide)
+          if slide ~= '' then redis.call('HSET', KEYS[2], 's', slide) else redis.call('HDEL', KEYS[2], 's') end
+        end
+        local function store(value, flags, lifetime, slide)
           local v = version(redis.call('HGET', KEYS[2], 'v'))
           if lifetime == 'keep' then redis.call('SET', KEYS[1], value, 'KEEPTTL')
           elseif lifetime == 'never' then redis.call('SET', KEYS[1], value)
           else redis.call('SET', KEYS[1], value, 'PX', lifetime) end
           redis.call('HSET', KEYS[2], 'v', v, 'f', flags, 'd', redis.sha1hex(value))
+          if lifetime ~= 'keep' then slides(slide) end
           return v, follow()
         end
 
         """
 
-    /// KEYS: value, meta. Returns nil, or {value, pttl, version, flags}.
+    /// KEYS: value, meta. Returns nil, or {value, pttl, version, flags, sliding lifetime
+    /// or nil}.
     static let read = Script("""
         local value = redis.call('GET', KEYS[1])
         if not value then return false end
-        local v, f = meta(value)
-        return {value, redis.call('PTTL', KEYS[1]), v, f}
+        local v, f, s = meta(value)
+        return {value, redis.call('PTTL', KEYS[1]), v, f, s}
         """)
 
-    /// KEYS: value, meta. ARGV: value, flags, lifetime. Returns {1, version, pttl}.
+    /// KEYS: value, meta. ARGV: value, flags, lifetime, slide. Returns {1, version, pttl}.
     static let set = Script("""
-        local v, ttl = store(ARGV[1], ARGV[2], ARGV[3])
+        local v, ttl = store(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
         return {1, v, ttl}
         """)
 
-    /// KEYS: value, meta. ARGV: value, flags, lifetime. Stores only when the key is absent.
-    /// Returns {1, version, pttl} or {0, live version, pttl}.
+    /// KEYS: value, meta. ARGV: value, flags, lifetime, slide. Stores only when the key is
+    /// absent. Returns {1, version, pttl} or {0, live version, pttl}.
     static let add = Script("""
         local live = redis.call('GET', KEYS[1])
         if live then
           local v = meta(live)
           return {0, v, redis.call('PTTL', KEYS[1])}
         end
-        local v, ttl = store(ARGV[1], ARGV[2], ARGV[3])
+        local v, ttl = store(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
         return {1, v, ttl}
         """)
 
-    /// KEYS: value, meta. ARGV: value, flags, lifetime, expected version. Stores only when
+    /// KEYS: value, meta. ARGV: value, flags, lifetime, expected version, slide. Stores only when
     /// the live version is the expected one. Returns {1, version, pttl}, {0, live
     /// version, pttl}, or {0} when the key holds nothing.
     static let compareAndSet = Script("""
@@ -103,7 +111,7 @@ public struct Script: Sendable {
         if not live then return {0} end
         local v = meta(live)
         if v ~= ARGV[4] then return {0, v, redis.call('PTTL', KEYS[1])} end
-        local nv, ttl = store(ARGV[1], ARGV[2], ARGV[3])
+        local nv, ttl = store(ARGV[1], ARGV[2], ARGV[3], ARGV[5])
         return {1, nv, ttl}
         """)
 
@@ -127,15 +135,35 @@ public struct Script: Sendable {
         local lifetime = ARGV[4]
         if lifetime == 'never' or (lifetime == 'keep' and not existed) then redis.call('PERSIST', KEYS[1])
         elseif lifetime ~= 'keep' then redis.call('PEXPIRE', KEYS[1], lifetime) end
+        -- A sum has no sliding lifetime unless it keeps the one it had.
+        if lifetime ~= 'keep' then redis.call('HDEL', KEYS[2], 's') end
         local v = version(redis.call('HGET', KEYS[2], 'v'))
         redis.call('HSET', KEYS[2], 'v', v, 'f', ARGV[3], 'd', redis.sha1hex(tostring(redis.call('GET', KEYS[1]))))
         return {tostring(sum), v, follow()}
         """)
 
-    /// KEYS: value, meta. ARGV: lifetime (never or milliseconds). Returns {1, pttl} or {0}.
+    /// KEYS: value, meta. ARGV: lifetime (never or milliseconds), slide. Returns {1, pttl} or {0}.
     static let touch = Script("""
         if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
         if ARGV[1] == 'never' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+        slides(ARGV[2])
+        return {1, follow()}
+        """)
+
+    /// KEYS: value, meta. ARGV: version, sliding lifetime. Gives the key that lifetime
+    /// again from now, only while it holds the value of that version (digest checked)
+    /// written with that sliding lifetime, and while its lifetime is still the one
+    /// Halcyon gave it: every Halcyon write ends both keys at the same instant
+    /// (`follow`), so a key whose PTTL differs from its metadata's had its lifetime
+    /// changed by another client (`PEXPIRE`, `PERSIST`), and that change stands.
+    /// Returns {1, pttl} or {0}.
+    static let slide = Script("""
+        local m = redis.call('HMGET', KEYS[2], 'v', 'd', 's')
+        if m[1] ~= ARGV[1] or m[3] ~= ARGV[2] then return {0} end
+        local value = redis.call('GET', KEYS[1])
+        if not value or redis.sha1hex(value) ~= m[2] then return {0} end
+        if math.abs(redis.call('PTTL', KEYS[1]) - redis.call('PTTL', KEYS[2])) > 2 then return {0} end
+        redis.call('PEXPIRE', KEYS[1], ARGV[2])
         return {1, follow()}
         """)
 

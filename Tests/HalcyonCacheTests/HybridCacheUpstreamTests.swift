@@ -55,6 +55,9 @@ struct HybridCacheUpstreamTests {
         func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
             run { self.inner.remove(key, completion: completion) }
         }
+        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Upstream.Failure>) -> Void) {
+            run { self.inner.slide(key, version: version, lifetime: lifetime, completion: completion) }
+        }
         func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
             run { self.inner.removePrefix(prefix, completion: completion) }
         }
@@ -227,6 +230,54 @@ struct HybridCacheUpstreamTests {
         cache.releaseSharedLeases(owner: 8)
         #expect(try await acquire("s:l2", "F", owner: 10))
         #expect(try await !acquire("s:l2", "G", owner: 11))
+    }
+
+    @Test func readsOfACopyRenewASlidingLifetimeUpstreamAtMostOncePerHalf() async throws {
+        // Its own cache and upstream on one manual clock, so that "later" is exact.
+        let clock = ManualClock(Date())
+        let upstream = Upstream.InMemory(clock: clock)
+        var config = HybridCache.Config(memory: MemoryStorage.Config(), disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root))
+        config.sweepInterval = 0
+        config.memory.clock = clock
+        config.upstream = UpstreamConfig(tier: upstream, prefixes: ["s:"])
+        let cache = HybridCache(config: config)
+        func read(_ key: String, _ extending: ExpirationExtending = .cacheTime) async throws -> HybridCache.RetrieveResult {
+            var options = HybridCache.Options()
+            options.extendingExpiration = extending
+            return try await withCheckedThrowingContinuation { c in cache.retrieve(forKey: key, options: options) { c.resume(with: $0) } }
+        }
+        func upstreamEntry(_ key: String) async throws -> Upstream.Entry? {
+            try await withCheckedThrowingContinuation { c in upstream.get(key) { c.resume(with: $0) } }
+        }
+        func store(_ key: String, _ expiration: StorageExpiration) async throws {
+            var options = HybridCache.Options()
+            options.diskExpiration = expiration
+            _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<HybridCache.StoreResult, Error>) in
+                cache.store(CacheEntry(bytes: [1]), forKey: key, options: options) { c.resume(with: $0) }
+            }
+        }
+        try await store("s:slide", .seconds(2))
+        #expect(try await upstreamEntry("s:slide")?.slidingTimeToLive == 2000)
+        // More than half left: reads renew nothing.
+        clock.advance(by: 0.9)
+        for _ in 0..<10 { #expect(try await read("s:slide").cacheType == .memory) }
+        #expect(cache.stats().upstream?.slides == 0)
+        // Less than half left: a read that does not slide renews nothing; the next read
+        // renews once, and the copy follows.
+        clock.advance(by: 0.3)
+        _ = try await read("s:slide", ExpirationExtending.none)
+        #expect(cache.stats().upstream?.slides == 0)
+        for _ in 0..<10 { #expect(try await read("s:slide").cacheType == .memory) }
+        #expect(cache.stats().upstream?.slides == 1)
+        #expect(try await read("s:slide").expiresAt == clock.now().addingTimeInterval(2))
+        // Past the first lifetime: alive upstream and here.
+        clock.advance(by: 1.2)
+        #expect(try await upstreamEntry("s:slide") != nil)
+        #expect(try await read("s:slide").entry?.bytes == [1])
+        #expect(cache.stats().upstream?.slides == 2, "less than half was left again")
+        // An instant never slides.
+        try await store("s:fixed", .date(clock.now().addingTimeInterval(2)))
+        #expect(try await upstreamEntry("s:fixed")?.slidingTimeToLive == nil)
     }
 
     @Test func anInvalidationAfterAnUpstreamReadDropsItsCopy() async throws {

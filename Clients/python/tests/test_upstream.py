@@ -200,6 +200,27 @@ def test_the_lifetime_is_the_upstream_keys(hosts: List[Daemon], redis_server: Re
         wait_until("the expired key is gone", lambda: get(a, key) == {"found": False}, 3)
 
 
+def test_reads_through_another_host_keep_a_sliding_key_alive_in_redis(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique("slide")
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": key, "value": "v", "expiration": {"seconds": 2}})
+        assert 0 < int(redis_server.cli("PTTL", key)) <= 2000
+        assert redis_server.cli("HGET", "{" + key + "}halcyon.meta:" + key, "s") == "2000"
+        slides_before = b.call("cache.stats")["upstream"]["slides"]
+        began = time.monotonic()
+        while time.monotonic() - began < 4.5:   # more than twice the lifetime
+            assert get(b, key)["value"] == "v"
+            time.sleep(0.05)
+        # Alive in Redis long past its first lifetime, renewed by B's reads of its copy:
+        # about once per half lifetime, not once per read (some 80 reads).
+        assert int(redis_server.cli("PTTL", key)) > 0
+        slides = b.call("cache.stats")["upstream"]["slides"] - slides_before
+        assert 2 <= slides <= 6, slides
+        # Nobody reads: it ends in Redis at its sliding lifetime, and on both hosts.
+        wait_until("the key expires in Redis", lambda: redis_server.cli("EXISTS", key) == "0", 5, every=0.05)
+        assert get(a, key) == {"found": False} and get(b, key) == {"found": False}
+
+
 def test_remove_prefix_and_many_keys(hosts: List[Daemon], redis_server: Redis) -> None:
     prefix = unique("p") + ":"
     with client(hosts[0]) as a, client(hosts[1]) as b:

@@ -174,6 +174,7 @@ extension UpstreamStats {
         w.field("invalidations", invalidations); w.field("flushes", flushes)
         w.field("unavailable", unavailable); w.field("refused", refused)
         w.field("staleCopiesRefused", staleCopiesRefused); w.field("queuedBehindWrite", queuedBehindWrite)
+        w.field("slides", slides); w.field("slidesRefused", slidesRefused)
     }
 }
 
