@@ -17,16 +17,20 @@ extension HybridCache {
     /// Where a listing stands. The walk goes through the disk tier's files in file-name
     /// order (an entry with a disk copy is listed from its file, never from memory, so it
     /// appears once), then through the entries held in memory only, in key byte order.
-    /// A cursor is `"d"` + the last file name examined, or `"m"` + the last key listed.
+    /// A cursor is `"d"` + the last file name examined, or `"m"` + the last key listed,
+    /// or `"u"` + the upstream's own cursor (shared keys, listed last, from the upstream:
+    /// `HybridCache+SharedKeys.swift`).
     enum KeyCursor: Equatable {
         case disk(after: String?)
         case memory(after: String?)
+        case upstream(after: String?)
 
         init?(_ text: String?) {
             guard let text else { self = .disk(after: nil); return }
             switch text.first {
             case "d": self = .disk(after: String(text.dropFirst()))
             case "m": self = .memory(after: String(text.dropFirst()))
+            case "u": self = .upstream(after: text.count > 1 ? String(text.dropFirst()) : nil)
             default: return nil
             }
         }
@@ -49,6 +53,9 @@ extension HybridCache {
         prefix: String, cursor: String?, limit: Int, callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<KeyPage, CacheError>) -> Void
     ) -> CacheTask {
+        if case .upstream(let after)? = KeyCursor(cursor), let nearCache {
+            return sharedKeyPage(nearCache, prefix: prefix, cursor: after, limit: limit, callbackQueue: callbackQueue, completion: completion)
+        }
         let task = makeTask(callbackQueue, .normal, completion)
         DispatchQueue.global(qos: .utility).async { [self] in
             guard task.begin() else { return }
@@ -108,11 +115,14 @@ extension HybridCache {
         }
         guard case .memory(let after) = position else { return .success(page) }
         var memoryOnly = memoryStorage.keys(prefix: prefix, memoryOnly: true)
+        // Copies of shared keys are listed from the upstream instead, every host's.
+        if let nearCache { memoryOnly.removeAll(where: nearCache.shares) }
         if let after { memoryOnly.removeAll { !after.utf8.lexicographicallyPrecedes($0.utf8) } }
         memoryOnly.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let room = max(1, limit - page.keys.count)
         page.keys.append(contentsOf: memoryOnly.prefix(room))
         if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last }
+        if page.cursor == nil, nearCache?.mayShare(prefix: prefix) == true { page.cursor = "u" }
         return .success(page)
     }
 

@@ -415,6 +415,11 @@ final class NearCache: Upstream.Observer, Sendable {
         woken.forEach { $0() }
     }
 
+    /// Callers waiting on `key`'s lease now.
+    func leaseWaiters(for key: String) -> Int {
+        state.withLock { $0.leaseWatches.values.reduce(0) { $0 + $1.filter { $0.key == key }.count } }
+    }
+
     /// Callers waiting on leases now.
     var leaseWaiters: Int { state.withLock { $0.leaseWatches.values.reduce(0) { $0 + $1.count } } }
 

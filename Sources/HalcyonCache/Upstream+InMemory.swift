@@ -204,6 +204,24 @@ extension Upstream {
             completion(result.0)
         }
 
+        /// The cursor is the last key listed; keys come in byte order.
+        public func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<KeyPage, Failure>) -> Void) {
+            completion(read { state, now in
+                let keys = state.entries.filter { $0.key.hasPrefix(prefix) && ($0.value.expiresAt ?? .distantFuture) > now }.map(\.key)
+                    .filter { key in cursor.map { $0.utf8.lexicographicallyPrecedes(key.utf8) } ?? true }
+                    .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                let page = Array(keys.prefix(max(1, limit)))
+                return KeyPage(keys: page, cursor: keys.count > page.count ? page.last : nil)
+            })
+        }
+
+        public func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Failure>) -> Void) {
+            completion(read { state, now -> Int64?? in
+                guard let held = state.leases[key], held.expiresAt > now else { return nil }
+                return .some(max(1, Int64((held.expiresAt.timeIntervalSince(now) * 1000).rounded(.up))))
+            })
+        }
+
         public func acquireLease(
             _ key: String, token: String, lifetime: Int64, completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void
         ) {

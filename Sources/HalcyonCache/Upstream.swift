@@ -111,6 +111,20 @@ public enum Upstream {
         }
     }
 
+    /// One page of `Tier.listKeys`.
+    public struct KeyPage: Sendable, Equatable {
+        /// Keys starting with the prefix (Halcyon's own metadata and lease keys left out);
+        /// fewer than the limit, even none, does not mean the end.
+        public var keys: [String]
+        /// Pass back for the next page; nil at the end. Opaque: the tier's own form.
+        public var cursor: String?
+
+        public init(keys: [String], cursor: String?) {
+            self.keys = keys
+            self.cursor = cursor
+        }
+    }
+
     /// Why an upstream call failed.
     public enum Failure: Error, Sendable, Equatable {
         /// The store could not be reached (`-32006 upstreamUnavailable`): the call may not
@@ -194,6 +208,13 @@ public enum Upstream {
         func writeMany(_ writes: [Write], completion: @escaping @Sendable ([Result<Written, Failure>]) -> Void)
         /// Removes every key that starts with `prefix`; how many.
         func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
+        /// A page of at most `limit` keys starting with `prefix` (every node of a cluster),
+        /// from `cursor` (nil: the start). A key present for the whole listing appears
+        /// once; keys written meanwhile may or may not.
+        func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<KeyPage, Failure>) -> Void)
+        /// Whether `key`'s lease is held by anyone, on any host: nil when not, else the
+        /// milliseconds it has left (nil inside: no end).
+        func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Failure>) -> Void)
         /// Takes the lease on `key` with `token` for `lifetime` milliseconds (`SET NX PX`).
         func acquireLease(_ key: String, token: String, lifetime: Int64,
                           completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void)

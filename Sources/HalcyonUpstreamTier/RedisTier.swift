@@ -202,6 +202,88 @@ public final class RedisTier: Upstream.Tier {
         .whenSuccess(completion)
     }
 
+    /// `SCAN MATCH prefix* COUNT limit` on one primary per page, the primaries in
+    /// address order. The cursor is `node index:SCAN cursor:last key listed`: a SCAN
+    /// reply may hold more than `limit` keys, so a page lists them in byte order up to
+    /// the limit and the next page repeats the same SCAN step and goes on after the last
+    /// key listed. A resharding or failover during the listing may repeat or miss keys.
+    public func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
+        let position = cursor.flatMap(RedisTier.ScanPosition.init) ?? RedisTier.ScanPosition(node: 0, scan: "0", after: nil)
+        let limit = max(1, limit)
+        client.primaries().flatMap { nodes -> EventLoopFuture<Upstream.KeyPage> in
+            let nodes = nodes.sorted { $0.description < $1.description }
+            guard position.node < nodes.count else { return self.client.eventLoop.makeSucceededFuture(.init(keys: [], cursor: nil)) }
+            let pattern = ByteBuffer(string: RedisTier.globEscaped(prefix) + "*")
+            return self.client.send([.init(string: "SCAN"), .init(string: position.scan), .init(string: "MATCH"), pattern,
+                                     .init(string: "COUNT"), .init(string: String(limit))], route: .node(nodes[position.node]))
+                .flatMapThrowing { reply -> Upstream.KeyPage in
+                    guard let parts = reply.array, parts.count == 2, let next = parts[0].string, let found = parts[1].array else {
+                        throw RedisError.unexpectedReply("SCAN: \(reply)")
+                    }
+                    let keys = found.compactMap(\.string).filter(RedisTier.isValueKey)
+                        .filter { key in position.after.map { $0.utf8.lexicographicallyPrecedes(key.utf8) } ?? true }
+                        .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                    let page = Array(keys.prefix(limit))
+                    let following: RedisTier.ScanPosition?
+                    if keys.count > page.count {
+                        following = .init(node: position.node, scan: position.scan, after: page.last)
+                    } else if next != "0" {
+                        following = .init(node: position.node, scan: next, after: nil)
+                    } else if position.node + 1 < nodes.count {
+                        following = .init(node: position.node + 1, scan: "0", after: nil)
+                    } else {
+                        following = nil
+                    }
+                    return Upstream.KeyPage(keys: page, cursor: following?.text)
+                }
+        }
+        .map { Result<Upstream.KeyPage, Upstream.Failure>.success($0) }
+        .recover { Result<Upstream.KeyPage, Upstream.Failure>.failure(RedisTier.failure($0)) }
+        .whenSuccess(completion)
+    }
+
+    /// Where a key listing stands: which primary, its SCAN cursor, the last key listed
+    /// from the current SCAN step.
+    struct ScanPosition {
+        var node: Int
+        var scan: String
+        var after: String?
+
+        init(node: Int, scan: String, after: String?) {
+            self.node = node
+            self.scan = scan
+            self.after = after
+        }
+
+        init?(_ text: String) {
+            let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, let node = Int(parts[0]), node >= 0, UInt64(parts[1]) != nil else { return nil }
+            self.init(node: node, scan: String(parts[1]), after: parts[2].isEmpty ? nil : String(parts[2]))
+        }
+
+        var text: String { "\(node):\(scan):\(after ?? "")" }
+    }
+
+    /// Whether a key Redis holds is a value, not Halcyon's metadata or lease key beside one.
+    static func isValueKey(_ key: String) -> Bool {
+        !key.contains("}" + KeyLayout.metaInfix) && !key.contains("}" + KeyLayout.leaseInfix)
+    }
+
+    public func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
+        let leaseKey = ByteBuffer(string: KeyLayout.lease(key))
+        client.send([.init(string: "PTTL"), leaseKey], route: .key(leaseKey))
+            .map { reply -> Result<Int64??, Upstream.Failure> in
+                guard let ms = reply.int64 else { return .failure(.refused("unexpected reply to PTTL: \(reply)")) }
+                switch ms {
+                case -2: return .success(nil)
+                case -1: return .success(.some(nil))
+                default: return .success(.some(ms))
+                }
+            }
+            .recover { Result<Int64??, Upstream.Failure>.failure(RedisTier.failure($0)) }
+            .whenSuccess(completion)
+    }
+
     public func acquireLease(
         _ key: String, token: String, lifetime: Int64,
         completion: @escaping @Sendable (Result<Upstream.LeaseAttempt, Upstream.Failure>) -> Void
@@ -287,7 +369,7 @@ public final class RedisTier: Upstream.Tier {
                 }
                 // Halcyon's own metadata and lease keys match only a prefix that starts with "{";
                 // they go with their value key.
-                let values = keys.compactMap(\.string).filter { !$0.contains("}" + KeyLayout.metaInfix) && !$0.contains("}" + KeyLayout.leaseInfix) }
+                let values = keys.compactMap(\.string).filter(RedisTier.isValueKey)
                 // One page's removals go out together (one write to the node).
                 return self.executeMany(values.map { (Script.remove, [$0, KeyLayout.meta($0)], []) }).flatMapThrowing { outcomes in
                     try outcomes.reduce(0) { $0 + Int(try $1.get().0.int64 ?? 0) }

@@ -58,6 +58,12 @@ struct HybridCacheUpstreamTests {
         func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Upstream.Failure>) -> Void) {
             run { self.inner.slide(key, version: version, lifetime: lifetime, completion: completion) }
         }
+        func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
+            run { self.inner.listKeys(prefix: prefix, cursor: cursor, limit: limit, completion: completion) }
+        }
+        func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
+            run { self.inner.leaseStatus(key, completion: completion) }
+        }
         func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
             run { self.inner.removePrefix(prefix, completion: completion) }
         }

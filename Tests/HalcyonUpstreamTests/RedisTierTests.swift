@@ -60,6 +60,12 @@ extension Upstream.Tier {
     func writeMany(_ writes: [Upstream.Write]) async -> [Result<Upstream.Written, Upstream.Failure>] {
         await withCheckedContinuation { continuation in writeMany(writes) { continuation.resume(returning: $0) } }
     }
+    func listKeys(prefix: String, cursor: String?, limit: Int) async -> Result<Upstream.KeyPage, Upstream.Failure> {
+        await withCheckedContinuation { continuation in listKeys(prefix: prefix, cursor: cursor, limit: limit) { continuation.resume(returning: $0) } }
+    }
+    func leaseStatus(_ key: String) async -> Result<Int64??, Upstream.Failure> {
+        await withCheckedContinuation { continuation in leaseStatus(key) { continuation.resume(returning: $0) } }
+    }
     func releaseLease(_ key: String, token: String) async -> Result<Bool, Upstream.Failure> {
         await withCheckedContinuation { continuation in releaseLease(key, token: token) { continuation.resume(returning: $0) } }
     }
@@ -237,6 +243,48 @@ struct RedisTierTests {
         #expect(try await tier.get(keys[1]).get() == nil)
         #expect(try await tier.get(twice).get()?.entry.bytes == [2])
         #expect(try redisCLI(try deployment.cli(for: keys[1]) + ["EXISTS", KeyLayout.meta(keys[1])]).hasPrefix("0"))
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func listKeysPagesThroughEveryNode(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let prefix = unique("list") + ":"
+        let keys = Set((0..<45).map { "\(prefix)\($0)" })
+        _ = await tier.writeMany(keys.map { .set($0, CacheEntry(bytes: [1]), .never) })
+        _ = await tier.acquireLease("\(prefix)0", token: "t", lifetime: 30_000)   // its lease key is not listed
+        _ = try await tier.set(unique("other"), CacheEntry(bytes: [1])).get()
+        var listed: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let page = try await tier.listKeys(prefix: prefix, cursor: cursor, limit: 4).get()
+            #expect(page.keys.count <= 4)
+            listed += page.keys
+            cursor = page.cursor
+            pages += 1
+        } while cursor != nil && pages < 1000
+        #expect(listed.count == keys.count, "every key once")
+        #expect(Set(listed) == keys)
+        #expect(pages >= 45 / 4)
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func leaseStatusIsTheUpstreamLease(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        let (other, _) = try await start(deployment)
+        defer { _ = tier.shutdown(); _ = other.shutdown() }
+        let key = unique("status")
+        #expect(try await tier.leaseStatus(key).get() == .none)
+        let takenAt = ContinuousClock.now
+        #expect(try await other.acquireLease(key, token: "A", lifetime: 30_000).get() == .acquired)
+        guard case .some(.some(let left)) = try await tier.leaseStatus(key).get() else {
+            Issue.record("a lease held on another host is not seen")
+            return
+        }
+        #expect(isRemainder(Int(left), of: 30_000, since: takenAt))
+        #expect(try await other.releaseLease(key, token: "A").get())
+        #expect(try await tier.leaseStatus(key).get() == .none)
     }
 
     @Test(arguments: Deployment.allCases)

@@ -664,6 +664,36 @@ def test_cluster_set_many_across_slots(cluster: Cluster, cluster_hosts: List[Dae
         wait_until("A's copies are gone", lambda: all(get(a, k) == {"found": False} for k in keys[:5]), 2)
 
 
+def test_cluster_keys_and_lease_status_span_every_host_and_node(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
+    prefix = unique("ck") + ":"
+    keys = [f"{prefix}{i}" for i in range(40)]
+    assert len({cluster.node_serving(k).port for k in keys}) == 3
+    with client(cluster_hosts[0]) as a, client(cluster_hosts[1]) as b:
+        wait_until("cluster recognised", lambda: b.info()["upstream"]["cluster"], 5, every=0.05)
+        a.call("cache.setMany", {"entries": [{"key": k, "value": "v"} for k in keys]})
+        get(b, keys[0])   # B holds one copy: listed once, not twice
+        leased = f"{prefix}leased"   # no value, and its lease key is not listed
+        lease = a.call("cache.lease", {"key": leased, "ttl": {"seconds": 30}})
+        assert "lease" in lease
+        # B lists every key, though A wrote them, in pages of at most 7.
+        listed: List[str] = []
+        cursor = None
+        for _ in range(200):
+            page = b.call("cache.keys", {"prefix": prefix, "limit": 7, **({"cursor": cursor} if cursor else {})})
+            assert len(page["keys"]) <= 7
+            listed += page["keys"]
+            cursor = page["cursor"]
+            if cursor is None:
+                break
+        assert sorted(listed) == sorted(keys)
+        # The lease A holds, seen from B; then released.
+        status = b.call("cache.leaseStatus", {"key": leased})
+        assert status["leased"] is True and status["waiters"] == 0 and status["expiresAt"] is not None
+        assert b.call("cache.leaseStatus", {"key": f"{prefix}1"}) == {"leased": False}
+        assert a.call("cache.releaseLease", {"key": leased, "lease": lease["lease"]}) == {"released": True}
+        assert b.call("cache.leaseStatus", {"key": leased}) == {"leased": False}
+
+
 def test_a_killed_and_restarted_cluster_node(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
     keys = [unique(f"r{i}") for i in range(30)]
     victim = cluster.node_serving(keys[0])

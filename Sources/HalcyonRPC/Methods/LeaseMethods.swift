@@ -62,6 +62,7 @@ extension Dispatcher {
         /// `cache.leaseStatus`
         static func leaseStatus(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let key = try call.params.key()
+            if dispatcher.cache.isShared(key) { return leaseStatusShared(dispatcher, call, key: key) }
             let status = dispatcher.leases.status(key: key)
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()

@@ -104,4 +104,22 @@ extension Dispatcher.LeaseMethods {
         }
         return nil
     }
+
+    /// `cache.leaseStatus` of a shared key: the upstream lease, whichever host holds it;
+    /// `waiters` counts this host's callers waiting for it.
+    static func leaseStatusShared(_ dispatcher: Dispatcher, _ call: MethodCall, key: String) -> CacheTask? {
+        let responder = call.responder
+        dispatcher.cache.sharedLeaseStatus(key) { result in
+            responder.finish(result) { (status, w) throws(RPCError) in
+                w.beginObject()
+                w.field("leased", status != nil)
+                if let status {
+                    w.field("expiresAt", expiresAt: status.endsAt)
+                    w.field("waiters", status.waiting)
+                }
+                w.endObject()
+            }
+        }
+        return nil
+    }
 }
