@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# One perf profile of halcyond under pipelined memory-hit gets, and its CPU per request.
+# One perf profile of halcyond under a pipelined memory-hit load (gets by default), and its
+# CPU per request.
 #
 # Starts halcyond on a socket in a temp folder, prefills the keys to memory, then runs
-# loadgen (--op get, --conns C, --pipeline P) while `perf record` samples halcyond with
+# loadgen (--op OP, --conns C, --pipeline P) while `perf record` samples halcyond with
 # call graphs; prints the server's CPU µs per request (from /proc) and the top symbols
 # (self time, Swift names demangled), and leaves perf.data in --keep DIR if given.
 #
 # usage: Benchmarks/perf_profile.sh --halcyond PATH [--conns 4] [--pipeline 32] [--seconds 5]
 #                                   [--value-size 100] [--top 40] [--keep DIR]
+#                                   [--op get|set|mixed|mget|incr|ping] [--batch-keys 100]
 # Needs perf (Debian: linux-perf; installed when missing and root) and gcc for loadgen. Samples
 # cpu-clock (a software event), which works in VMs without hardware counters.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-halcyond=""; conns=4; pipeline=32; seconds=5; value=100; top=40; keep=""
+halcyond=""; op=get; batch=100; conns=4; pipeline=32; seconds=5; value=100; top=40; keep=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --halcyond) halcyond="$2"; shift 2 ;;
+        --op) op="$2"; shift 2 ;;
+        --batch-keys) batch="$2"; shift 2 ;;
         --conns) conns="$2"; shift 2 ;;
         --pipeline) pipeline="$2"; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
         --value-size) value="$2"; shift 2 ;;
         --top) top="$2"; shift 2 ;;
         --keep) keep="$2"; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         *) echo "perf_profile.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -43,7 +47,7 @@ pid=$!
 for _ in $(seq 1 200); do [ -S "$tmp/h.sock" ] && break; sleep 0.05; done
 [ -S "$tmp/h.sock" ] || { echo "perf_profile.sh: halcyond did not start" >&2; cat "$tmp/halcyond.log" >&2; exit 2; }
 
-common=(--proto halcyon --socket "$tmp/h.sock" --op get --value-size "$value" --keys 10000)
+common=(--proto halcyon --socket "$tmp/h.sock" --op "$op" --batch-keys "$batch" --value-size "$value" --keys 10000)
 "$loadgen" "${common[@]}" --conns 1 --pipeline 32 --seconds 0.5 --warmup 0.2 --prefill-params '"toDisk":false' >/dev/null
 ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 t0="$(ticks)"

@@ -11,7 +11,7 @@ rounds:
   each write the caller reads the key on B until the new value shows (the invalidation
   delay, from A's reply), and every read's latency is recorded.
 
-Prints one JSON object; nearcache.sh turns the medians into the RESULTS table.
+Prints one JSON object of the medians, or with --markdown the table RESULTS.md keeps.
 """
 
 from __future__ import annotations
@@ -71,6 +71,23 @@ def wait_for(check, seconds: float = 30.0) -> None:
     raise RuntimeError("did not come up")
 
 
+def markdown(d: Dict[str, float]) -> str:
+    return "\n".join([
+        f"{d['rounds']} interleaved rounds, medians",
+        "",
+        "| | halcyond (memory hit on the host) | redis-py GET (TCP loopback) |",
+        "|---|---:|---:|",
+        f"| reads/s, one caller | {d['halcyond_rps']:,.0f} | {d['redis_py_rps']:,.0f} |",
+        f"| × redis-py | {d['ratio']:.2f} | 1.00 |",
+        f"| latency p50 / p99 µs | {d['hit_p50_us']:.0f} / {d['hit_p99_us']:.0f} | {d['redis_p50_us']:.0f} / {d['redis_p99_us']:.0f} |",
+        f"| server CPU µs per read | {d['halcyond_cpu_us']:.1f} | {d['redis_cpu_us']:.1f} |",
+        "",
+        f"1 % writes through host A, reads through host B: invalidation delay p50 {d['inval_p50_ms']:.2f} ms, "
+        f"p99 {d['inval_p99_ms']:.2f} ms, max {d['inval_max_ms']:.2f} ms; read latency p50 {d['mixed_read_p50_us']:.0f} µs, "
+        f"p99 {d['mixed_read_p99_us']:.0f} µs",
+    ])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--halcyond", required=True)
@@ -78,6 +95,7 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=20_000)
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--mixed-ops", type=int, default=20_000)
+    parser.add_argument("--markdown", action="store_true", help="print the medians as a Markdown table")
     args = parser.parse_args()
 
     folder = tempfile.mkdtemp(prefix="hnb-", dir="/tmp")
@@ -164,7 +182,7 @@ def main() -> None:
         out["rounds"] = args.rounds
         out["b_upstream_hits"] = stats["hits"]
         out["b_invalidations"] = stats["invalidations"]
-        print(json.dumps(out))
+        print(markdown(out) if args.markdown else json.dumps(out))
     finally:
         for proc, _ in daemons:
             proc.terminate()

@@ -72,8 +72,9 @@ extension HybridCache {
         /// (monotonic ns). A `Locked`: group commit notes appends on the ioQueue, and
         /// `cache.stats` reads them from any thread.
         private let appends = Locked(Appends())
-        /// The materializer has a tick queued (set by whoever queues one).
-        private let materializerScheduled = Locked(false)
+        /// Whether the materializer has a tick queued, and whether that tick is a rest
+        /// (see `MaterializerTurn`).
+        private let materializerScheduled = Locked(MaterializerTurn())
         /// Files the size limit evicted while their keys' set records may still be past the
         /// checkpoint, by name, with the journal's end at the eviction: a restart would
         /// replay such a record and bring the evicted value back, which is harmless for a
@@ -130,18 +131,51 @@ extension HybridCache {
         /// The oldest segment still counted; nil when none is.
         private var oldestSegment: UInt64? { appends.withLock { $0.segmentBytes.keys.min() } }
 
-        /// Claims the one queued materializer tick: true when none was queued (the caller
-        /// queues it). Any thread.
-        private func claimMaterializerTick() -> Bool {
-            materializerScheduled.withLock { scheduled -> Bool in
-                defer { scheduled = true }
-                return !scheduled
+        /// The one materializer tick in flight. Under a steady load at low pressure the
+        /// files wait for a pause, and the tick that looks for the pause *rests*: it comes
+        /// back after `restDelay`, not at once. Each tick that comes back by a timer wakes
+        /// the timer thread and a queue thread, so a short rest would cost a steady stream
+        /// of small requests a wake-up every few of them. A group commit that finds the
+        /// bounds filling ends a rest at once: it queues a fresh tick and bumps
+        /// `generation`, and the resting tick, stale, does nothing when its timer fires.
+        struct MaterializerTurn {
+            var queued = false
+            var resting = false
+            var generation: UInt64 = 0
+        }
+
+        /// Claims the one materializer tick: returns the generation to queue one with, or
+        /// nil when one is queued already (a resting one is taken over when the bounds are
+        /// at 30 % or more). Any thread.
+        private func claimMaterializerTick() -> UInt64? {
+            let filling = recentPressure.load(ordering: .relaxed) >= 300
+            return materializerScheduled.withLock { turn -> UInt64? in
+                if turn.queued, !(turn.resting && filling) { return nil }
+                if turn.queued { turn.generation &+= 1 }
+                turn.queued = true
+                turn.resting = false
+                return turn.generation
             }
         }
 
-        /// Notes a materializer tick queued (`true`) or begun (`false`).
-        private func noteMaterializerTick(queued: Bool) {
-            materializerScheduled.withLock { $0 = queued }
+        /// Notes a materializer tick queued, resting or not; returns its generation.
+        private func noteMaterializerTickQueued(resting: Bool) -> UInt64 {
+            materializerScheduled.withLock { turn in
+                turn.queued = true
+                turn.resting = resting
+                return turn.generation
+            }
+        }
+
+        /// Begins the tick of `generation`: false when it is stale (a group commit took
+        /// over its rest), and then it must do nothing.
+        private func beginMaterializerTick(_ generation: UInt64) -> Bool {
+            materializerScheduled.withLock { turn in
+                guard turn.generation == generation else { return false }
+                turn.queued = false
+                turn.resting = false
+                return true
+            }
         }
 
         /// Whether the fuller bound was at 90 % or more when last computed (`pressure()`):
@@ -470,7 +504,10 @@ extension HybridCache {
 // updates appends nothing but is load all the same: without it the materializer wrote files
 // back to back under a stream of refused increments, each one the loops' next commit waited
 // behind, 73k against 168k refusals/s at 8 x 16); from 30 % one file per millisecond; from
-// 60 % four files per queue turn; from 90 % 32.
+// 60 % four files per queue turn; from 90 % 32. While it waits for a pause it looks every
+// 25 ms (`restDelay`), and a group commit that finds the bounds at 30 % cuts the rest
+// short: each look is a timer and a queue thread woken, which at a 5 ms period cost a
+// stream of single small sets about 0.15 context switches per request.
 //
 // Copying forward instead of writing files. Under a steady load of rewrites the journal
 // fills with records later sets superseded, and what pins the oldest segment is a few keys
@@ -557,24 +594,30 @@ extension HybridCache.WriteBehind {
     /// load pauses or the bounds fill.
     static let idleNanos: UInt64 = 3_000_000
 
-    /// Queues a tick unless one is queued. Any thread.
+    /// How long the tick that waits for a pause in the load rests between looks. Files
+    /// wait this much longer after the load pauses (their records are in the journal);
+    /// the bounds filling ends a rest at once (`kickMaterializer`).
+    static let restDelay: DispatchTimeInterval = .milliseconds(25)
+
+    /// Queues a tick unless one is queued (or ends a rest, see `MaterializerTurn`). Any thread.
     func kickMaterializer(_ tier: WriteBehindFileTier) {
         // Counted only while it runs, like every slice (see `IOScheduler`): a commit may
         // wait behind one slice, and a group commit kicks the materializer each time.
-        if claimMaterializerTick() { enqueueTick(tier, after: nil) }
+        if let generation = claimMaterializerTick() { enqueueTick(tier, after: nil, generation: generation) }
     }
 
-    /// Queues the next slice. Queue only.
-    func scheduleMaterializer(_ tier: WriteBehindFileTier, after delay: DispatchTimeInterval? = nil) {
+    /// Queues the next slice; a `resting` one (the load has not paused) may be taken over
+    /// by a group commit. Queue only.
+    func scheduleMaterializer(_ tier: WriteBehindFileTier, after delay: DispatchTimeInterval? = nil, resting: Bool = false) {
         scheduler.assertOnQueue()
-        noteMaterializerTick(queued: true)
-        enqueueTick(tier, after: delay)
+        let generation = noteMaterializerTickQueued(resting: resting)
+        enqueueTick(tier, after: delay, generation: generation)
     }
 
-    private func enqueueTick(_ tier: WriteBehindFileTier, after delay: DispatchTimeInterval?) {
+    private func enqueueTick(_ tier: WriteBehindFileTier, after delay: DispatchTimeInterval?, generation: UInt64) {
         // Weak: a queued tick must keep neither the cache nor its store alive.
         let job: @Sendable () -> Void = { [weak self, weak tier] in
-            guard let self, let tier else { return }
+            guard let self, let tier, self.beginMaterializerTick(generation) else { return }
             self.materializerTick(tier)
         }
         if let delay {
@@ -588,7 +631,6 @@ extension HybridCache.WriteBehind {
     /// checkpoint when it frees a segment, then the next turn behind whatever queued
     /// meanwhile, so an acknowledgement waits for at most one slice.
     private func materializerTick(_ tier: WriteBehindFileTier) {
-        noteMaterializerTick(queued: false)
         // While no write comes, this is what notices the journal's folder deleted under
         // the daemon; a write's own append notices it at once.
         writer.checkSegment()
@@ -622,7 +664,7 @@ extension HybridCache.WriteBehind {
         // few per queue turn, then many).
         let files = pressure >= 0.9 ? 32 : pressure >= 0.6 ? 4 : pressure >= 0.3 || idle ? 1 : 0
         if files == 0 {
-            scheduleMaterializer(tier, after: .milliseconds(5))
+            scheduleMaterializer(tier, after: Self.restDelay, resting: true)
             return
         }
         let written = materializeSlice(files: files, into: tier)
