@@ -65,15 +65,21 @@ extension Dispatcher {
             if dispatcher.cache.isShared(key) { return leaseStatusShared(dispatcher, call, key: key) }
             let status = dispatcher.leases.status(key: key)
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
-                w.beginObject()
-                w.field("leased", status != nil)
-                if let status {
-                    w.field("expiresAt", expiresAt: status.endsAt)
-                    w.field("waiters", status.waiting)
-                }
-                w.endObject()
+                writeLeaseStatus(status.map { ($0.endsAt, $0.waiting) }, to: &w)
             })
             return nil
+        }
+
+        /// A `cache.leaseStatus` result: `{"leased": false}` for nil, else the lease's end
+        /// at the latest (nil: none) and its waiting callers.
+        static func writeLeaseStatus(_ status: (endsAt: Date?, waiting: Int)?, to w: inout JSONWriter) {
+            w.beginObject()
+            w.field("leased", status != nil)
+            if let status {
+                w.field("expiresAt", expiresAt: status.endsAt)
+                w.field("waiters", status.waiting)
+            }
+            w.endObject()
         }
     }
 

@@ -111,13 +111,7 @@ extension Dispatcher.LeaseMethods {
         let responder = call.responder
         dispatcher.cache.sharedLeaseStatus(key) { result in
             responder.finish(result) { (status, w) throws(RPCError) in
-                w.beginObject()
-                w.field("leased", status != nil)
-                if let status {
-                    w.field("expiresAt", expiresAt: status.endsAt)
-                    w.field("waiters", status.waiting)
-                }
-                w.endObject()
+                writeLeaseStatus(status.map { ($0.endsAt, $0.waiting) }, to: &w)
             }
         }
         return nil
