@@ -110,6 +110,7 @@ public final class Metrics: Sendable {
         count("halcyon_upstream_misses_total", [], shared.misses, &last)
         count("halcyon_upstream_invalidations_total", [], shared.invalidations, &last)
         count("halcyon_upstream_flushes_total", [], shared.flushes, &last)
+        count("halcyon_upstream_slides_total", [], shared.slides, &last)
         count("halcyon_upstream_failures_total", [("reason", "unavailable")], shared.unavailable, &last)
         count("halcyon_upstream_failures_total", [("reason", "refused")], shared.refused, &last)
         count("halcyon_upstream_reconnects_total", [], facts.reconnects, &last)

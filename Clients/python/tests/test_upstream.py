@@ -216,6 +216,8 @@ def test_reads_through_another_host_keep_a_sliding_key_alive_in_redis(hosts: Lis
         assert int(redis_server.cli("PTTL", key)) > 0
         slides = b.call("cache.stats")["upstream"]["slides"] - slides_before
         assert 2 <= slides <= 6, slides
+        wait_until("the renewals in the metrics",
+                   lambda: "halcyon_upstream_slides_total" in b.call("server.metrics")["text"], 3, every=0.05)
         # Nobody reads: it ends in Redis at its sliding lifetime, and on both hosts.
         wait_until("the key expires in Redis", lambda: redis_server.cli("EXISTS", key) == "0", 5, every=0.05)
         assert get(a, key) == {"found": False} and get(b, key) == {"found": False}
