@@ -26,6 +26,10 @@ public struct UpstreamFacts: Sendable, Equatable {
     /// Commands answered and failed.
     public var commands = 0
     public var failedCommands = 0
+    /// Writes of commands to connections (round trips, for commands sent together), and
+    /// the commands sent in batches (`RedisClient.Stats`).
+    public var writes = 0
+    public var batchedCommands = 0
     /// Round trip of the answered commands, mean and largest, in microseconds.
     public var roundTripMeanMicros = 0
     public var roundTripMaxMicros = 0
@@ -55,6 +59,8 @@ public struct UpstreamFacts: Sendable, Equatable {
         w.field("retries", retries)
         w.field("commands", commands)
         w.field("failedCommands", failedCommands)
+        w.field("writes", writes)
+        w.field("batchedCommands", batchedCommands)
         w.field("roundTripMeanMicros", roundTripMeanMicros)
         w.field("roundTripMaxMicros", roundTripMaxMicros)
     }

@@ -115,6 +115,8 @@ final class UpstreamLink: Sendable {
                 s.retries = stats.retries
                 s.commands = stats.commands
                 s.failedCommands = stats.failedCommands
+                s.writes = stats.writes
+                s.batchedCommands = stats.batchedCommands
                 s.roundTripMeanMicros = stats.commands == 0 ? 0 : Int(stats.roundTripNanoseconds / UInt64(stats.commands) / 1000)
                 s.roundTripMaxMicros = Int(stats.maxRoundTripNanoseconds / 1000)
             }

@@ -294,6 +294,22 @@ def test_set_many_and_remove_many_of_shared_keys_go_as_one_batch(hosts: List[Dae
         assert get(a, keys[12])["value"] == "v12"
 
 
+def test_a_set_many_of_shared_keys_is_a_few_writes_not_one_per_key(redis_server: Redis) -> None:
+    fresh = start_host(redis_server)   # its own counters
+    try:
+        with client(fresh) as c:
+            prefix = unique("w") + ":"
+            c.call("cache.setMany", {"entries": [{"key": f"{prefix}{i}", "value": "v"} for i in range(60)]})
+            upstream = wait_until("the batch sampled", lambda: (lambda u: u if u["batchedCommands"] >= 60 else None)(
+                c.call("cache.stats")["upstream"]), 3, every=0.05)
+            # One write to the one node, and at most one more for scripts a fresh server lacks.
+            assert 1 <= upstream["writes"] <= 2, upstream
+            assert upstream["batchedCommands"] in (60, 120), upstream
+    finally:
+        fresh.stop()
+        shutil.rmtree(fresh.folder, ignore_errors=True)
+
+
 def test_only_the_configured_prefixes_are_shared(redis_server: Redis) -> None:
     host = start_host(redis_server, "--upstream-prefix", "shared:")
     try:
