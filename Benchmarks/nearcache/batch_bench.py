@@ -25,7 +25,7 @@ import time
 from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nearcache_bench import free_port, wait_for  # noqa: E402
+from nearcache_bench import start_redis, wait_for  # noqa: E402
 
 import halcyon  # noqa: E402
 import redis  # noqa: E402
@@ -40,10 +40,7 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = tempfile.mkdtemp(prefix="hbb-", dir="/tmp")
-    port = free_port()
-    server = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no", "--dir", folder],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = start_redis(folder)
     daemons: Dict[str, subprocess.Popen] = {}
     clients: Dict[str, halcyon.Client] = {}
     try:

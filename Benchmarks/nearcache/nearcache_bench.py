@@ -88,6 +88,15 @@ def markdown(d: Dict[str, float]) -> str:
     ])
 
 
+def start_redis(folder: str) -> "tuple[subprocess.Popen[bytes], int]":
+    """A redis-server on a free loopback port, no persistence, its files in ``folder``."""
+    port = free_port()
+    server = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--dir", folder],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return server, port
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--halcyond", required=True)
@@ -99,10 +108,7 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = tempfile.mkdtemp(prefix="hnb-", dir="/tmp")
-    port = free_port()
-    server = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no", "--dir", folder],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = start_redis(folder)
     daemons = []
     try:
         r = redis.Redis(host="127.0.0.1", port=port, protocol=3)
