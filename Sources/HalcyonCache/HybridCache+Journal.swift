@@ -55,6 +55,9 @@ extension HybridCache {
         public var segmentSize: UInt64 = 16 << 20
         /// The journal folder; nil = `<cache folder>.journal` beside the cache folder.
         public var directory: URL? = nil
+        /// How long the materializer rests between looks for a pause in the load, while
+        /// the bounds are under 30 % (`WriteBehind.MaterializerTurn`). Default 25 ms.
+        public var materializerRest: DispatchTimeInterval = .milliseconds(25)
         /// Test hook: the materializer writes nothing while this returns true.
         public var materializerHeld: (@Sendable () -> Bool)? = nil
         /// Told of each journaled value dropped because its file can never be written (see

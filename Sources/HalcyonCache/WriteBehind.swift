@@ -133,7 +133,7 @@ extension HybridCache {
 
         /// The one materializer tick in flight. Under a steady load at low pressure the
         /// files wait for a pause, and the tick that looks for the pause *rests*: it comes
-        /// back after `restDelay`, not at once. Each tick that comes back by a timer wakes
+        /// back after `JournalConfig.materializerRest`, not at once. Each tick that comes back by a timer wakes
         /// the timer thread and a queue thread, so a short rest would cost a steady stream
         /// of small requests a wake-up every few of them. A group commit that finds the
         /// bounds filling ends a rest at once: it queues a fresh tick and bumps
@@ -505,7 +505,7 @@ extension HybridCache {
 // back to back under a stream of refused increments, each one the loops' next commit waited
 // behind, 73k against 168k refusals/s at 8 x 16); from 30 % one file per millisecond; from
 // 60 % four files per queue turn; from 90 % 32. While it waits for a pause it looks every
-// 25 ms (`restDelay`), and a group commit that finds the bounds at 30 % cuts the rest
+// 25 ms (`JournalConfig.materializerRest`), and a group commit that finds the bounds at 30 % cuts the rest
 // short: each look is a timer and a queue thread woken, which at a 5 ms period cost a
 // stream of single small sets about 0.15 context switches per request.
 //
@@ -594,11 +594,6 @@ extension HybridCache.WriteBehind {
     /// load pauses or the bounds fill.
     static let idleNanos: UInt64 = 3_000_000
 
-    /// How long the tick that waits for a pause in the load rests between looks. Files
-    /// wait this much longer after the load pauses (their records are in the journal);
-    /// the bounds filling ends a rest at once (`kickMaterializer`).
-    static let restDelay: DispatchTimeInterval = .milliseconds(25)
-
     /// Queues a tick unless one is queued (or ends a rest, see `MaterializerTurn`). Any thread.
     func kickMaterializer(_ tier: WriteBehindFileTier) {
         // Counted only while it runs, like every slice (see `IOScheduler`): a commit may
@@ -664,7 +659,9 @@ extension HybridCache.WriteBehind {
         // few per queue turn, then many).
         let files = pressure >= 0.9 ? 32 : pressure >= 0.6 ? 4 : pressure >= 0.3 || idle ? 1 : 0
         if files == 0 {
-            scheduleMaterializer(tier, after: Self.restDelay, resting: true)
+            // Files wait this much longer after the load pauses (their records are in
+            // the journal); the bounds filling ends the rest at once (`kickMaterializer`).
+            scheduleMaterializer(tier, after: config.materializerRest, resting: true)
             return
         }
         let written = materializeSlice(files: files, into: tier)

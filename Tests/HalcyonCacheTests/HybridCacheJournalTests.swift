@@ -30,7 +30,7 @@ final class JournalCacheFixture: Sendable {
     func open(
         maxUnwritten: UInt64 = 64 << 20, backlogWait: Double = 2, directValueSize: Int = 1 << 20,
         memoryCostLimit: Int = 1 << 20, diskSizeLimit: UInt64 = 0, segmentSize: UInt64 = 16 << 20,
-        held: Locked<Bool>? = nil, plainNames: Bool = false,
+        held: Locked<Bool>? = nil, plainNames: Bool = false, materializerRest: DispatchTimeInterval = .milliseconds(25),
         onDroppedEntry: (@Sendable (String, CacheError) -> Void)? = nil
     ) -> HybridCache {
         var memory = MemoryStorage.Config(totalCostLimit: memoryCostLimit)
@@ -47,6 +47,7 @@ final class JournalCacheFixture: Sendable {
         journal.backlogWait = backlogWait
         journal.directValueSize = directValueSize
         journal.segmentSize = segmentSize
+        journal.materializerRest = materializerRest
         let held = held ?? self.held
         journal.materializerHeld = { held.withLock { $0 } }
         config.journal = journal
@@ -543,6 +544,22 @@ struct HybridCacheJournalTests {
         f.held.withLock { $0 = true }
         let reopened = f.open()
         for (key, value) in acknowledged { #expect(try await Self.read(reopened, key) == value) }
+    }
+
+    @Test func boundsFillingCutTheMaterializersRestShort() async throws {
+        // A rest far longer than the test's time limit: files written in time prove that
+        // the writes filling the bounds ended it, not its timer.
+        let f = JournalCacheFixture()
+        let cache = f.open(maxUnwritten: 64 << 10, materializerRest: .seconds(600))
+        _ = try await Self.store(cache, "first", "v")
+        let value = String(repeating: "v", count: 1024)
+        for i in 0..<40 { _ = try await Self.store(cache, "k\(i)", value) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (cache.stats().journal?.filesWritten ?? 0) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect((cache.stats().journal?.filesWritten ?? 0) > 0, "the files waited for the materializer's rest to end")
+        for i in 0..<40 { #expect(try await Self.read(cache, "k\(i)") == value) }
     }
 
     @Test func touchAndExpiryOfAnUnwrittenEntryFollowTheJournal() async throws {
