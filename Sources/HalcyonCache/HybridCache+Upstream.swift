@@ -17,9 +17,10 @@ extension HybridCache {
 
     /// `retrieve` of a shared key. A memory copy answers (`.memory`) unless a write of the
     /// key is on its way upstream, in which case the read queues behind it; otherwise the
-    /// upstream answers (`.upstream`) and its value is kept as this host's copy. Reads do
-    /// not extend a shared key's lifetime: it is the upstream key's (PTTL). While the
-    /// upstream is unreachable a read without a copy is a miss.
+    /// upstream answers (`.upstream`) and its value is kept as this host's copy. A shared
+    /// key's lifetime is the upstream key's (PTTL); a read renews a sliding one there, now
+    /// and then (`slideIfDue`), never locally alone. While the upstream is unreachable a
+    /// read without a copy is a miss.
     func retrieveShared(
         _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
