@@ -74,8 +74,9 @@ extension HybridCache {
     /// than half of it left (`NearCache.slideDue`): at most one renewal per half lifetime
     /// per key and host, never a round trip in the read's way.
     func slideIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ options: Options) {
-        guard options.extendingExpiration == .cacheTime, let entry = hit.entry,
-              let sliding = near.slideDue(key, remaining: hit.expiresAt?.timeIntervalSince(config.memory.clock.now())) else { return }
+        // A copy with no end has nothing to renew: no lock taken on that hit.
+        guard options.extendingExpiration == .cacheTime, let entry = hit.entry, let expiresAt = hit.expiresAt,
+              let sliding = near.slideDue(key, remaining: expiresAt.timeIntervalSince(config.memory.clock.now())) else { return }
         near.tier.slide(key, version: entry.version, lifetime: sliding) { result in
             if case .failure(let failure) = result { HybridCache.count(failure, near) }
             near.slid(key, version: entry.version, timeToLive: (try? result.get()) ?? nil)

@@ -315,13 +315,13 @@ final class NearCache: Upstream.Observer, Sendable {
         state.slides = state.slides.filter { memory.isCached(forKey: $0.key) }
     }
 
-    /// A read of this host's copy of `key`, `remaining` seconds from its end (nil: no
-    /// end): the sliding lifetime to renew upstream now, or nil. Due when less than half
+    /// A read of this host's copy of `key`, `remaining` seconds from its end: the sliding
+    /// lifetime to renew upstream now, or nil. Due when less than half
     /// of the sliding lifetime is left and no renewal of the key is on its way, so a key
     /// read steadily is renewed at most once per half lifetime, per host.
-    func slideDue(_ key: String, remaining: TimeInterval?) -> Int64? {
+    func slideDue(_ key: String, remaining: TimeInterval) -> Int64? {
         state.withLock { state in
-            guard let remaining, let sliding = state.slides[key], !state.sliding.contains(key),
+            guard let sliding = state.slides[key], !state.sliding.contains(key),
                   remaining * 1000 < Double(sliding) / 2 else { return nil }
             state.sliding.insert(key)
             state.stats.slides += 1
