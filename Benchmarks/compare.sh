@@ -16,6 +16,8 @@
 #   --seconds S      measured seconds per run (default 1; each run also has 0.5 s warm-up)
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
+#   --single-repeat N  runs of the cells with one connection and one request in flight
+#                    (default 3 x --repeat: their rate swings most from run to run)
 #   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
 #   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond; given twice,
@@ -36,6 +38,7 @@ root="$(cd "$here/.." && pwd)"
 cell_seconds=1
 warmup=0.5
 repeat=3
+single_repeat=""
 out="$here/.reports/compare.md"
 only="floor,main,reads,policies,disk,memset,atomic,wal"
 halcyond=""
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) cell_seconds="$2"; shift 2 ;;
         --repeat) repeat="$2"; shift 2 ;;
+        --single-repeat) single_repeat="$2"; shift 2 ;;
         --warmup) warmup="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --only) only="$2"; shift 2 ;;
@@ -57,10 +61,11 @@ while [ $# -gt 0 ]; do
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
         --baseline) baseline="$2"; shift 2 ;;
         --results) results=1; shift ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+[ -n "$single_repeat" ] || single_repeat=$((repeat * 3))
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 log() { echo "[compare $(date -u +%H:%M:%S)] $*" >&2; }
 
@@ -220,8 +225,16 @@ declare -A med=()
 cell() {
     local protos="$1"; shift
     local -A lines=()
-    local rep p pre
-    for rep in $(seq 1 "$repeat"); do
+    local rep p pre reps="$repeat" a prev="" c="" pl=""
+    # One connection with one request in flight is a ping-pong of wake-ups, and on 2
+    # vCPUs its rate swings with where the scheduler puts the two processes: by 15-40 %
+    # between runs of the same build. Those cells take --single-repeat runs.
+    for a in "$@"; do
+        case "$prev" in --conns) c="$a" ;; --pipeline) pl="$a" ;; esac
+        prev="$a"
+    done
+    [ "$c" = 1 ] && [ "$pl" = 1 ] && reps="$single_repeat"
+    for rep in $(seq 1 "$reps"); do
         pre=(); [ "$rep" -gt 1 ] && pre=(--no-prefill)
         for p in ${protos//,/ }; do
             lines[$p]+="$(run "$p" "$@" "${pre[@]}")"$'\n'
@@ -238,7 +251,7 @@ report="$tmp/report.md"
 {
     echo "# halcyond vs Redis vs memcached over Unix sockets"
     echo
-    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
+    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat for one connection with one request in flight) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
