@@ -18,6 +18,8 @@
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
 #   --single-repeat N  runs of the cells with one connection and one request in flight
 #                    (default 3 x --repeat: their rate swings most from run to run)
+#   --no-pin-single  run those cells unpinned too (by default the server's threads and the
+#                    load generator share one vCPU for them, see `pin_single` below)
 #   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
 #   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond; given twice,
@@ -39,6 +41,7 @@ cell_seconds=1
 warmup=0.5
 repeat=3
 single_repeat=""
+pin_single=1
 out="$here/.reports/compare.md"
 only="floor,main,reads,policies,disk,memset,atomic,wal"
 halcyond=""
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
         --seconds) cell_seconds="$2"; shift 2 ;;
         --repeat) repeat="$2"; shift 2 ;;
         --single-repeat) single_repeat="$2"; shift 2 ;;
+        --no-pin-single) pin_single=0; shift ;;
         --warmup) warmup="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --only) only="$2"; shift 2 ;;
@@ -61,7 +65,7 @@ while [ $# -gt 0 ]; do
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
         --baseline) baseline="$2"; shift 2 ;;
         --results) results=1; shift ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -169,11 +173,17 @@ run() {
     local line rc=0 cpu0 cpu1 cs0 cs1 lp="$proto"
     [ "$proto" = redisaof ] && lp=redis
     [ "$proto" = halcyonb ] && lp=halcyon
+    local pin=()
+    if [ "$pin_now" = 1 ]; then
+        taskset -a -p -c 0 "${server_pid[$proto]}" >/dev/null
+        pin=(taskset -c 0)
+    fi
     cpu0="$(cpu_ticks "${server_pid[$proto]}")"
     cs0="$(context_switches "${server_pid[$proto]}")"
-    line="$("$loadgen" --proto "$lp" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
+    line="$("${pin[@]}" "$loadgen" --proto "$lp" --socket "${sock[$proto]}" "$@" 2>>"$tmp/loadgen.err")" || rc=$?
     cpu1="$(cpu_ticks "${server_pid[$proto]}")"
     cs1="$(context_switches "${server_pid[$proto]}")"
+    [ "$pin_now" = 1 ] && taskset -a -p -c "0-$(($(nproc) - 1))" "${server_pid[$proto]}" >/dev/null
     if [ -z "$line" ]; then
         log "FAILED ($rc): $proto $*: $(tail -1 "$tmp/loadgen.err")"
         echo "FAILED $proto $*" >>"$raw"
@@ -222,18 +232,27 @@ median() {
 # so that noise from other work on the machine falls on all of them alike; sets med[proto] to
 # the median line. Only the first run of a proto prefills.
 declare -A med=()
+pin_now=0
 cell() {
     local protos="$1"; shift
     local -A lines=()
     local rep p pre reps="$repeat" a prev="" c="" pl=""
     # One connection with one request in flight is a ping-pong of wake-ups, and on 2
-    # vCPUs its rate swings with where the scheduler puts the two processes: by 15-40 %
-    # between runs of the same build. Those cells take --single-repeat runs.
+    # vCPUs its rate swings with where the scheduler puts the two processes: on this kind of
+    # VM an idle vCPU halts, and waking it costs tens of µs on each side, so runs of one
+    # build differ by up to 8x. Those cells take --single-repeat runs and, unless
+    # --no-pin-single, run with the server's threads and the load generator on one vCPU
+    # (`pin_single`): the hand-off is then a plain context switch on a busy vCPU, and the
+    # cell measures each server's own request path rather than vCPU placement.
     for a in "$@"; do
         case "$prev" in --conns) c="$a" ;; --pipeline) pl="$a" ;; esac
         prev="$a"
     done
-    [ "$c" = 1 ] && [ "$pl" = 1 ] && reps="$single_repeat"
+    pin_now=0
+    if [ "$c" = 1 ] && [ "$pl" = 1 ]; then
+        reps="$single_repeat"
+        pin_now="$pin_single"
+    fi
     for rep in $(seq 1 "$reps"); do
         pre=(); [ "$rep" -gt 1 ] && pre=(--no-prefill)
         for p in ${protos//,/ }; do
@@ -245,13 +264,14 @@ cell() {
         mapfile -t arr <<<"${lines[$p]}"
         med[$p]="$(median "${arr[@]}")"
     done
+    pin_now=0
 }
 
 report="$tmp/report.md"
 {
     echo "# halcyond vs Redis vs memcached over Unix sockets"
     echo
-    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat for one connection with one request in flight) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
+    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat for one connection with one request in flight$([ "$pin_single" = 1 ] && echo ", those with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
