@@ -16,10 +16,11 @@
 #   --seconds S      measured seconds per run (default 1; each run also has 0.5 s warm-up)
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
-#   --single-repeat N  runs of the cells with one connection and one request in flight
+#   --single-repeat N  runs of the cells with one request in flight per connection
 #                    (default 3 x --repeat: their rate swings most from run to run)
-#   --no-pin-single  run those cells unpinned too (by default the server's threads and the
-#                    load generator share one vCPU for them, see `pin_single` below)
+#   --no-pin-single  run the cells of one connection with one request in flight unpinned
+#                    (by default the server's threads and the load generator share one vCPU
+#                    for them, see `pin_single` below)
 #   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
 #   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond; given twice,
@@ -65,7 +66,7 @@ while [ $# -gt 0 ]; do
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
         --baseline) baseline="$2"; shift 2 ;;
         --results) results=1; shift ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -237,21 +238,22 @@ cell() {
     local protos="$1"; shift
     local -A lines=()
     local rep p pre reps="$repeat" a prev="" c="" pl=""
-    # One connection with one request in flight is a ping-pong of wake-ups, and on 2
-    # vCPUs its rate swings with where the scheduler puts the two processes: on this kind of
-    # VM an idle vCPU halts, and waking it costs tens of µs on each side, so runs of one
-    # build differ by up to 8x. Those cells take --single-repeat runs and, unless
-    # --no-pin-single, run with the server's threads and the load generator on one vCPU
-    # (`pin_single`): the hand-off is then a plain context switch on a busy vCPU, and the
-    # cell measures each server's own request path rather than vCPU placement.
+    # With one request in flight per connection, the rate is set by wake-ups, and on 2
+    # vCPUs it swings with where the scheduler puts the processes: on this kind of VM an
+    # idle vCPU halts, and waking it costs tens of µs on each side, so runs of one build
+    # differ by up to 8x at one connection and by up to 1.8x at four. Those cells take
+    # --single-repeat runs. One connection, unless --no-pin-single, also runs with the
+    # server's threads and the load generator on one vCPU (`pin_single`): the hand-off is
+    # then a plain context switch on a busy vCPU, and the cell measures each server's own
+    # request path rather than vCPU placement.
     for a in "$@"; do
         case "$prev" in --conns) c="$a" ;; --pipeline) pl="$a" ;; esac
         prev="$a"
     done
     pin_now=0
-    if [ "$c" = 1 ] && [ "$pl" = 1 ]; then
+    if [ "$pl" = 1 ]; then
         reps="$single_repeat"
-        pin_now="$pin_single"
+        [ "$c" = 1 ] && pin_now="$pin_single"
     fi
     for rep in $(seq 1 "$reps"); do
         pre=(); [ "$rep" -gt 1 ] && pre=(--no-prefill)
@@ -271,7 +273,7 @@ report="$tmp/report.md"
 {
     echo "# halcyond vs Redis vs memcached over Unix sockets"
     echo
-    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat for one connection with one request in flight$([ "$pin_single" = 1 ] && echo ", those with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
+    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat with one request in flight per connection$([ "$pin_single" = 1 ] && echo "; at one connection with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
