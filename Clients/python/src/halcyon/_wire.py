@@ -131,8 +131,8 @@ class _Base64Text(str):
     """The base64 text of a value, as :func:`encode_value` made it: only ``A-Z``,
     ``a-z``, ``0-9``, ``+``, ``/`` and ``=``, none of which JSON escapes. A request line
     takes it between quotes as it is, where the JSON encoder would copy it one character
-    at a time looking for escapes (about 4 ns a character: 4 µs for a 1 KiB value,
-    60 µs for 16 KiB)."""
+    at a time looking for escapes (about 4 ns a character of the text: 5 µs for a 1 KiB
+    value, 90 µs for 16 KiB)."""
 
     __slots__ = ()
 
