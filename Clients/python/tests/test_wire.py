@@ -239,6 +239,27 @@ def test_command_line_is_the_request_encoded() -> None:
             assert json.loads(line) == command.request(rid)
 
 
+@given(st.text(min_size=1, max_size=40), st.binary(max_size=3000), st.sampled_from([None, 5, "never", 0.5]))
+def test_write_lines_of_bytes_are_the_request_encoded(key: str, data: bytes, expire: object) -> None:
+    # Bytes go into the line without the encoder's escape pass; the line must still be
+    # the request (any key, escapes included), and the value the stored bytes.
+    for command in (_wire.cmd_set(key, data, expire), _wire.cmd_add(key, bytearray(data), expire, to_disk=False),
+                    _wire.cmd_cas(key, memoryview(data), 7, expire)):
+        line = command.line(9)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        request = json.loads(line)
+        assert request == command.request(9)
+        assert _wire.decode_value(request["params"]["value"], "base64") == data
+
+
+def test_only_values_encoded_here_skip_the_escape_pass() -> None:
+    # A str the caller sends as "base64" through call() is not trusted to need no escapes.
+    command = _wire.cmd_call("cache.set", {"key": "k", "value": 'not "base64"\n', "encoding": "base64"})
+    assert json.loads(command.line(1)) == command.request(1)
+    wire, encoding = _wire.encode_value(b"\xff\x00")
+    assert (wire, encoding) == ("/wA=", "base64") and isinstance(wire, str)
+
+
 def test_parse_lines_decodes_many_lines_at_once() -> None:
     chunk = b'{"id":1,"result":1}\n[{"id":2,"result":2},{"id":3,"result":3}]\n{"id":null,"error":{}}'
     assert [r["id"] for r in _wire.parse_lines(chunk)] == [1, 2, 3, None]

@@ -113,7 +113,7 @@ def encode_value(value: Any) -> Tuple[Any, str]:
     """
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = value if type(value) is bytes else bytes(value)
-        return binascii.b2a_base64(raw, newline=False).decode("ascii"), "base64"
+        return _Base64Text(binascii.b2a_base64(raw, newline=False), "ascii"), "base64"
     if isinstance(value, str):
         return value, "utf8"
     try:
@@ -125,6 +125,16 @@ def encode_value(value: Any) -> Tuple[Any, str]:
         ) from None
     _check_json_value(value)
     return value, "json"
+
+
+class _Base64Text(str):
+    """The base64 text of a value, as :func:`encode_value` made it: only ``A-Z``,
+    ``a-z``, ``0-9``, ``+``, ``/`` and ``=``, none of which JSON escapes. A request line
+    takes it between quotes as it is, where the JSON encoder would copy it one character
+    at a time looking for escapes (about 4 ns a character of the text: 5 µs for a 1 KiB
+    value, 90 µs for 16 KiB)."""
+
+    __slots__ = ()
 
 
 if sys.version_info >= (3, 11):
@@ -369,6 +379,13 @@ class Command:
                 if len(params) == 1 and type(params.get("key")) is str:
                     # A plain single-key call (get, exists, describe): no encoder pass.
                     text += ',"params":{"key":' + _encode_string(params["key"]) + "}"
+                elif type(params.get("value")) is _Base64Text:
+                    # A write of bytes: the encoder passes over every member but the
+                    # value, which goes last, as it is (JSON members have no order).
+                    rest = dict(params)
+                    value = rest.pop("value")
+                    members = _encode(rest)[1:-1]
+                    text += ',"params":{' + members + ("," if members else "") + '"value":"' + value + '"}'
                 else:
                     text += ',"params":' + _encode(params)
             head = self._head = (text + ',"id":').encode("utf-8")
