@@ -16,9 +16,9 @@
 #   --seconds S      measured seconds per run (default 1; each run also has 0.5 s warm-up)
 #   --warmup S       warm-up seconds before each run (default 0.5)
 #   --repeat N       runs per cell, servers interleaved; the report keeps the median (default 3)
-#   --single-repeat N  runs of the cells with one request in flight per connection
-#                    (default 3 x --repeat: their rate swings most from run to run)
-#   --no-pin-single  run the cells of one connection with one request in flight unpinned
+#   --single-repeat N  runs of the cells with one request in flight per connection or one
+#                    connection (default 3 x --repeat: their rate swings most from run to run)
+#   --no-pin-single  run the cells of one connection unpinned
 #                    (by default the server's threads and the load generator share one vCPU
 #                    for them, see `pin_single` below)
 #   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
@@ -242,8 +242,10 @@ cell() {
     # vCPUs it swings with where the scheduler puts the processes: on this kind of VM an
     # idle vCPU halts, and waking it costs tens of µs on each side, so runs of one build
     # differ by up to 8x at one connection and by up to 1.8x at four. Those cells take
-    # --single-repeat runs. One connection, unless --no-pin-single, also runs with the
-    # server's threads and the load generator on one vCPU (`pin_single`): the hand-off is
+    # --single-repeat runs. A single connection waits for each batch's replies before it
+    # sends the next, so its rate is set by the same wake-ups at any pipeline depth: such
+    # cells take --single-repeat runs too and, unless --no-pin-single, run with the
+    # server's threads and the load generator on one vCPU (`pin_single`). The hand-off is
     # then a plain context switch on a busy vCPU, and the cell measures each server's own
     # request path rather than vCPU placement.
     for a in "$@"; do
@@ -251,7 +253,7 @@ cell() {
         prev="$a"
     done
     pin_now=0
-    if [ "$pl" = 1 ]; then
+    if [ "$pl" = 1 ] || [ "$c" = 1 ]; then
         reps="$single_repeat"
         [ "$c" = 1 ] && pin_now="$pin_single"
     fi
@@ -273,7 +275,7 @@ report="$tmp/report.md"
 {
     echo "# halcyond vs Redis vs memcached over Unix sockets"
     echo
-    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat with one request in flight per connection$([ "$pin_single" = 1 ] && echo "; at one connection with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
+    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat with one request in flight per connection or one connection$([ "$pin_single" = 1 ] && echo "; at one connection with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
