@@ -18,15 +18,15 @@ extension HybridCache {
     /// `retrieve` of a shared key. A memory copy answers (`.memory`) unless a write of the
     /// key is on its way upstream, in which case the read queues behind it; otherwise the
     /// upstream answers (`.upstream`) and its value is kept as this host's copy. A shared
-    /// key's lifetime is the upstream key's (PTTL); a read renews a sliding one there, now
-    /// and then (`slideIfDue`), never locally alone. While the upstream is unreachable a
-    /// read without a copy is a miss.
+    /// key's lifetime is the upstream key's (PTTL); a read extends it there, now and then
+    /// (`extendIfDue`), never locally alone. While the upstream is unreachable a read
+    /// without a copy is a miss.
     func retrieveShared(
         _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
-        if !near.writePending(key), let hit = memoryCopy(forKey: key, options: options) {
-            slideIfDue(near, key, hit, options)
+        if !near.writePending(key), let copy = memoryCopy(forKey: key, options: options) {
+            let hit = extendIfDue(near, key, copy, options)
             return runInline(callbackQueue, options.priority, completion) { .success(hit) }
         }
         let task = makeTask(callbackQueue, options.priority, completion)
@@ -46,9 +46,8 @@ extension HybridCache {
         _ near: NearCache, forKey key: String, options: Options,
         _ done: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) {
-        if let hit = memoryCopy(forKey: key, options: options) {
-            slideIfDue(near, key, hit, options)
-            return done(.success(hit))
+        if let copy = memoryCopy(forKey: key, options: options) {
+            return done(.success(extendIfDue(near, key, copy, options)))
         }
         let miss = RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)
         if options.fromMemoryOnly { return done(.success(miss)) }
@@ -57,8 +56,8 @@ extension HybridCache {
             case .success(let found?):
                 near.keep(key, found.entry, timeToLive: found.timeToLive, sequence: found.sequence, sliding: found.slidingTimeToLive)
                 near.count { $0.hits += 1 }
-                done(.success(RetrieveResult(
-                    cacheType: .upstream, entry: found.entry, expiresAt: HybridCache.expiry(found.timeToLive))))
+                let read = RetrieveResult(cacheType: .upstream, entry: found.entry, expiresAt: HybridCache.expiry(found.timeToLive))
+                done(.success(self.extendIfDue(near, key, read, options)))
             case .success(nil):
                 near.count { $0.misses += 1 }
                 done(.success(miss))
@@ -69,18 +68,52 @@ extension HybridCache {
         }
     }
 
-    /// Renews a shared key's sliding lifetime upstream, in the background, when a read
-    /// that slides (`extendingExpiration: .cacheTime`, the default) hit a copy with less
-    /// than half of it left (`NearCache.slideDue`): at most one renewal per half lifetime
-    /// per key and host, never a round trip in the read's way.
-    func slideIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ options: Options) {
+    /// What a read of a shared key does to its lifetime upstream (in the background, never
+    /// a round trip in the read's way), and the reply it gives: `.cacheTime` (the default)
+    /// renews a sliding lifetime (`slideIfDue`); `.expirationTime` gives the key the asked
+    /// lifetime (`renewIfDue`), and the reply carries the asked end, as a local read's
+    /// does; `.none` leaves it.
+    func extendIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ options: Options) -> RetrieveResult {
+        switch options.extendingExpiration {
+        case ExpirationExtending.none:
+            return hit
+        case .cacheTime:
+            slideIfDue(near, key, hit)
+            return hit
+        case .expirationTime(let asked):
+            return renewIfDue(near, key, hit, asked)
+        }
+    }
+
+    /// Renews a shared key's sliding lifetime when a read hit a copy with less than half of
+    /// it left (`NearCache.slideDue`): at most one renewal per half lifetime per key and host.
+    private func slideIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult) {
         // A copy with no end has nothing to renew: no lock taken on that hit.
-        guard options.extendingExpiration == .cacheTime, let entry = hit.entry, let expiresAt = hit.expiresAt,
+        guard let entry = hit.entry, let expiresAt = hit.expiresAt,
               let sliding = near.slideDue(key, remaining: expiresAt.timeIntervalSince(config.memory.clock.now())) else { return }
         near.tier.slide(key, version: entry.version, lifetime: sliding) { result in
             if case .failure(let failure) = result { HybridCache.count(failure, near) }
             near.slid(key, version: entry.version, timeToLive: (try? result.get()) ?? nil)
         }
+    }
+
+    /// Gives a shared key the lifetime a read asked for when `NearCache.renewalDue` says
+    /// so: about twice per lifetime per key and host, whatever the read rate.
+    private func renewIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ asked: StorageExpiration) -> RetrieveResult {
+        guard let entry = hit.entry else { return hit }
+        // A lifetime already over ends the key now, as it ends a local entry.
+        let now = config.memory.clock.now()
+        let lifetime = HybridCache.upstreamLifetime(asked, now: now) ?? .milliseconds(1)
+        let askedEnd = lifetime.milliseconds.map { now.addingTimeInterval(Double($0) / 1000) }
+        guard near.renewalDue(key, asked: lifetime, askedEnd: askedEnd ?? .distantFuture,
+                              copyEnd: hit.expiresAt ?? .distantFuture, now: now) else { return hit }
+        near.tier.renew(key, version: entry.version, lifetime: lifetime) { result in
+            if case .failure(let failure) = result { HybridCache.count(failure, near) }
+            near.renewed(key, version: entry.version, asked: lifetime, try? result.get())
+        }
+        var renewed = hit
+        renewed.expiresAt = askedEnd
+        return renewed
     }
 
     /// This host's copy of a shared key, without extending it.
@@ -94,9 +127,8 @@ extension HybridCache {
     /// `memoryLookup` of a shared key: memory answers only when no write of it is pending.
     func memoryLookupShared(_ near: NearCache, forKey key: String, options: Options) -> MemoryLookup<RetrieveResult> {
         if near.writePending(key) { return .behindWrite }
-        if let hit = memoryCopy(forKey: key, options: options) {
-            slideIfDue(near, key, hit, options)
-            return .answered(hit)
+        if let copy = memoryCopy(forKey: key, options: options) {
+            return .answered(extendIfDue(near, key, copy, options))
         }
         return options.fromMemoryOnly ? .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil)) : .missed
     }
@@ -358,11 +390,16 @@ extension HybridCache {
 
     /// A span (`.seconds`, `.days`) slides, as it does on the local tiers; an instant
     /// (`.date`) does not.
-    static func upstreamLifetime(_ expiration: StorageExpiration) -> Upstream.Lifetime? {
+    static func upstreamLifetime(_ expiration: StorageExpiration, now: Date = Date()) -> Upstream.Lifetime? {
         if expiration.isExpired { return nil }
         if case .never = expiration { return .never }
-        let now = Date()
-        let seconds = expiration.estimatedExpirationSince(now).timeIntervalSince(now)
+        // A span is taken as given, not through an instant (whose rounding could add a millisecond).
+        let seconds: TimeInterval
+        switch expiration {
+        case .seconds(let span): seconds = span
+        case .days(let days): seconds = TimeInterval(days) * 86_400
+        default: seconds = expiration.estimatedExpirationSince(now).timeIntervalSince(now)
+        }
         guard seconds > 0 else { return nil }
         let milliseconds = max(1, Int64((seconds * 1000).rounded(.up)))
         return expiration.isAbsolute ? .milliseconds(milliseconds) : .sliding(milliseconds)

@@ -38,8 +38,9 @@ public struct UpstreamStats: Sendable, Equatable {
     public var staleCopiesRefused = 0
     /// Operations on shared keys that waited behind an earlier write of the same key.
     public var queuedBehindWrite = 0
-    /// Renewals of sliding lifetimes sent upstream (a read of a copy with less than half
-    /// of its sliding lifetime left), and those that found the key changed meanwhile.
+    /// Renewals of lifetimes sent upstream (a read of a copy with less than half of its
+    /// sliding lifetime left, or a read asking a new lifetime: `renewalDue`), and those
+    /// that found the key changed meanwhile.
     public var slides = 0
     public var slidesRefused = 0
 
@@ -346,6 +347,49 @@ final class NearCache: Upstream.Observer, Sendable {
             }
             guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
             memory.store(copy, forKey: key, expiration: .seconds(Double(max(timeToLive, 1)) / 1000))
+        }
+    }
+
+    /// A read of this host's copy of `key` that asked for the lifetime `asked` (ending at
+    /// `askedEnd`, `.distantFuture` for none) when the copy ends at `copyEnd`: true, with
+    /// the renewal counted and marked on its way, when one is due: when the sliding span
+    /// changes, when the asked end comes before the copy's (beyond a twentieth of the asked
+    /// lifetime, and 10 ms: the PTTL's rounding), or when the copy has at most half of the
+    /// asked lifetime left. The disk tier writes its file times back by the same halves,
+    /// so that a key read this way at any rate costs about two renewals per lifetime
+    /// rather than a round trip per read.
+    func renewalDue(_ key: String, asked: Upstream.Lifetime, askedEnd: Date, copyEnd: Date, now: Date) -> Bool {
+        let wanted = askedEnd.timeIntervalSince(now), left = copyEnd.timeIntervalSince(now)
+        let shortens = wanted < left - max(0.010, wanted / 20)
+        return state.withLock { state in
+            guard !state.sliding.contains(key),
+                  state.slides[key] != asked.slidingMilliseconds || shortens || left <= wanted / 2
+            else { return false }
+            state.sliding.insert(key)
+            state.stats.slides += 1
+            return true
+        }
+    }
+
+    /// The renewal of `key`'s lifetime to `asked` came back. The copy of `version`, if
+    /// still here (the renewal's own invalidation usually removes it first), lives as
+    /// long as the key now and slides by the asked span.
+    func renewed(_ key: String, version: UInt64, asked: Upstream.Lifetime, _ renewal: Upstream.Renewal?) {
+        state.withLock { state in
+            state.sliding.remove(key)
+            guard case .renewed(let timeToLive)? = renewal else {
+                state.stats.slidesRefused += 1
+                state.slides[key] = nil
+                return
+            }
+            if let sliding = asked.slidingMilliseconds {
+                if state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
+                state.slides[key] = sliding
+            } else {
+                state.slides[key] = nil
+            }
+            guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
+            memory.store(copy, forKey: key, expiration: timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never)
         }
     }
 

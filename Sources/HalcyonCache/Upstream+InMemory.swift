@@ -184,6 +184,16 @@ extension Upstream {
             })
         }
 
+        public func renew(_ key: String, version: UInt64, lifetime: Lifetime, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void) {
+            completion(mutateIfReachable(key) { state, now -> (Renewal, Bool) in
+                guard var stored = self.live(key, in: &state, now: now), stored.entry.version == version else { return (.changed, false) }
+                stored.expiresAt = self.expiry(lifetime, now: now, previous: stored)
+                stored.sliding = lifetime.slidingMilliseconds
+                state.entries[key] = stored
+                return (.renewed(timeToLive: self.ttl(stored, now: now)), true)
+            })
+        }
+
         public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
             completion(mutateIfReachable(key) { state, now in
                 let existed = self.live(key, in: &state, now: now) != nil

@@ -56,6 +56,14 @@ public enum Upstream {
         }
     }
 
+    /// The outcome of `Tier.renew`.
+    public enum Renewal: Sendable, Equatable {
+        /// The key holds another value (or none) now: nothing changed.
+        case changed
+        /// The key lives `timeToLive` milliseconds from now (nil: no end).
+        case renewed(timeToLive: Int64?)
+    }
+
     /// The outcome of a write that stored (or, for the conditional ones, may not have).
     public struct Written: Sendable, Equatable {
         /// Whether the write stored its value (always true for `set`).
@@ -202,6 +210,10 @@ public enum Upstream {
         /// still holds the value of `version` written with that sliding lifetime. The new
         /// PTTL, or nil when the key holds something else (or nothing) now.
         func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Failure>) -> Void)
+        /// Gives `key` the lifetime a read asked for (`ExpirationExtending.expirationTime`),
+        /// from now, if it still holds the value of `version`; `lifetime`'s sliding span
+        /// (none for `.milliseconds` and `.never`) becomes the one later reads renew.
+        func renew(_ key: String, version: UInt64, lifetime: Lifetime, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void)
         /// Several `set`s and `remove`s as one step: sent together, completing once every
         /// one has taken effect (or failed), with one outcome per write, in order. Writes
         /// of one key take effect in their order.

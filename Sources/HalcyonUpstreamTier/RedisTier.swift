@@ -142,6 +142,14 @@ public final class RedisTier: Upstream.Tier {
         }.whenSuccess(completion)
     }
 
+    public func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+        let arguments = [ByteBuffer(string: String(version)), RedisTier.argument(lifetime == .keep ? .never : lifetime), RedisTier.slideArgument(lifetime)]
+        run(Script.renew, valueKey: key, arguments) { (reply: RESP3Value, _: UInt64) -> Upstream.Renewal in
+            guard let parts = reply.array, parts.first?.int64 == 1, parts.count > 1 else { return .changed }
+            return .renewed(timeToLive: RedisTier.timeToLive(parts[1]))
+        }.whenSuccess(completion)
+    }
+
     public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
         run(Script.remove, valueKey: key, []) { (reply: RESP3Value, _: UInt64) -> Bool in (reply.int64 ?? 0) > 0 }.whenSuccess(completion)
     }

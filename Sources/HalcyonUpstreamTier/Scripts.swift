@@ -167,6 +167,20 @@ public struct Script: Sendable {
         return {1, follow()}
         """)
 
+    /// KEYS: value, meta. ARGV: version, lifetime (never or milliseconds), slide. Gives the
+    /// key the lifetime a read asked for, only while it holds the value of that version
+    /// (digest checked); unlike `slide`, a lifetime another client set does not stand in
+    /// its way: the read asked for this one. Returns {1, pttl} or {0}.
+    static let renew = Script("""
+        local m = redis.call('HMGET', KEYS[2], 'v', 'd')
+        if m[1] ~= ARGV[1] then return {0} end
+        local value = redis.call('GET', KEYS[1])
+        if not value or redis.sha1hex(value) ~= m[2] then return {0} end
+        if ARGV[2] == 'never' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+        slides(ARGV[3])
+        return {1, follow()}
+        """)
+
     /// KEYS: value, meta. Returns 1 when the value existed.
     static let remove = Script("""
         local n = redis.call('DEL', KEYS[1])

@@ -58,6 +58,9 @@ struct HybridCacheUpstreamTests {
         func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Upstream.Failure>) -> Void) {
             run { self.inner.slide(key, version: version, lifetime: lifetime, completion: completion) }
         }
+        func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+            run { self.inner.renew(key, version: version, lifetime: lifetime, completion: completion) }
+        }
         func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
             run { self.inner.listKeys(prefix: prefix, cursor: cursor, limit: limit, completion: completion) }
         }
@@ -238,23 +241,31 @@ struct HybridCacheUpstreamTests {
         #expect(try await !acquire("s:l2", "G", owner: 11))
     }
 
-    @Test func readsOfACopyRenewASlidingLifetimeUpstreamAtMostOncePerHalf() async throws {
-        // Its own cache and upstream on one manual clock, so that "later" is exact.
+    /// A cache and its upstream on one manual clock, so that "later" is exact.
+    struct Clocked {
         let clock = ManualClock(Date())
-        let upstream = Upstream.InMemory(clock: clock)
-        var config = HybridCache.Config(memory: MemoryStorage.Config(), disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root))
-        config.sweepInterval = 0
-        config.memory.clock = clock
-        config.upstream = UpstreamConfig(tier: upstream, prefixes: ["s:"])
-        let cache = HybridCache(config: config)
+        let upstream: Upstream.InMemory
+        let cache: HybridCache
+
+        init(root: URL) {
+            upstream = Upstream.InMemory(clock: clock)
+            var config = HybridCache.Config(memory: MemoryStorage.Config(), disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root))
+            config.sweepInterval = 0
+            config.memory.clock = clock
+            config.upstream = UpstreamConfig(tier: upstream, prefixes: ["s:"])
+            cache = HybridCache(config: config)
+        }
+
         func read(_ key: String, _ extending: ExpirationExtending = .cacheTime) async throws -> HybridCache.RetrieveResult {
             var options = HybridCache.Options()
             options.extendingExpiration = extending
             return try await withCheckedThrowingContinuation { c in cache.retrieve(forKey: key, options: options) { c.resume(with: $0) } }
         }
+
         func upstreamEntry(_ key: String) async throws -> Upstream.Entry? {
             try await withCheckedThrowingContinuation { c in upstream.get(key) { c.resume(with: $0) } }
         }
+
         func store(_ key: String, _ expiration: StorageExpiration) async throws {
             var options = HybridCache.Options()
             options.diskExpiration = expiration
@@ -262,28 +273,84 @@ struct HybridCacheUpstreamTests {
                 cache.store(CacheEntry(bytes: [1]), forKey: key, options: options) { c.resume(with: $0) }
             }
         }
-        try await store("s:slide", .seconds(2))
-        #expect(try await upstreamEntry("s:slide")?.slidingTimeToLive == 2000)
+
+        var renewals: Int? { cache.stats().upstream?.slides }
+
+        /// Whether `key` lives `milliseconds` upstream, give or take the PTTL's rounding.
+        func upstreamLifetime(_ key: String, isAbout milliseconds: Int64) async throws -> Bool {
+            guard let left = try await upstreamEntry(key)?.timeToLive else { return false }
+            return abs(left - milliseconds) <= 1
+        }
+    }
+
+    @Test func readsOfACopyRenewASlidingLifetimeUpstreamAtMostOncePerHalf() async throws {
+        let clocked = Clocked(root: root)
+        let (clock, cache) = (clocked.clock, clocked.cache)
+        try await clocked.store("s:slide", .seconds(2))
+        #expect(try await clocked.upstreamEntry("s:slide")?.slidingTimeToLive == 2000)
         // More than half left: reads renew nothing.
         clock.advance(by: 0.9)
-        for _ in 0..<10 { #expect(try await read("s:slide").cacheType == .memory) }
+        for _ in 0..<10 { #expect(try await clocked.read("s:slide").cacheType == .memory) }
         #expect(cache.stats().upstream?.slides == 0)
         // Less than half left: a read that does not slide renews nothing; the next read
         // renews once, and the copy follows.
         clock.advance(by: 0.3)
-        _ = try await read("s:slide", ExpirationExtending.none)
+        _ = try await clocked.read("s:slide", ExpirationExtending.none)
         #expect(cache.stats().upstream?.slides == 0)
-        for _ in 0..<10 { #expect(try await read("s:slide").cacheType == .memory) }
+        for _ in 0..<10 { #expect(try await clocked.read("s:slide").cacheType == .memory) }
         #expect(cache.stats().upstream?.slides == 1)
-        #expect(try await read("s:slide").expiresAt == clock.now().addingTimeInterval(2))
+        #expect(try await clocked.read("s:slide").expiresAt == clock.now().addingTimeInterval(2))
         // Past the first lifetime: alive upstream and here.
         clock.advance(by: 1.2)
-        #expect(try await upstreamEntry("s:slide") != nil)
-        #expect(try await read("s:slide").entry?.bytes == [1])
+        #expect(try await clocked.upstreamEntry("s:slide") != nil)
+        #expect(try await clocked.read("s:slide").entry?.bytes == [1])
         #expect(cache.stats().upstream?.slides == 2, "less than half was left again")
         // An instant never slides.
-        try await store("s:fixed", .date(clock.now().addingTimeInterval(2)))
-        #expect(try await upstreamEntry("s:fixed")?.slidingTimeToLive == nil)
+        try await clocked.store("s:fixed", .date(clock.now().addingTimeInterval(2)))
+        #expect(try await clocked.upstreamEntry("s:fixed")?.slidingTimeToLive == nil)
+    }
+
+    @Test func aReadAskingALifetimeGivesItUpstreamAboutTwicePerLifetime() async throws {
+        let clocked = Clocked(root: root)
+        let clock = clocked.clock
+        let asked = ExpirationExtending.expirationTime(.seconds(10))
+        try await clocked.store("s:renew", .seconds(2))
+        #expect(try await clocked.read("s:renew").cacheType == .memory)
+        // The first read asking 10 s gives the key 10 s upstream, sliding by 10 s from then
+        // on, and answers with that end, as a local read does.
+        let first = try await clocked.read("s:renew", asked)
+        #expect(first.expiresAt.map { abs($0.timeIntervalSince(clock.now()) - 10) < 0.01 } == true)
+        #expect(clocked.renewals == 1)
+        #expect(try await clocked.upstreamLifetime("s:renew", isAbout: 10_000))
+        #expect(try await clocked.upstreamEntry("s:renew")?.slidingTimeToLive == 10_000)
+        // Reads asking the same renew nothing more while more than half of it is left ...
+        clock.advance(by: 4)
+        for _ in 0..<10 { #expect(try await clocked.read("s:renew", asked).entry?.bytes == [1]) }
+        #expect(clocked.renewals == 1)
+        #expect(try await clocked.upstreamLifetime("s:renew", isAbout: 6_000))
+        // ... and once when less is.
+        clock.advance(by: 1.5)
+        for _ in 0..<10 { #expect(try await clocked.read("s:renew", asked).entry?.bytes == [1]) }
+        #expect(clocked.renewals == 2)
+        #expect(try await clocked.upstreamLifetime("s:renew", isAbout: 10_000))
+        // A shorter lifetime is given at once; so is an instant, which no read slides; so is no end.
+        _ = try await clocked.read("s:renew", .expirationTime(.seconds(1)))
+        #expect(clocked.renewals == 3)
+        #expect(try await clocked.upstreamLifetime("s:renew", isAbout: 1_000))
+        _ = try await clocked.read("s:renew", .expirationTime(.date(clock.now().addingTimeInterval(30))))
+        #expect(clocked.renewals == 4)
+        let fixed = try await clocked.upstreamEntry("s:renew")
+        #expect(fixed?.slidingTimeToLive == nil)
+        #expect(fixed.flatMap(\.timeToLive).map { abs($0 - 30_000) <= 1_000 } == true)
+        _ = try await clocked.read("s:renew", .expirationTime(.never))
+        #expect(clocked.renewals == 5)
+        let endless = try await clocked.upstreamEntry("s:renew")
+        #expect(endless != nil && endless?.timeToLive == nil)
+        // A read that does not ask renews nothing, and neither does a key with no copy.
+        _ = try await clocked.read("s:renew", ExpirationExtending.none)
+        _ = try await clocked.read("s:none", asked)
+        #expect(clocked.renewals == 5)
+        #expect(clocked.cache.stats().upstream?.slidesRefused == 0)
     }
 
     @Test func anInvalidationAfterAnUpstreamReadDropsItsCopy() async throws {

@@ -46,6 +46,9 @@ extension Upstream.Tier {
     func touch(_ key: String, lifetime: Upstream.Lifetime) async -> Result<Bool, Upstream.Failure> {
         await withCheckedContinuation { continuation in touch(key, lifetime: lifetime) { continuation.resume(returning: $0) } }
     }
+    func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime) async -> Result<Upstream.Renewal, Upstream.Failure> {
+        await withCheckedContinuation { continuation in renew(key, version: version, lifetime: lifetime) { continuation.resume(returning: $0) } }
+    }
     func remove(_ key: String) async -> Result<Bool, Upstream.Failure> {
         await withCheckedContinuation { continuation in remove(key) { continuation.resume(returning: $0) } }
     }
@@ -193,6 +196,41 @@ struct RedisTierTests {
         #expect(try await tier.remove(counter).get())
         #expect(try await !tier.remove(counter).get())
         #expect(try redisCLI(try deployment.cli(for: counter) + ["EXISTS", KeyLayout.meta(counter)]).hasPrefix("0"))
+    }
+
+    @Test(arguments: Deployment.allCases)
+    func renewGivesTheAskedLifetimeOnlyToTheVersionRead(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let key = unique("renew")
+        let cli = try deployment.cli(for: key)
+        func field(_ name: String) throws -> String {
+            try redisCLI(cli + ["HGET", KeyLayout.meta(key), name]).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let written = try await tier.set(key, CacheEntry(bytes: [1]), lifetime: .sliding(2_000)).get()
+        // The version read: the asked lifetime, its span the one reads slide by, a lifetime
+        // another client set notwithstanding.
+        try redisCLI(cli + ["PEXPIRE", key, "5000"])
+        let renewedAt = ContinuousClock.now
+        guard case .renewed(let timeToLive) = try await tier.renew(key, version: written.version!, lifetime: .sliding(60_000)).get() else {
+            Issue.record("the version read was not renewed")
+            return
+        }
+        #expect(isRemainder(timeToLive.map(Int.init), of: 60_000, since: renewedAt))
+        #expect(try field("s") == "60000")
+        // An instant: no span left to slide by; no end: PERSIST on both keys.
+        #expect(try await tier.renew(key, version: written.version!, lifetime: .milliseconds(30_000)).get() != .changed)
+        #expect(try field("s").isEmpty)
+        #expect(try await tier.renew(key, version: written.version!, lifetime: .never).get() == .renewed(timeToLive: nil))
+        #expect(try redisCLI(cli + ["PTTL", KeyLayout.meta(key)]).hasPrefix("-1"))
+        // Written again since (through Halcyon, or by any client): the read's version
+        // renews nothing.
+        let again = try await tier.set(key, CacheEntry(bytes: [2]), lifetime: .milliseconds(9_000)).get()
+        #expect(try await tier.renew(key, version: written.version!, lifetime: .never).get() == .changed)
+        try redisCLI(cli + ["SET", key, "foreign", "PX", "9000"])
+        #expect(try await tier.renew(key, version: again.version!, lifetime: .never).get() == .changed)
+        #expect(try Int(redisCLI(cli + ["PTTL", key]).trimmingCharacters(in: .whitespacesAndNewlines)).map { $0 > 0 } == true)
+        #expect(try await tier.renew(unique("none"), version: 1, lifetime: .never).get() == .changed)
     }
 
     @Test(arguments: Deployment.allCases)

@@ -223,6 +223,36 @@ def test_reads_through_another_host_keep_a_sliding_key_alive_in_redis(hosts: Lis
         assert get(a, key) == {"found": False} and get(b, key) == {"found": False}
 
 
+def test_a_read_asking_a_lifetime_gives_it_to_the_key_in_redis(hosts: List[Daemon], redis_server: Redis) -> None:
+    key = unique("renew")
+    meta = "{" + key + "}halcyon.meta:" + key
+
+    def read(expiration: Any) -> Any:
+        return b.call("cache.get", {"key": key, "extendingExpiration": {"expirationTime": expiration}})
+
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": key, "value": "v", "expiration": {"seconds": 2}})
+        assert get(b, key)["value"] == "v"
+        before = b.call("cache.stats")["upstream"]
+        # B's read asking 60 s answers with that end and gives it to the key in Redis,
+        # sliding by 60 s from then on.
+        got = read({"seconds": 60})
+        assert got["value"] == "v" and 55 < got["expiresAt"] - time.time() <= 61
+        wait_until("Redis has the asked lifetime", lambda: int(redis_server.cli("PTTL", key)) > 50_000, 3)
+        assert redis_server.cli("HGET", meta, "s") == "60000"
+        # More reads asking the same renew nothing while more than half of it is left.
+        for _ in range(20):
+            assert read({"seconds": 60})["value"] == "v"
+        after = b.call("cache.stats")["upstream"]
+        assert after["slides"] - before["slides"] == 1
+        # An instant: Redis ends the key then, and no read slides it any more.
+        until = int(time.time()) + 30
+        assert read({"date": until})["value"] == "v"
+        wait_until("Redis has the instant", lambda: 0 < int(redis_server.cli("PTTL", key)) <= 31_000, 3)
+        wait_until("no sliding span", lambda: redis_server.cli("HEXISTS", meta, "s") == "0", 3)
+        assert b.call("cache.stats")["upstream"]["slidesRefused"] == before["slidesRefused"]
+
+
 def test_remove_prefix_and_many_keys(hosts: List[Daemon], redis_server: Redis) -> None:
     prefix = unique("p") + ":"
     with client(hosts[0]) as a, client(hosts[1]) as b:
