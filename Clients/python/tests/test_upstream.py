@@ -231,7 +231,7 @@ def test_a_read_asking_a_lifetime_gives_it_to_the_key_in_redis(hosts: List[Daemo
         return b.call("cache.get", {"key": key, "extendingExpiration": {"expirationTime": expiration}})
 
     with client(hosts[0]) as a, client(hosts[1]) as b:
-        a.call("cache.set", {"key": key, "value": "v", "expiration": {"seconds": 2}})
+        a.call("cache.set", {"key": key, "value": "v", "expiration": {"seconds": 30}})
         assert get(b, key)["value"] == "v"
         before = b.call("cache.stats")["upstream"]
         # B's read asking 60 s answers with that end and gives it to the key in Redis,
