@@ -270,3 +270,19 @@ def test_parse_lines_decodes_many_lines_at_once() -> None:
         _wire.parse_lines(b'{"id":1}\n[1]')
     with pytest.raises(errors.ProtocolError):
         _wire.parse_lines(b'{"id":1}\n{nope')
+
+
+def test_a_plain_get_reuses_its_command_and_the_table_stays_bounded() -> None:
+    hot = _wire.cmd_get("hot")
+    assert _wire.cmd_get("hot") is hot
+    assert hot.line(7) == b'{"jsonrpc":"2.0","method":"cache.get","params":{"key":"hot"},"id":7}\n'
+    assert hot.line(8).endswith(b'"id":8}\n')
+    assert hot.decode({"found": False}) is None
+    assert hot.decode({"found": True, "value": "v", "encoding": "utf8"}) == "v"
+    # A default, or any option, gets a command of its own.
+    with_default = _wire.cmd_get("hot", "fallback")
+    assert with_default is not hot and with_default.decode({"found": False}) == "fallback"
+    assert _wire.cmd_get("hot", memory_only=True) is not hot
+    for i in range(_wire._PLAIN_GETS_BOUND + 10):
+        _wire.cmd_get(f"k{i}")
+    assert 0 < len(_wire._plain_gets) <= _wire._PLAIN_GETS_BOUND

@@ -855,8 +855,7 @@ def _check_encoding(encoding: Optional[str]) -> None:
         raise ValueError(f"encoding must be 'utf8', 'base64' or 'json', not {encoding!r}")
 
 
-def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None,
-            encoding: Optional[str] = None) -> Command:
+def _get_decoder(default: Any) -> Callable[[Any], Any]:
     def decode(result: Any) -> Any:
         # What _entry does, without building an Entry the caller never sees.
         if type(result) is not dict:
@@ -868,11 +867,30 @@ def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: O
         if encoding == "utf8" and type(value) is str:
             return value
         return decode_value(value, encoding if isinstance(encoding, str) else None)
+    return decode
 
+
+_decode_get = _get_decoder(None)
+#: The commands of plain gets (no options, default None) by key: a hot key's request line
+#: is then encoded once, not per call. Commands are immutable, so sharing one between
+#: threads and clients is safe; the table is emptied when it reaches its bound.
+_plain_gets: Dict[str, Command] = {}
+_PLAIN_GETS_BOUND = 1024
+
+
+def cmd_get(key: str, default: Any = None, *, extend: Any = None, memory_only: Optional[bool] = None,
+            encoding: Optional[str] = None) -> Command:
     if type(key) is str and extend is None and not memory_only and encoding is None:
-        return Command("cache.get", {"key": key}, decode, True)
+        if default is None:
+            command = _plain_gets.get(key)
+            if command is None:
+                if len(_plain_gets) >= _PLAIN_GETS_BOUND:
+                    _plain_gets.clear()
+                command = _plain_gets[key] = Command("cache.get", {"key": key}, _decode_get, True)
+            return command
+        return Command("cache.get", {"key": key}, _get_decoder(default), True)
     _check_encoding(encoding)
-    return Command("cache.get", _get_params(key, extend, memory_only, encoding), decode, True)
+    return Command("cache.get", _get_params(key, extend, memory_only, encoding), _get_decoder(default), True)
 
 
 def cmd_get_entry(key: str, *, extend: Any = None, memory_only: Optional[bool] = None,
