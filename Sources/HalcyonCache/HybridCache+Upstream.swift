@@ -93,7 +93,7 @@ extension HybridCache {
               let sliding = near.slideDue(key, remaining: expiresAt.timeIntervalSince(config.memory.clock.now())) else { return }
         near.tier.slide(key, version: entry.version, lifetime: sliding) { result in
             if case .failure(let failure) = result { HybridCache.count(failure, near) }
-            near.slid(key, version: entry.version, timeToLive: (try? result.get()) ?? nil)
+            near.renewalEnded(key, version: entry.version, sliding: sliding, try? result.get())
         }
     }
 
@@ -109,7 +109,7 @@ extension HybridCache {
                               copyEnd: hit.expiresAt ?? .distantFuture, now: now) else { return hit }
         near.tier.renew(key, version: entry.version, lifetime: lifetime) { result in
             if case .failure(let failure) = result { HybridCache.count(failure, near) }
-            near.renewed(key, version: entry.version, asked: lifetime, try? result.get())
+            near.renewalEnded(key, version: entry.version, sliding: lifetime.slidingMilliseconds, try? result.get())
         }
         var renewed = hit
         renewed.expiresAt = askedEnd

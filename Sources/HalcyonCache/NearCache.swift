@@ -286,13 +286,14 @@ final class NearCache: Upstream.Observer, Sendable {
             }
             let expiration: StorageExpiration = timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never
             memory.store(entry, forKey: key, expiration: expiration)
-            if let sliding {
-                if state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
-                state.slides[key] = sliding
-            } else {
-                state.slides[key] = nil
-            }
+            remember(sliding, of: key, &state)
         }
+    }
+
+    /// Records the sliding lifetime `key`'s copy renews (none: nil), within `slidesBound`.
+    private func remember(_ sliding: Int64?, of key: String, _ state: inout State) {
+        if sliding != nil, state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
+        state.slides[key] = sliding
     }
 
     /// Drops this host's copy of `key` (a write whose outcome is not known, a change the
@@ -330,26 +331,6 @@ final class NearCache: Upstream.Observer, Sendable {
         }
     }
 
-    /// The renewal of `key`'s lifetime came back: `timeToLive` the new PTTL, or nil when
-    /// the key held something else by then, or a lifetime set by another client (or the
-    /// renewal failed). The copy of `version`, if still here (an
-    /// invalidation would have removed it first: its push comes before this reply on the
-    /// same connection), lives as long as the key now.
-    func slid(_ key: String, version: UInt64, timeToLive: Int64?) {
-        state.withLock { state in
-            state.sliding.remove(key)
-            guard let timeToLive else {
-                // The key changed, or its lifetime was set by someone else: this copy's
-                // reads renew nothing more (a new copy brings its own sliding lifetime).
-                state.stats.slidesRefused += 1
-                state.slides[key] = nil
-                return
-            }
-            guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
-            memory.store(copy, forKey: key, expiration: .seconds(Double(max(timeToLive, 1)) / 1000))
-        }
-    }
-
     /// A read of this host's copy of `key` that asked for the lifetime `asked` (ending at
     /// `askedEnd`, `.distantFuture` for none) when the copy ends at `copyEnd`: true, with
     /// the renewal counted and marked on its way, when one is due: when the sliding span
@@ -371,10 +352,14 @@ final class NearCache: Upstream.Observer, Sendable {
         }
     }
 
-    /// The renewal of `key`'s lifetime to `asked` came back. The copy of `version`, if
-    /// still here (the renewal's own invalidation usually removes it first), lives as
-    /// long as the key now and slides by the asked span.
-    func renewed(_ key: String, version: UInt64, asked: Upstream.Lifetime, _ renewal: Upstream.Renewal?) {
+    /// A renewal of `key`'s lifetime (`slideDue`, `renewalDue`) came back: `.renewed` with
+    /// the key's new PTTL; `.changed` when it held something else by then, or a lifetime
+    /// another client set; nil when the call failed. Renewed, the copy of `version`, if
+    /// still here (the renewal's own invalidation usually removes it first: its push comes
+    /// before this reply on the same connection), lives as long as the key now, and its
+    /// reads renew `sliding`. Otherwise they renew nothing more (a new copy brings its own
+    /// sliding lifetime).
+    func renewalEnded(_ key: String, version: UInt64, sliding: Int64?, _ renewal: Upstream.Renewal?) {
         state.withLock { state in
             state.sliding.remove(key)
             guard case .renewed(let timeToLive)? = renewal else {
@@ -382,12 +367,7 @@ final class NearCache: Upstream.Observer, Sendable {
                 state.slides[key] = nil
                 return
             }
-            if let sliding = asked.slidingMilliseconds {
-                if state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
-                state.slides[key] = sliding
-            } else {
-                state.slides[key] = nil
-            }
+            remember(sliding, of: key, &state)
             guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
             memory.store(copy, forKey: key, expiration: timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never)
         }

@@ -174,13 +174,13 @@ extension Upstream {
             })
         }
 
-        public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Failure>) -> Void) {
-            completion(mutateIfReachable(key) { state, now -> (Int64?, Bool) in
+        public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void) {
+            completion(mutateIfReachable(key) { state, now -> (Renewal, Bool) in
                 guard var stored = self.live(key, in: &state, now: now), stored.entry.version == version, stored.sliding == lifetime
-                else { return (nil, false) }
+                else { return (.changed, false) }
                 stored.expiresAt = self.expiry(.sliding(lifetime), now: now, previous: stored)
                 state.entries[key] = stored
-                return (self.ttl(stored, now: now), true)
+                return (.renewed(timeToLive: self.ttl(stored, now: now)), true)
             })
         }
 

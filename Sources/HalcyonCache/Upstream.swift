@@ -56,9 +56,10 @@ public enum Upstream {
         }
     }
 
-    /// The outcome of `Tier.renew`.
+    /// The outcome of `Tier.slide` and `Tier.renew`.
     public enum Renewal: Sendable, Equatable {
-        /// The key holds another value (or none) now: nothing changed.
+        /// The key holds another value (or none) now, or, for a slide, a lifetime another
+        /// client set: nothing changed.
         case changed
         /// The key lives `timeToLive` milliseconds from now (nil: no end).
         case renewed(timeToLive: Int64?)
@@ -207,9 +208,9 @@ public enum Upstream {
         /// Removes `key`; false when there was none.
         func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
         /// Gives `key` its sliding lifetime again, `lifetime` milliseconds from now, if it
-        /// still holds the value of `version` written with that sliding lifetime. The new
-        /// PTTL, or nil when the key holds something else (or nothing) now.
-        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Failure>) -> Void)
+        /// still holds the value of `version` written with that sliding lifetime (and no
+        /// other client has set its lifetime since).
+        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void)
         /// Gives `key` the lifetime a read asked for (`ExpirationExtending.expirationTime`),
         /// from now, if it still holds the value of `version`; `lifetime`'s sliding span
         /// (none for `.milliseconds` and `.never`) becomes the one later reads renew.

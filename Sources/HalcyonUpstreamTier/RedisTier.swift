@@ -135,19 +135,20 @@ public final class RedisTier: Upstream.Tier {
         }.whenSuccess(completion)
     }
 
-    public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Upstream.Failure>) -> Void) {
-        run(Script.slide, valueKey: key, [.init(string: String(version)), .init(string: String(lifetime))]) { (reply: RESP3Value, _: UInt64) -> Int64? in
-            guard let parts = reply.array, parts.first?.int64 == 1, parts.count > 1 else { return nil }
-            return RedisTier.timeToLive(parts[1])
-        }.whenSuccess(completion)
+    public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+        run(Script.slide, valueKey: key, [.init(string: String(version)), .init(string: String(lifetime))], read: RedisTier.renewal)
+            .whenSuccess(completion)
     }
 
     public func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
         let arguments = [ByteBuffer(string: String(version)), RedisTier.argument(lifetime == .keep ? .never : lifetime), RedisTier.slideArgument(lifetime)]
-        run(Script.renew, valueKey: key, arguments) { (reply: RESP3Value, _: UInt64) -> Upstream.Renewal in
-            guard let parts = reply.array, parts.first?.int64 == 1, parts.count > 1 else { return .changed }
-            return .renewed(timeToLive: RedisTier.timeToLive(parts[1]))
-        }.whenSuccess(completion)
+        run(Script.renew, valueKey: key, arguments, read: RedisTier.renewal).whenSuccess(completion)
+    }
+
+    /// The reply of `Script.slide` and `Script.renew`: {1, pttl} or {0}.
+    static func renewal(_ reply: RESP3Value, _: UInt64) -> Upstream.Renewal {
+        guard let parts = reply.array, parts.first?.int64 == 1, parts.count > 1 else { return .changed }
+        return .renewed(timeToLive: RedisTier.timeToLive(parts[1]))
     }
 
     public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {

@@ -55,7 +55,7 @@ struct HybridCacheUpstreamTests {
         func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
             run { self.inner.remove(key, completion: completion) }
         }
-        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Int64?, Upstream.Failure>) -> Void) {
+        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
             run { self.inner.slide(key, version: version, lifetime: lifetime, completion: completion) }
         }
         func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
