@@ -91,10 +91,7 @@ extension HybridCache {
         // A copy with no end has nothing to renew: no lock taken on that hit.
         guard let entry = hit.entry, let expiresAt = hit.expiresAt,
               let sliding = near.slideDue(key, remaining: expiresAt.timeIntervalSince(config.memory.clock.now())) else { return }
-        near.tier.slide(key, version: entry.version, lifetime: sliding) { result in
-            if case .failure(let failure) = result { HybridCache.count(failure, near) }
-            near.renewalEnded(key, version: entry.version, sliding: sliding, try? result.get())
-        }
+        near.tier.slide(key, version: entry.version, lifetime: sliding, completion: renewalEnd(near, key, entry.version, sliding: sliding))
     }
 
     /// Gives a shared key the lifetime a read asked for when `NearCache.renewalDue` says
@@ -107,13 +104,22 @@ extension HybridCache {
         let askedEnd = lifetime.milliseconds.map { now.addingTimeInterval(Double($0) / 1000) }
         guard near.renewalDue(key, asked: lifetime, askedEnd: askedEnd ?? .distantFuture,
                               copyEnd: hit.expiresAt ?? .distantFuture, now: now) else { return hit }
-        near.tier.renew(key, version: entry.version, lifetime: lifetime) { result in
-            if case .failure(let failure) = result { HybridCache.count(failure, near) }
-            near.renewalEnded(key, version: entry.version, sliding: lifetime.slidingMilliseconds, try? result.get())
-        }
+        near.tier.renew(key, version: entry.version, lifetime: lifetime,
+                        completion: renewalEnd(near, key, entry.version, sliding: lifetime.slidingMilliseconds))
         var renewed = hit
         renewed.expiresAt = askedEnd
         return renewed
+    }
+
+    /// The completion of a slide or a renewal: a failure is counted, and the copy follows
+    /// the outcome (`NearCache.renewalEnded`).
+    private func renewalEnd(
+        _ near: NearCache, _ key: String, _ version: UInt64, sliding: Int64?
+    ) -> @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void {
+        { result in
+            if case .failure(let failure) = result { HybridCache.count(failure, near) }
+            near.renewalEnded(key, version: version, sliding: sliding, try? result.get())
+        }
     }
 
     /// This host's copy of a shared key, without extending it.

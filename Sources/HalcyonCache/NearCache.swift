@@ -284,10 +284,14 @@ final class NearCache: Upstream.Observer, Sendable {
                 remove(key, &state)
                 return
             }
-            let expiration: StorageExpiration = timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never
-            memory.store(entry, forKey: key, expiration: expiration)
+            memory.store(entry, forKey: key, expiration: NearCache.expiration(timeToLive))
             remember(sliding, of: key, &state)
         }
+    }
+
+    /// A copy's lifetime for the upstream key's PTTL (milliseconds; nil: no end).
+    private static func expiration(_ timeToLive: Int64?) -> StorageExpiration {
+        timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never
     }
 
     /// Records the sliding lifetime `key`'s copy renews (none: nil), within `slidesBound`.
@@ -369,7 +373,7 @@ final class NearCache: Upstream.Observer, Sendable {
             }
             remember(sliding, of: key, &state)
             guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
-            memory.store(copy, forKey: key, expiration: timeToLive.map { .seconds(Double(max($0, 1)) / 1000) } ?? .never)
+            memory.store(copy, forKey: key, expiration: NearCache.expiration(timeToLive))
         }
     }
 
