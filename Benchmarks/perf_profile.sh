@@ -65,5 +65,9 @@ echo
 echo "Top $top symbols by self time (perf report --no-children):"
 demangle() { if command -v swift >/dev/null; then swift demangle --simplified; else cat; fi; }
 perf report -q -i "$tmp/perf.data" --no-children -g none --sort dso,symbol --percent-limit 0.3 2>/dev/null \
-    | grep -v '^$' | head -n "$top" | demangle | sed 's/  *$//' | cut -c1-200
+    | grep -v '^$' | head -n "$top" | demangle | sed 's/  *$//' | cut -c1-200 || true
+echo
+echo "Self time by library:"
+perf report -q -i "$tmp/perf.data" --no-children -g none --sort dso --percent-limit 0.5 2>/dev/null \
+    | grep -v '^$' | sed 's/  *$//' || true
 if [ -n "$keep" ]; then mkdir -p "$keep"; cp "$tmp/perf.data" "$keep/"; echo "perf.data kept in $keep"; fi

@@ -1,12 +1,17 @@
 // A hand-written scanner for the plain request lines that make up almost all traffic
 // (`{"jsonrpc":"2.0","id":7,"method":"get","params":{"key":"k"}}`), beside jansson, the
-// parser of record. jansson's lexer costs 15–23 ns a byte; this one skips a plain string
-// eight bytes at a time and builds the same jansson tree directly.
+// parser of record. jansson's lexer costs 15–23 ns a byte and its tree about fifteen
+// allocations for a get; this one skips a plain string eight bytes at a time and records
+// the values in a flat table (`FlatJSON`): two allocations in all.
 
-import CJansson
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
-/// Scans one JSON text of the hot subset into the tree `json_loadb` would build from it,
-/// or says why the text is left to jansson.
+/// Scans one JSON text of the hot subset into a flat document that reads as the tree
+/// `json_loadb` would build from it, or says why the text is left to jansson.
 ///
 /// The subset: one object, optionally surrounded by JSON whitespace, whose members are
 /// strings without escapes (valid UTF-8, no control characters), integers in plain form
@@ -16,15 +21,16 @@ import CJansson
 /// `incr`, `add` and `cas` as clients send them. Everything else is deferred: arrays
 /// (batches, `getMany`), escapes, fractions and exponents, duplicate member names,
 /// invalid UTF-8, malformed text. A deferred line is parsed by jansson, so what a request
-/// means never depends on which of the two read it; `HalcyonFuzzing`'s differential
-/// target checks that the scanner's trees equal jansson's, member order included.
+/// means never depends on which of the two read it; the differential fuzz target
+/// (`ScannerFuzzer`) checks that every scanned document reads as jansson's tree, member
+/// order and lookups by name included.
 ///
 /// Threading: pure; any thread.
 public enum JSONScanner {
     /// What one scan came to.
     public enum Outcome {
-        /// The text is in the subset; the tree is what jansson would have built.
-        case parsed(JSONValue)
+        /// The text is in the subset; the document reads as jansson's tree would.
+        case parsed(FlatJSON)
         /// The text is left to jansson, for this reason.
         case deferred(Deferral)
     }
@@ -46,6 +52,8 @@ public enum JSONScanner {
         case duplicateMember
         /// An array anywhere, or objects nested deeper than `maxDepth`.
         case nesting
+        /// More than `maxNodes` values in all (no request of the subset has that many).
+        case tooManyValues
         /// Bytes after the object other than whitespace.
         case trailingBytes
         /// Anything else that is not in the subset: truncated text, a stray byte, a bad literal.
@@ -55,19 +63,23 @@ public enum JSONScanner {
     /// How deep objects may nest: the request, its params, one option object.
     public static let maxDepth = 3
 
+    /// The most values one text may hold, objects and members together.
+    public static let maxNodes = 48
+
     /// Scans `bytes` (one line without its line end).
     public static func scan(_ bytes: UnsafeRawBufferPointer) -> Outcome {
-        guard let base = bytes.baseAddress else { return .deferred(.notAnObject) }
-        var cursor = Cursor(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count)
-        cursor.skipWhitespace()
-        guard cursor.peek == UInt8(ascii: "{") else { return .deferred(.notAnObject) }
-        guard let root = cursor.object(depth: 1) else { return .deferred(cursor.deferral) }
-        cursor.skipWhitespace()
-        guard cursor.index == cursor.end else {
-            json_decref(root)
-            return .deferred(.trailingBytes)
+        guard let base = bytes.baseAddress, bytes.count < Int(Int32.max) else { return .deferred(.notAnObject) }
+        return withUnsafeTemporaryAllocation(of: FlatJSON.Node.self, capacity: maxNodes) { table in
+            var cursor = Cursor(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count,
+                                table: table.baseAddress!)
+            cursor.skipWhitespace()
+            guard cursor.peek == UInt8(ascii: "{") else { return .deferred(.notAnObject) }
+            guard cursor.object(depth: 1) else { return .deferred(cursor.deferral) }
+            cursor.skipWhitespace()
+            guard cursor.index == cursor.end else { return .deferred(.trailingBytes) }
+            return .parsed(FlatJSON.make(nodes: UnsafeBufferPointer(start: table.baseAddress, count: cursor.nodeCount),
+                                         text: bytes))
         }
-        return .parsed(JSONValue(owning: root))
     }
 
     /// A position in the text and the reason for the first deferral met.
@@ -78,10 +90,14 @@ public enum JSONScanner {
         let end: Int
         var index = 0
         var deferral = Deferral.malformed
+        /// The node table being filled, `maxNodes` long; `nodeCount` of it is written.
+        let table: UnsafeMutablePointer<FlatJSON.Node>
+        var nodeCount = 0
 
-        init(base: UnsafePointer<UInt8>, end: Int) {
+        init(base: UnsafePointer<UInt8>, end: Int, table: UnsafeMutablePointer<FlatJSON.Node>) {
             self.base = base
             self.end = end
+            self.table = table
         }
 
         /// The byte at the cursor, or 0 at the end (0 is never valid JSON outside a string).
@@ -102,85 +118,105 @@ public enum JSONScanner {
             return nil
         }
 
-        /// Scans an object whose `{` is at the cursor; a new reference, or nil (deferred).
-        mutating func object(depth: Int) -> UnsafeMutablePointer<json_t>? {
-            guard depth <= JSONScanner.maxDepth else { return stop(.nesting) }
-            index += 1
-            guard let object = json_object() else { return stop(.malformed) }
-            skipWhitespace()
-            if peek == UInt8(ascii: "}") {
-                index += 1
-                return object
-            }
-            while true {
-                guard peek == UInt8(ascii: "\"") else {
-                    json_decref(object)
-                    return stop(.malformed)
-                }
-                guard let name = stringSpan() else {
-                    json_decref(object)
-                    return nil
-                }
-                skipWhitespace()
-                guard peek == UInt8(ascii: ":") else {
-                    json_decref(object)
-                    return stop(.malformed)
-                }
-                index += 1
-                skipWhitespace()
-                guard let value = value(depth: depth) else {
-                    json_decref(object)
-                    return nil
-                }
-                // Setting a name already present replaces it and leaves the size as it
-                // was: that is how a duplicate shows, at the cost of no extra lookup.
-                let before = json_object_size(object)
-                let key = UnsafeRawPointer(base + name.lowerBound).assumingMemoryBound(to: CChar.self)
-                // `_new` takes over `value`'s reference, even when it fails.
-                guard json_object_setn_new_nocheck(object, key, name.count, value) == 0 else {
-                    json_decref(object)
-                    return stop(.malformed)
-                }
-                guard json_object_size(object) == before + 1 else {
-                    json_decref(object)
-                    return stop(.duplicateMember)
-                }
-                skipWhitespace()
-                switch peek {
-                case UInt8(ascii: ","):
-                    index += 1
-                    skipWhitespace()
-                case UInt8(ascii: "}"):
-                    index += 1
-                    return object
-                default:
-                    json_decref(object)
-                    return stop(.malformed)
-                }
-            }
+        /// Notes why the scan stops and yields false.
+        mutating func refuse(_ reason: Deferral) -> Bool {
+            deferral = reason
+            return false
         }
 
-        /// Scans one value at the cursor; a new reference, or nil (deferred).
-        mutating func value(depth: Int) -> UnsafeMutablePointer<json_t>? {
+        /// Appends a node for the value starting at the cursor; its index, or nil when the
+        /// table is full.
+        mutating func append(_ kind: FlatJSON.Node.Kind, start: Int, count: Int) -> Int? {
+            guard nodeCount < JSONScanner.maxNodes else { return stop(.tooManyValues) }
+            let slot = nodeCount
+            (table + slot).initialize(to: .init(kind: kind, start: start, count: count, next: slot + 1))
+            nodeCount += 1
+            return slot
+        }
+
+        /// Scans an object whose `{` is at the cursor into the table; false when deferred.
+        mutating func object(depth: Int) -> Bool {
+            guard depth <= JSONScanner.maxDepth else { return refuse(.nesting) }
+            let opening = index
+            guard let slot = append(.object, start: opening, count: 0) else { return false }
+            index += 1
+            skipWhitespace()
+            var members: Int32 = 0
+            if peek != UInt8(ascii: "}") {
+                while true {
+                    guard peek == UInt8(ascii: "\"") else { return refuse(.malformed) }
+                    guard let name = stringSpan() else { return false }
+                    // jansson is told to refuse a name given twice; a request object has a
+                    // handful of members, so comparing with the earlier ones is cheap.
+                    if isDuplicate(name, inObjectAt: slot) { return refuse(.duplicateMember) }
+                    skipWhitespace()
+                    guard peek == UInt8(ascii: ":") else { return refuse(.malformed) }
+                    index += 1
+                    skipWhitespace()
+                    let member = nodeCount
+                    guard value(depth: depth) else { return false }
+                    table[member].nameStart = Int32(name.lowerBound)
+                    table[member].nameCount = Int32(name.count)
+                    members += 1
+                    skipWhitespace()
+                    if peek == UInt8(ascii: ",") {
+                        index += 1
+                        skipWhitespace()
+                        continue
+                    }
+                    guard peek == UInt8(ascii: "}") else { return refuse(.malformed) }
+                    break
+                }
+            }
+            index += 1
+            table[slot].count = Int32(index - opening)
+            table[slot].next = Int32(nodeCount)
+            table[slot].members = members
+            return true
+        }
+
+        /// Whether an earlier member of the object at `slot` is named `name`.
+        func isDuplicate(_ name: Range<Int>, inObjectAt slot: Int) -> Bool {
+            var member = slot + 1
+            while member < nodeCount {
+                let node = table[member]
+                if Int(node.nameCount) == name.count,
+                   memcmp(base + Int(node.nameStart), base + name.lowerBound, name.count) == 0 {
+                    return true
+                }
+                member = Int(node.next)
+            }
+            return false
+        }
+
+        /// Scans one value at the cursor into the table; false when deferred.
+        mutating func value(depth: Int) -> Bool {
+            let start = index
             switch peek {
             case UInt8(ascii: "\""):
-                guard let span = stringSpan() else { return nil }
-                let text = UnsafeRawPointer(base + span.lowerBound).assumingMemoryBound(to: CChar.self)
-                return json_stringn_nocheck(text, span.count) ?? stop(.malformed)
+                guard let span = stringSpan() else { return false }
+                return append(.string, start: span.lowerBound, count: span.count) != nil
             case UInt8(ascii: "{"):
                 return object(depth: depth + 1)
             case UInt8(ascii: "["):
-                return stop(.nesting)
+                return refuse(.nesting)
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return integer()
+                guard let number = integer(), let slot = append(.integer, start: start, count: index - start) else {
+                    return false
+                }
+                table[slot].integer = number
+                return true
             case UInt8(ascii: "t"):
-                return literal("true") ? json_true() : stop(.malformed)
+                guard literal("true") else { return refuse(.malformed) }
+                return append(.true, start: start, count: 4) != nil
             case UInt8(ascii: "f"):
-                return literal("false") ? json_false() : stop(.malformed)
+                guard literal("false") else { return refuse(.malformed) }
+                return append(.false, start: start, count: 5) != nil
             case UInt8(ascii: "n"):
-                return literal("null") ? json_null() : stop(.malformed)
+                guard literal("null") else { return refuse(.malformed) }
+                return append(.null, start: start, count: 4) != nil
             default:
-                return stop(.malformed)
+                return refuse(.malformed)
             }
         }
 
@@ -196,7 +232,7 @@ public enum JSONScanner {
         }
 
         /// Scans a plain integer: `-?(0|[1-9][0-9]{0,17})` not followed by `.`, `e` or `E`.
-        mutating func integer() -> UnsafeMutablePointer<json_t>? {
+        mutating func integer() -> Int64? {
             var negative = false
             if peek == UInt8(ascii: "-") {
                 negative = true
@@ -221,7 +257,7 @@ public enum JSONScanner {
             case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return stop(.unusualNumber)
             default: break
             }
-            return json_integer(negative ? -magnitude : magnitude) ?? stop(.malformed)
+            return negative ? -magnitude : magnitude
         }
 
         /// Scans a string whose `"` is at the cursor and returns the span of its contents;

@@ -33,17 +33,17 @@ public enum RPCMessageParser {
         if let last = line.last, last == UInt8(ascii: "\r") {
             line = UnsafeRawBufferPointer(rebasing: line.dropLast())
         }
-        // The scanner takes the plain lines that are most of the traffic and builds the
-        // tree jansson would; anything else (batches, escapes, unusual numbers, errors)
-        // is jansson's, which defines what every line means.
-        let root: JSONValue
+        // The scanner takes the plain lines that are most of the traffic into a flat
+        // document; anything else (batches, escapes, unusual numbers, errors) is jansson's,
+        // which defines what every line means.
         if usesScanner, case .parsed(let scanned) = JSONScanner.scan(line) {
-            root = scanned
-        } else {
-            switch JSONValue.parse(line) {
-            case .success(let parsed): root = parsed
-            case .failure(let error): return .failure(.parseError(error))
-            }
+            // A scanned text is always one object: one element.
+            return withExtendedLifetime(scanned) { .single(element(scanned.root, in: scanned)) }
+        }
+        let root: JSONValue
+        switch JSONValue.parse(line) {
+        case .success(let parsed): root = parsed
+        case .failure(let error): return .failure(.parseError(error))
         }
         // Every element borrows from `root`; requests keep it alive through their params.
         return withExtendedLifetime(root) {
@@ -78,7 +78,7 @@ public enum RPCMessageParser {
 
     /// Classifies one node of `owner`'s tree. Members are read in place: the only things
     /// copied out are the method name and a string id.
-    static func element(_ value: JSONView, in owner: JSONValue) -> RPCElement {
+    static func element(_ value: JSONView, in owner: AnyObject & Sendable) -> RPCElement {
         guard value.isObject else {
             return .invalid(id: .null, .invalidRequest(reason: .notAnObject, message: "Invalid Request: not an object"))
         }
