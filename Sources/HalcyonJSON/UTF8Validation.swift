@@ -12,6 +12,13 @@ public func isValidUTF8(_ bytes: some Collection<UInt8>) -> Bool {
     return Array(bytes).withUnsafeBytes { isValidUTF8($0) }
 }
 
+/// True when `bytes` is well-formed UTF-8; see `isValidUTF8(_:)`. The overload the reply
+/// path takes: a generic call from another module goes through the collection's witness
+/// table on every read.
+public func isValidUTF8(_ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { isValidUTF8($0) }
+}
+
 /// True when the bytes are well-formed UTF-8; see `isValidUTF8(_:)`.
 public func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
     let n = bytes.count

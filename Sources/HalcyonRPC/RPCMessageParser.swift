@@ -12,10 +12,6 @@ import Darwin
 /// Threading: stateless; call from any thread (the transport calls it on the event
 /// loop that read the line).
 public enum RPCMessageParser {
-    /// The members a request object may have; anything else is `-32600 unknownMember`,
-    /// so a typo such as `param` is not silently treated as "no params".
-    static let envelopeMembers: Set<String> = ["jsonrpc", "method", "params", "id"]
-
     /// Whether plain lines go through `JSONScanner` first (the default). With
     /// `HALCYON_JSON_SCANNER=off` in the daemon's environment every line goes to jansson:
     /// the way to measure what the scanner saves, or to rule it out. Read once.
@@ -76,15 +72,30 @@ public enum RPCMessageParser {
         withExtendedLifetime(value) { element(value.view, in: value) }
     }
 
-    /// Classifies one node of `owner`'s tree. Members are read in place: the only things
-    /// copied out are the method name and a string id.
+    /// Classifies one node of `owner`'s value. Members are read in place, in one pass over
+    /// the object: the only things copied out are the method name and a string id.
     static func element(_ value: JSONView, in owner: AnyObject & Sendable) -> RPCElement {
         guard value.isObject else {
             return .invalid(id: .null, .invalidRequest(reason: .notAnObject, message: "Invalid Request: not an object"))
         }
+        var version: JSONView?
+        var idValue: JSONView?
+        var methodValue: JSONView?
+        var paramsValue: JSONView?
+        var unknown: UnsafeRawBufferPointer?
+        value.forEachMember { name, member in
+            switch Envelope(name) {
+            case .jsonrpc: version = member
+            case .id: idValue = member
+            case .method: methodValue = member
+            case .params: paramsValue = member
+            case nil: if unknown == nil { unknown = name }
+            }
+            return true
+        }
         // The id first, so that every later error can carry it.
         var id: RPCID? = nil
-        if let idValue = value["id"] {
+        if let idValue {
             guard let parsed = RPCID(idValue) else {
                 return .invalid(id: .null, .invalidRequest(reason: .invalidID,
                                                            message: "Invalid Request: id must be a string, number or null"))
@@ -94,33 +105,23 @@ public enum RPCMessageParser {
         // A malformed request is answered even without an id (JSON-RPC 2.0 §5: id null
         // when it cannot be determined); only well-formed notifications stay silent.
         let replyID = id ?? .null
-        guard let version = value["jsonrpc"], version.stringEquals("2.0") else {
+        guard let version, version.stringEquals("2.0") else {
             return .invalid(id: replyID, .invalidRequest(reason: .invalidVersion,
                                                          message: "Invalid Request: jsonrpc must be \"2.0\""))
         }
-        guard let methodValue = value["method"] else {
+        guard let methodValue else {
             return .invalid(id: replyID, .invalidRequest(reason: .missingMethod, message: "Invalid Request: missing method"))
         }
-        guard let method = methodValue.string else {
+        guard let (method, route) = methodValue.withStringBytes({ ($0, MethodRoute.named($0)) })
+            .map({ (String(decoding: $0.0, as: UTF8.self), $0.1) }) else {
             return .invalid(id: replyID, .invalidRequest(reason: .methodNotString,
                                                          message: "Invalid Request: method must be a string"))
         }
-        let paramsValue = value["params"]
-        // Counting is cheaper than walking the members; walk only when there are extras.
-        let known = 2 + (id == nil ? 0 : 1) + (paramsValue == nil ? 0 : 1)
-        if value.count > known {
-            var unknown: String?
-            value.forEachMember { name, _ in
-                let text = String(decoding: name, as: UTF8.self)
-                guard envelopeMembers.contains(text) else { unknown = text; return false }
-                return true
-            }
-            if let unknown {
-                var error = RPCError.invalidRequest(reason: .unknownMember,
-                                                    message: "Invalid Request: unknown member '\(unknown)'")
-                error.data.append(.init("member", .string(unknown)))
-                return .invalid(id: replyID, error)
-            }
+        if let unknown {
+            let name = String(decoding: unknown, as: UTF8.self)
+            var error = RPCError.invalidRequest(reason: .unknownMember, message: "Invalid Request: unknown member '\(name)'")
+            error.data.append(.init("member", .string(name)))
+            return .invalid(id: replyID, error)
         }
         var params: JSONNode? = nil
         if let paramsValue {
@@ -135,6 +136,26 @@ public enum RPCMessageParser {
                                                              message: "Invalid Request: params must be an object"))
             }
         }
-        return .request(RPCRequest(id: id, method: method, paramsNode: params))
+        return .request(RPCRequest(id: id, method: method, route: route, paramsNode: params))
+    }
+
+    /// The members a request object may have; anything else is `-32600 unknownMember`,
+    /// so a typo such as `param` is not silently treated as "no params".
+    enum Envelope {
+        case jsonrpc, id, method, params
+
+        /// The member `name`'s bytes spell, or nil for any other name.
+        init?(_ name: UnsafeRawBufferPointer) {
+            func spells(_ word: StaticString) -> Bool {
+                name.count == word.utf8CodeUnitCount && memcmp(name.baseAddress!, word.utf8Start, name.count) == 0
+            }
+            switch name.count {
+            case 2 where spells("id"): self = .id
+            case 6 where spells("method"): self = .method
+            case 6 where spells("params"): self = .params
+            case 7 where spells("jsonrpc"): self = .jsonrpc
+            default: return nil
+            }
+        }
     }
 }

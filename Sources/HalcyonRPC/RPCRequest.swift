@@ -24,9 +24,14 @@ public struct RPCRequest: Sendable {
     }
 
     public init(id: RPCID?, method: String, paramsNode: JSONNode?) {
+        self.init(id: id, method: method, route: MethodRoute.byName[method], paramsNode: paramsNode)
+    }
+
+    /// A request whose method the caller has already looked up (`MethodRoute.named`).
+    init(id: RPCID?, method: String, route: MethodRoute?, paramsNode: JSONNode?) {
         self.id = id
         self.method = method
-        self.route = MethodRoute.byName[method]
+        self.route = route
         self.paramsNode = paramsNode
     }
 

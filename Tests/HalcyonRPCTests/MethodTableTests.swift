@@ -21,6 +21,21 @@ import Testing
         #expect(debug == ["debug.sleep"])
     }
 
+    @Test func aNameFoundByItsBytesIsTheLineFoundByName() {
+        func named(_ name: String) -> MethodRoute? { Array(name.utf8).withUnsafeBytes { MethodRoute.named($0) } }
+        for spec in Dispatcher.methodTable {
+            #expect(named(spec.name) === MethodRoute.byName[spec.name], "\(spec.name)")
+            #expect(named(spec.name)?.spec.name == spec.name)
+            // Near misses of every line: a byte short, a byte more, a byte changed, another case.
+            #expect(named(String(spec.name.dropLast())) == nil || Dispatcher.methodTable.contains { $0.name == String(spec.name.dropLast()) })
+            #expect(named(spec.name + "x") == nil)
+            #expect(named(spec.name.uppercased()) == nil)
+            #expect(named(String(spec.name.dropLast()) + "#") == nil)
+        }
+        #expect(named("") == nil)
+        #expect(named(String(repeating: "m", count: 300)) == nil)
+    }
+
     @Test func cancelRequestDecodesItsTarget() throws {
         guard let spec = Dispatcher.methodTable.first(where: { $0.name == "$/cancelRequest" }),
               case .transport(let decode) = spec.handler else {
