@@ -30,29 +30,19 @@ import Testing
         }
     }
 
-    /// Every getter the methods use, applied to `params`.
+    /// Every getter the methods use, as a reading of one member.
+    static let getters: [@Sendable (Params, String) throws -> Any?] = [
+        { try $0.key($1) }, { try $0.string($1) }, { try $0.int($1) }, { try $0.double($1) },
+        { try $0.bool($1) }, { try $0.date($1) }, { try $0.expiration($1) }, { try $0.extending($1) },
+        { try $0.options($1) }, { try $0.encoding($1) }, { try $0.callbackQueuePolicy($1) }, { try $0.id($1) },
+        { $0.value($1).map { "\($0.kind)" } },
+    ] + ValueEncoding.allCases.map { encoding in { @Sendable in try $0.valueBytes($1, encoding: encoding) } }
+
+    /// Every getter applied to every member name the lines use, and to one they do not.
     func readings(_ params: Params) -> [String] {
-        var readings: [String] = []
-        for name in ["key", "value", "ttl", "n", "flag", "encoding", "options", "expiration",
-                     "extendingExpiration", "date", "callbackQueue", "absent"] {
-            readings.append(outcome { try params.key(name) })
-            readings.append(outcome { try params.string(name) })
-            readings.append(outcome { try params.int(name) })
-            readings.append(outcome { try params.double(name) })
-            readings.append(outcome { try params.bool(name) })
-            readings.append(outcome { try params.date(name) })
-            readings.append(outcome { try params.expiration(name) })
-            readings.append(outcome { try params.extending(name) })
-            readings.append(outcome { try params.options(name) })
-            readings.append(outcome { try params.encoding(name) })
-            readings.append(outcome { try params.callbackQueuePolicy(name) })
-            readings.append(outcome { try params.id(name) })
-            for encoding in ValueEncoding.allCases {
-                readings.append(outcome { try params.valueBytes(name, encoding: encoding) })
-            }
-            readings.append(params.value(name).map { "\($0.kind)" } ?? "nil")
-        }
-        return readings
+        let names = ["key", "value", "ttl", "n", "flag", "encoding", "options", "expiration",
+                     "extendingExpiration", "date", "callbackQueue", "absent"]
+        return names.flatMap { name in Self.getters.map { get in outcome { try get(params, name) } } }
     }
 
     @Test func theScannersDocumentReadsAsJanssonsTree() throws {
