@@ -68,7 +68,9 @@ public enum JSONScanner {
 
     /// Scans `bytes` (one line without its line end).
     public static func scan(_ bytes: UnsafeRawBufferPointer) -> Outcome {
-        guard let base = bytes.baseAddress, bytes.count < Int(Int32.max) else { return .deferred(.notAnObject) }
+        guard let base = bytes.baseAddress else { return .deferred(.notAnObject) }
+        // The table keeps offsets in 32 bits; a request line never comes near 2 GiB.
+        guard bytes.count < Int(Int32.max) else { return .deferred(.malformed) }
         return withUnsafeTemporaryAllocation(of: FlatJSON.Node.self, capacity: maxNodes) { table in
             var cursor = Cursor(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count,
                                 table: table.baseAddress!)

@@ -112,8 +112,9 @@ public enum RPCMessageParser {
         guard let methodValue else {
             return .invalid(id: replyID, .invalidRequest(reason: .missingMethod, message: "Invalid Request: missing method"))
         }
-        guard let (method, route) = methodValue.withStringBytes({ ($0, MethodRoute.named($0)) })
-            .map({ (String(decoding: $0.0, as: UTF8.self), $0.1) }) else {
+        guard let (method, route) = methodValue.withStringBytes({
+            (String(decoding: $0, as: UTF8.self), MethodRoute.named($0))
+        }) else {
             return .invalid(id: replyID, .invalidRequest(reason: .methodNotString,
                                                          message: "Invalid Request: method must be a string"))
         }
