@@ -110,15 +110,11 @@ public struct JSONWriter: Sendable {
     /// must need no escape (the protocol's names are ASCII identifiers; checked in debug
     /// builds).
     @inlinable public mutating func key(_ name: StaticString) {
-        separator()
-        bytes.append(UInt8(ascii: "\""))
         name.withUTF8Buffer { utf8 in
             assert(utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
                    "a StaticString key needing an escape")
-            bytes.append(contentsOf: utf8)
+            appendPlainQuoted(utf8, colon: true)
         }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
@@ -136,6 +132,17 @@ public struct JSONWriter: Sendable {
     @inlinable public mutating func string(_ value: String) {
         separator()
         appendQuoted(value)
+        needsComma = true
+    }
+
+    /// Writes a string known at compile time that needs no escape (the protocol's fixed
+    /// values: encodings, tiers, `"2.0"`; checked in debug builds).
+    @inlinable public mutating func string(static value: StaticString) {
+        value.withUTF8Buffer { utf8 in
+            assert(utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
+                   "a StaticString value needing an escape")
+            appendPlainQuoted(utf8, colon: false)
+        }
         needsComma = true
     }
 
@@ -216,6 +223,31 @@ public struct JSONWriter: Sendable {
         }
         var copy = text
         copy.withUTF8 { appendQuoted(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Appends the separator if one is due, then `"`, `text`, `"` and, with `colon`, `:`,
+    /// in one copy through a stack buffer: every `Array.append` checks uniqueness through
+    /// the runtime, and a reply's fixed names and values made most of its appends.
+    /// `text` must need no escape.
+    @inlinable mutating func appendPlainQuoted(_ text: UnsafeBufferPointer<UInt8>, colon: Bool) {
+        let comma = needsComma
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: text.count &+ 4) { out in
+            var at = 0
+            if comma { out[0] = UInt8(ascii: ","); at = 1 }
+            out[at] = UInt8(ascii: "\"")
+            at &+= 1
+            if let base = text.baseAddress, let to = out.baseAddress {
+                (to + at).update(from: base, count: text.count)
+            }
+            at &+= text.count
+            out[at] = UInt8(ascii: "\"")
+            at &+= 1
+            if colon {
+                out[at] = UInt8(ascii: ":")
+                at &+= 1
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: out[..<at]))
+        }
     }
 
     /// Appends `"`, the escaped bytes, `"`. Runs of bytes needing no escape are copied in

@@ -27,12 +27,23 @@ extension Dispatcher {
     typealias DirectWriteBuilder = @Sendable (_ params: Params, _ options: HybridCache.Options)
         throws(RPCError) -> HybridCache.DirectWrite
 
+    /// One line of `directWrites`: a struct for the reason `MemoryAnswerLine` gives.
+    struct DirectWriteLine: Sendable {
+        let name: String
+        let build: DirectWriteBuilder
+
+        init(_ name: String, _ build: @escaping DirectWriteBuilder) {
+            self.name = name
+            self.build = build
+        }
+    }
+
     /// The methods with a direct path; each must be a `write` line of the table.
-    static let directWrites: [(String, DirectWriteBuilder)] = [
-        ("cache.set", WriteMethods.directSet),
-        ("cache.add", AtomicMethods.directAdd),
-        ("cache.cas", AtomicMethods.directCas),
-        ("cache.incr", AtomicMethods.directIncr),
+    static let directWrites: [DirectWriteLine] = [
+        .init("cache.set", WriteMethods.directSet),
+        .init("cache.add", AtomicMethods.directAdd),
+        .init("cache.cas", AtomicMethods.directCas),
+        .init("cache.incr", AtomicMethods.directIncr),
     ]
 
     /// The request as a direct write, or nil: then hand it to `handle` (which refuses bad
@@ -40,10 +51,10 @@ extension Dispatcher {
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
     public func directWrite(_ request: RPCRequest, id: RPCID, session: ConnectionSession) -> DirectWrite? {
-        guard let route = request.route, let build = route.directWrite else { return nil }
+        guard let route = request.route, let line = route.directWrite else { return nil }
         do throws(RPCError) {
             let (params, options) = try prepare(route.spec, request, session: session)
-            let write = try build(params, options)
+            let write = try line.build(params, options)
             guard cache.canCommitDirect(write) else { return nil }
             return DirectWrite(id: id, write: write)
         } catch {

@@ -24,12 +24,27 @@ extension Dispatcher {
         Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID, inout JSONWriter
     ) throws(RPCError) -> MemoryAnswerOutcome
 
+    /// One line of `memoryAnswers`. A struct, not a `(String, MemoryAnswer)` tuple: a
+    /// function stored straight into a generic container (a tuple in an array, a dictionary
+    /// value, an optional taken out of them) is kept at the generic calling convention, and
+    /// every container it passed through added a reabstraction thunk to each call; inside a
+    /// struct it keeps its own.
+    struct MemoryAnswerLine: Sendable {
+        let name: String
+        let answer: MemoryAnswer
+
+        init(_ name: String, _ answer: @escaping MemoryAnswer) {
+            self.name = name
+            self.answer = answer
+        }
+    }
+
     /// The methods with a memory answer; each must be a `fast` line of the table.
-    static let memoryAnswers: [(String, MemoryAnswer)] = [
-        ("cache.get", ReadMethods.getFromMemory),
-        ("cache.isCached", ReadMethods.isCachedFromMemory),
-        ("cache.describe", ReadMethods.describeFromMemory),
-        ("server.ping", InfoMethods.serverPingNow),
+    static let memoryAnswers: [MemoryAnswerLine] = [
+        .init("cache.get", ReadMethods.getFromMemory),
+        .init("cache.isCached", ReadMethods.isCachedFromMemory),
+        .init("cache.describe", ReadMethods.describeFromMemory),
+        .init("server.ping", InfoMethods.serverPingNow),
     ]
 
     /// Answers `request` at once into `writer` when memory (or the daemon's own state)
@@ -43,10 +58,10 @@ extension Dispatcher {
     public func answerFromMemory(
         _ request: RPCRequest, id: RPCID, session: ConnectionSession, into writer: inout JSONWriter
     ) -> MemoryAnswerOutcome {
-        guard let route = request.route, let answer = route.memoryAnswer else { return .notAnswered(memoryMissed: false) }
+        guard let route = request.route, let line = route.memoryAnswer else { return .notAnswered(memoryMissed: false) }
         do throws(RPCError) {
             let (params, options) = try prepare(route.spec, request, session: session)
-            return try answer(self, params, options, id, &writer)
+            return try line.answer(self, params, options, id, &writer)
         } catch {
             return .notAnswered(memoryMissed: false)
         }

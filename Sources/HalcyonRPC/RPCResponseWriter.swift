@@ -22,7 +22,7 @@ public enum RPCResponseWriter {
         let mark = writer.mark
         let isLine = writer.depth == 0
         writer.beginObject()
-        writer.key("jsonrpc"); writer.string("2.0")
+        writer.key("jsonrpc"); writer.string(static: "2.0")
         writer.key("id"); id.write(to: &writer)
         writer.key("result")
         do {
@@ -41,7 +41,7 @@ public enum RPCResponseWriter {
     public static func error(id: RPCID?, _ error: RPCError, into writer: inout JSONWriter) {
         let isLine = writer.depth == 0
         writer.beginObject()
-        writer.key("jsonrpc"); writer.string("2.0")
+        writer.key("jsonrpc"); writer.string(static: "2.0")
         writer.key("id"); (id ?? .null).write(to: &writer)
         writer.key("error"); error.write(to: &writer)
         writer.endObject()

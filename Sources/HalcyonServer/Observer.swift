@@ -48,8 +48,9 @@ final class Observer: Sendable {
     /// are `loop`; call `finished` on the result with its reply's outcome.
     func started(_ request: RPCRequest, peer: String, loop: LoopCounters) -> Request {
         Request(
-            observer: self, histograms: loop.latencies, index: request.route?.index ?? RequestLatencies.unknownIndex,
-            method: request.method, id: request.id, peer: peer, start: MonotonicClock.nanoseconds()
+            histograms: loop.latencies, index: request.route?.index ?? RequestLatencies.unknownIndex,
+            start: MonotonicClock.nanoseconds(),
+            trace: tracesRequests ? Request.Trace(observer: self, method: request.method, id: request.id, peer: peer) : nil
         )
     }
 
@@ -59,16 +60,24 @@ final class Observer: Sendable {
 
     /// One request between the dispatcher and its reply.
     struct Request: Sendable {
-        let observer: Observer
         /// Where its latency goes: its connection's loop's histograms.
         let histograms: RequestLatencies.Histograms
         /// Its method's index in `RequestLatencies.methodNames`.
         let index: Int
-        let method: String
-        let id: RPCID?
-        let peer: String
         /// `MonotonicClock.nanoseconds()` when it was dispatched.
         let start: UInt64
+        /// What its trace line names; nil unless the observer traces requests, so that a
+        /// request that is not traced carries no strings (each copy of the request would
+        /// retain them).
+        let trace: Trace?
+
+        /// The names of a traced request.
+        struct Trace: Sendable {
+            let observer: Observer
+            let method: String
+            let id: RPCID?
+            let peer: String
+        }
 
         /// The reply was written, carrying `error` if any: the handler's error, or the
         /// error that replaced a deferred result which could not be encoded. A success the
@@ -79,14 +88,13 @@ final class Observer: Sendable {
             // -32601: not in the method table, so not a method worth a series of its own.
             let index = error?.code == -32601 ? RequestLatencies.unknownIndex : index
             histograms.record(index: index, nanoseconds: nanoseconds)
-            // Asked first: reaching `logger` copies it (an existential) on every request.
-            guard observer.tracesRequests else { return }
-            observer.logger.trace("request", metadata: [
-                "method": "\(method)",
-                "id": "\(id.map { $0.description } ?? "none")",
+            guard let trace else { return }
+            trace.observer.logger.trace("request", metadata: [
+                "method": "\(trace.method)",
+                "id": "\(trace.id.map { $0.description } ?? "none")",
                 "outcome": "\(error.map { "error \($0.code) \($0.reason)" } ?? "ok")",
                 "micros": "\(nanoseconds / 1000)",
-                "peer": "\(peer)",
+                "peer": "\(trace.peer)",
             ])
         }
     }

@@ -20,6 +20,20 @@ import Testing
         #expect(text(w).hasSuffix("}\n[]"))
     }
 
+    @Test func staticNamesAndValuesTakeTheSameSeparators() {
+        var w = JSONWriter()
+        w.beginArray(); w.string(static: "a"); w.string(static: ""); w.beginObject(); w.endObject(); w.string(static: "b")
+        w.endArray()
+        w.newline()
+        w.beginObject()
+        w.key("k"); w.string(static: "2.0")
+        w.key(""); w.int(-7)
+        w.key("z"); w.beginObject(); w.key("n"); w.null(); w.endObject()
+        w.endObject()
+        #expect(text(w) == #"["a","",{},"b"]"# + "\n" + #"{"k":"2.0","":-7,"z":{"n":null}}"#)
+        #expect(w.depth == 0)
+    }
+
     @Test func escapesWhatJSONRequires() {
         var w = JSONWriter()
         w.string("q\"b\\n\n r\r t\t b\u{8} f\u{c} \u{0}\u{1f}\u{7f}\u{2028}é😀")

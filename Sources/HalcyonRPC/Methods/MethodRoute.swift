@@ -16,16 +16,16 @@ import Darwin
 public final class MethodRoute: Sendable {
     let spec: MethodSpec
     /// The synchronous answer from memory (`Dispatcher.memoryAnswers`), if the method has one.
-    let memoryAnswer: Dispatcher.MemoryAnswer?
+    let memoryAnswer: Dispatcher.MemoryAnswerLine?
     /// The direct write (`Dispatcher.directWrites`), if the method has one.
-    let directWrite: Dispatcher.DirectWriteBuilder?
+    let directWrite: Dispatcher.DirectWriteLine?
     /// The method's position in `Dispatcher.methodNames`.
     public let index: Int
 
     public var flags: MethodFlags { spec.flags }
 
     private init(
-        spec: MethodSpec, memoryAnswer: Dispatcher.MemoryAnswer?, directWrite: Dispatcher.DirectWriteBuilder?, index: Int
+        spec: MethodSpec, memoryAnswer: Dispatcher.MemoryAnswerLine?, directWrite: Dispatcher.DirectWriteLine?, index: Int
     ) {
         self.spec = spec
         self.memoryAnswer = memoryAnswer
@@ -40,10 +40,10 @@ public final class MethodRoute: Sendable {
     /// memory answer only for a `fast` method that is not a debug method, a direct write
     /// only for a `write` method.
     static let byName: [String: MethodRoute] = {
-        var answers: [String: Dispatcher.MemoryAnswer] = [:]
-        for (name, answer) in Dispatcher.memoryAnswers { answers[name] = answer }
-        var directs: [String: Dispatcher.DirectWriteBuilder] = [:]
-        for (name, build) in Dispatcher.directWrites { directs[name] = build }
+        var answers: [String: Dispatcher.MemoryAnswerLine] = [:]
+        for line in Dispatcher.memoryAnswers { answers[line.name] = line }
+        var directs: [String: Dispatcher.DirectWriteLine] = [:]
+        for line in Dispatcher.directWrites { directs[line.name] = line }
         var routes: [String: MethodRoute] = [:]
         for (index, spec) in Dispatcher.methodTable.enumerated() {
             precondition(routes[spec.name] == nil, "method table: \(spec.name) twice")

@@ -60,8 +60,8 @@ extension Dispatcher {
             let shown = try ValueEncoding.write(
                 bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &w
             )
-            w.field("encoding", shown.rawValue)
-            w.field("cacheType", found.cacheType.rawValue)
+            w.field("encoding", shown)
+            w.field("cacheType", found.cacheType)
             w.field("expiresAt", expiresAt: found.expiresAt)
             w.field("version", entry.version)
             w.endObject()
@@ -80,7 +80,7 @@ extension Dispatcher {
         static func writeIsCached(_ type: CacheType, into w: inout JSONWriter) {
             w.beginObject()
             w.field("cached", type != .none)
-            w.field("cacheType", type.rawValue)
+            w.field("cacheType", type)
             w.endObject()
         }
 
@@ -97,10 +97,10 @@ extension Dispatcher {
         static func writeDescription(_ d: HybridCache.EntryDescription, into w: inout JSONWriter) {
             w.beginObject()
             w.field("found", d.cacheType != .none)
-            w.field("cacheType", d.cacheType.rawValue)
+            w.field("cacheType", d.cacheType)
             if d.cacheType != .none {
                 w.field("size", d.size)
-                w.field("encoding", ValueEncoding(storedFlags: d.flags).rawValue)
+                w.field("encoding", ValueEncoding(storedFlags: d.flags))
                 w.field("expiresAt", expiresAt: d.expiresAt)
                 if d.cacheType == .memory { w.field("memoryExpiresAt", expiresAt: d.memoryExpiresAt) }
                 w.field("lastAccessAt", roundedDown: d.lastAccessAt)

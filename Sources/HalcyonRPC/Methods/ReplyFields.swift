@@ -5,6 +5,29 @@ import Foundation
 import HalcyonCache
 import HalcyonJSON
 
+extension CacheType {
+    /// The tier's name on the wire (its raw value), for `JSONWriter.string(static:)`.
+    var wireName: StaticString {
+        switch self {
+        case .none: "none"
+        case .memory: "memory"
+        case .disk: "disk"
+        case .upstream: "upstream"
+        }
+    }
+}
+
+extension ValueEncoding {
+    /// The encoding's name on the wire (its raw value), for `JSONWriter.string(static:)`.
+    var wireName: StaticString {
+        switch self {
+        case .utf8: "utf8"
+        case .base64: "base64"
+        case .json: "json"
+        }
+    }
+}
+
 extension JSONWriter {
     /// An extending policy in the protocol's form (`"none"`, `"cacheTime"`,
     /// `{"expirationTime": <expiration>}`).
@@ -38,6 +61,8 @@ extension JSONWriter {
     mutating func field(_ name: StaticString, _ value: Int) { key(name); int(Int64(value)) }
     mutating func field(_ name: StaticString, _ value: UInt64) { key(name); int(Int64(clamping: value)) }
     mutating func field(_ name: StaticString, _ value: String) { key(name); string(value) }
+    mutating func field(_ name: StaticString, _ value: CacheType) { key(name); string(static: value.wireName) }
+    mutating func field(_ name: StaticString, _ value: ValueEncoding) { key(name); string(static: value.wireName) }
     mutating func field(_ name: StaticString, time value: Date?) { key(name); unixTime(value) }
 
     /// An expiration instant, rounded UP to a whole second. The disk tier stores whole
