@@ -80,8 +80,10 @@ extension ConnectionHandler {
     /// a connection whose client does not read them (see `ConnectionOutbound`).
     func emitOutbound(context: ChannelHandlerContext) {
         guard lifecycle.writesReplies else { return outbound.discard() }
-        let unsent = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-        switch outbound.emit(unsent: unsent, allocator: context.channel.allocator) {
+        let channel = context.channel
+        let unsent = outbound.needsUnsentCount(channelWritable: channel.isWritable)
+            ? (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0 : 0
+        switch outbound.emit(unsent: unsent, allocator: channel.allocator) {
         case .nothing:
             return
         case .write(let buffer):

@@ -120,7 +120,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
-        maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20,
+        maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20, writeBufferHighWater: Int? = nil,
         maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil,
         directGroups: DirectWriteGroups? = nil, inputBudget: InputBudget? = nil,
         parseBudget: InputBudget? = nil, offLoopParseBytes: Int = ConnectionHandler.defaultOffLoopParseBytes,
@@ -140,6 +140,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.observer = observer
         self.directGroups = directGroups
         self.outbound = ConnectionOutbound(maxBuffered: maxOutputBuffer)
+        outbound.unsentBoundWhileWritable = writeBufferHighWater
         self.framer = LineFrameDecoder(maxLineBytes: maxLineBytes, budget: inputBudget)
     }
 

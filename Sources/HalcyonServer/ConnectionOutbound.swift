@@ -70,6 +70,9 @@ struct ConnectionOutbound {
     var writer = JSONWriter(capacity: 4096)
     /// Whether a flush of this tick's lines is already scheduled on the loop.
     var flushScheduled = false
+    /// The most the channel holds unsent while it is writable: its high water mark (a
+    /// write past the mark makes it unwritable at once). nil when unknown.
+    var unsentBoundWhileWritable: Int?
 
     init(maxBuffered: Int) {
         self.maxBuffered = maxBuffered
@@ -84,6 +87,15 @@ struct ConnectionOutbound {
     mutating func append(line: [UInt8]) {
         writer.raw(line)
         writer.newline()
+    }
+
+    /// Whether the overflow rule could trip on the lines gathered, so `emit` needs the
+    /// channel's unsent bytes: not while the channel is writable and its high water mark
+    /// plus these lines fit under `maxBuffered` (asking the channel is an option lookup
+    /// through dynamic casts, on every emit).
+    func needsUnsentCount(channelWritable: Bool) -> Bool {
+        guard channelWritable, let bound = unsentBoundWhileWritable else { return true }
+        return bound + writer.bytes.count > maxBuffered
     }
 
     /// Takes the gathered lines as one buffer, checking the overflow rule against the

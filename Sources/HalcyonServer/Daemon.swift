@@ -87,6 +87,9 @@ public final class Daemon: Sendable {
     static let acceptBackoff = TimeAmount.milliseconds(250)
     /// Clients that may wait to be accepted.
     static let listenBacklog: Int32 = 512
+    /// Each connection's reply bytes unsent: above `high` it stops reading requests
+    /// (back-pressure) until they drop below `low`.
+    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
 
     public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
         self.configuration = configuration
@@ -202,10 +205,7 @@ public final class Daemon: Sendable {
                 }
             }
             .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
-            .childChannelOption(
-                ChannelOptions.writeBufferWaterMark,
-                value: .init(low: 256 * 1024, high: 1024 * 1024)
-            )
+            .childChannelOption(ChannelOptions.writeBufferWaterMark, value: Self.writeBufferWaterMark)
             .childChannelInitializer { [self] channel in
                 self.initializeConnection(channel, dispatcher: dispatcher, policy: policy)
             }
@@ -360,7 +360,7 @@ public final class Daemon: Sendable {
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
                     maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
-                    maxInputBuffer: c.maxInputBuffer,
+                    writeBufferHighWater: Self.writeBufferWaterMark.high, maxInputBuffer: c.maxInputBuffer,
                     session: session, logger: logger, observer: observer, directGroups: directGroups,
                     inputBudget: inputBudget, parseBudget: parseBudget
                 ),

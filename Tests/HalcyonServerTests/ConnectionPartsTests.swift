@@ -103,6 +103,18 @@ struct ConnectionOutboundTests {
         #expect(out.isEmpty, "an overflow kept the refused bytes")
     }
 
+    @Test func theUnsentCountIsSkippedOnlyWhenTheRuleCannotTrip() {
+        var out = ConnectionOutbound(maxBuffered: 100)
+        out.append(line: Array(repeating: UInt8(ascii: "x"), count: 9))  // 10 bytes with its newline
+        // A channel that does not give its high water mark is always asked.
+        #expect(out.needsUnsentCount(channelWritable: true))
+        out.unsentBoundWhileWritable = 90
+        #expect(!out.needsUnsentCount(channelWritable: true), "90 unsent at most plus 10 gathered fit under 100")
+        #expect(out.needsUnsentCount(channelWritable: false), "an unwritable channel may hold more than its mark")
+        out.append(line: [])  // one more byte: 90 + 11 passes the bound
+        #expect(out.needsUnsentCount(channelWritable: true))
+    }
+
     @Test func aBatchIsOneLineInSlotOrderOnceEverySlotIsFilled() {
         let batch = ConnectionOutbound.Batch(count: 3)
         #expect(batch.fill(2, with: Array("c".utf8)) == nil)
