@@ -78,7 +78,7 @@ extension Dispatcher.ReadMethods {
         switch dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) {
         case .answered(let found):
             return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
-                try writeGet(found, encoding: query.encoding, into: &w)
+                try w.getResult(found, encoding: query.encoding)
             })
         case .missed:
             return .notAnswered(memoryMissed: true)

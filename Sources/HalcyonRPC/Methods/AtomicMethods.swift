@@ -155,22 +155,4 @@ extension JSONWriter {
         field("expiresAt", expiresAt: r.expiresAt)
         endObject()
     }
-
-    /// A `cache.get` result for `found` (cache.getMany elements, cache.lease hits).
-    mutating func getResult(_ found: HybridCache.RetrieveResult, encoding: ValueEncoding?) throws(RPCError) {
-        beginObject()
-        guard let entry = found.entry, found.cacheType != .none else {
-            field("found", false)
-            endObject()
-            return
-        }
-        field("found", true)
-        key("value")
-        let shown = try ValueEncoding.write(bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &self)
-        field("encoding", shown)
-        field("cacheType", found.cacheType)
-        field("expiresAt", expiresAt: found.expiresAt)
-        field("version", entry.version)
-        endObject()
-    }
 }

@@ -34,7 +34,7 @@ extension Dispatcher {
             let responder = call.responder
             let completion: @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void = { result in
                 responder.finish(result) { (found, w) throws(RPCError) in
-                    try writeGet(found, encoding: query.encoding, into: &w)
+                    try w.getResult(found, encoding: query.encoding)
                 }
             }
             if call.memoryMissed {
@@ -43,28 +43,6 @@ extension Dispatcher {
             }
             return dispatcher.cache.retrieve(
                 forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
-        }
-
-        /// The result of `cache.get`.
-        static func writeGet(
-            _ found: HybridCache.RetrieveResult, encoding: ValueEncoding?, into w: inout JSONWriter
-        ) throws(RPCError) {
-            w.beginObject()
-            guard let entry = found.entry, found.cacheType != .none else {
-                w.field("found", false)
-                w.endObject()
-                return
-            }
-            w.field("found", true)
-            w.key("value")
-            let shown = try ValueEncoding.write(
-                bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &w
-            )
-            w.field("encoding", shown)
-            w.field("cacheType", found.cacheType)
-            w.field("expiresAt", expiresAt: found.expiresAt)
-            w.field("version", entry.version)
-            w.endObject()
         }
 
         /// `cache.isCached`
@@ -108,5 +86,25 @@ extension Dispatcher {
             }
             w.endObject()
         }
+    }
+}
+
+extension JSONWriter {
+    /// A `cache.get` result for `found` (cache.get, cache.getMany elements, cache.lease hits).
+    mutating func getResult(_ found: HybridCache.RetrieveResult, encoding: ValueEncoding?) throws(RPCError) {
+        beginObject()
+        guard let entry = found.entry, found.cacheType != .none else {
+            field("found", false)
+            endObject()
+            return
+        }
+        field("found", true)
+        key("value")
+        let shown = try ValueEncoding.write(bytes: entry.bytes, storedFlags: entry.flags, requested: encoding, into: &self)
+        field("encoding", shown)
+        field("cacheType", found.cacheType)
+        field("expiresAt", expiresAt: found.expiresAt)
+        field("version", entry.version)
+        endObject()
     }
 }
