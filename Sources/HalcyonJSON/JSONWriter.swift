@@ -110,11 +110,7 @@ public struct JSONWriter: Sendable {
     /// must need no escape (the protocol's names are ASCII identifiers; checked in debug
     /// builds).
     @inlinable public mutating func key(_ name: StaticString) {
-        name.withUTF8Buffer { utf8 in
-            assert(utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
-                   "a StaticString key needing an escape")
-            appendPlainQuoted(utf8, colon: true)
-        }
+        name.withUTF8Buffer { appendPlainQuoted($0, colon: true) }
         needsComma = false
     }
 
@@ -138,11 +134,7 @@ public struct JSONWriter: Sendable {
     /// Writes a string known at compile time that needs no escape (the protocol's fixed
     /// values: encodings, tiers, `"2.0"`; checked in debug builds).
     @inlinable public mutating func string(static value: StaticString) {
-        value.withUTF8Buffer { utf8 in
-            assert(utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
-                   "a StaticString value needing an escape")
-            appendPlainQuoted(utf8, colon: false)
-        }
+        value.withUTF8Buffer { appendPlainQuoted($0, colon: false) }
         needsComma = true
     }
 
@@ -228,8 +220,10 @@ public struct JSONWriter: Sendable {
     /// Appends the separator if one is due, then `"`, `text`, `"` and, with `colon`, `:`,
     /// in one copy through a stack buffer: every `Array.append` checks uniqueness through
     /// the runtime, and a reply's fixed names and values made most of its appends.
-    /// `text` must need no escape.
+    /// `text` must need no escape (checked in debug builds).
     @inlinable mutating func appendPlainQuoted(_ text: UnsafeBufferPointer<UInt8>, colon: Bool) {
+        assert(text.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
+               "a fixed name or value needing an escape")
         let comma = needsComma
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: text.count &+ 4) { out in
             var at = 0
