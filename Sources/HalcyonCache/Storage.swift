@@ -78,7 +78,7 @@ public enum ExpirationExtending: Sendable, Equatable, Hashable {
 }
 
 /// The tier that answered a lookup.
-public enum CacheType: String, Sendable, Equatable {
+public enum CacheType: String, Sendable, Equatable, CaseIterable {
     /// Neither tier has the key.
     case none
     /// The memory tier answered.

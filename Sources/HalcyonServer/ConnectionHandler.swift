@@ -139,8 +139,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.logger = logger
         self.observer = observer
         self.directGroups = directGroups
-        self.outbound = ConnectionOutbound(maxBuffered: maxOutputBuffer)
-        outbound.unsentBoundWhileWritable = writeBufferHighWater
+        self.outbound = ConnectionOutbound(maxBuffered: maxOutputBuffer, unsentBoundWhileWritable: writeBufferHighWater)
         self.framer = LineFrameDecoder(maxLineBytes: maxLineBytes, budget: inputBudget)
     }
 

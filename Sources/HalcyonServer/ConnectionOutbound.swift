@@ -72,10 +72,11 @@ struct ConnectionOutbound {
     var flushScheduled = false
     /// The most the channel holds unsent while it is writable: its high water mark (a
     /// write past the mark makes it unwritable at once). nil when unknown.
-    var unsentBoundWhileWritable: Int?
+    let unsentBoundWhileWritable: Int?
 
-    init(maxBuffered: Int) {
+    init(maxBuffered: Int, unsentBoundWhileWritable: Int? = nil) {
         self.maxBuffered = maxBuffered
+        self.unsentBoundWhileWritable = unsentBoundWhileWritable
     }
 
     var isEmpty: Bool { writer.bytes.isEmpty }

@@ -104,11 +104,13 @@ struct ConnectionOutboundTests {
     }
 
     @Test func theUnsentCountIsSkippedOnlyWhenTheRuleCannotTrip() {
-        var out = ConnectionOutbound(maxBuffered: 100)
-        out.append(line: Array(repeating: UInt8(ascii: "x"), count: 9))  // 10 bytes with its newline
+        let line = Array(repeating: UInt8(ascii: "x"), count: 9)  // 10 bytes with its newline
         // A channel that does not give its high water mark is always asked.
-        #expect(out.needsUnsentCount(channelWritable: true))
-        out.unsentBoundWhileWritable = 90
+        var unknown = ConnectionOutbound(maxBuffered: 100)
+        unknown.append(line: line)
+        #expect(unknown.needsUnsentCount(channelWritable: true))
+        var out = ConnectionOutbound(maxBuffered: 100, unsentBoundWhileWritable: 90)
+        out.append(line: line)
         #expect(!out.needsUnsentCount(channelWritable: true), "90 unsent at most plus 10 gathered fit under 100")
         #expect(out.needsUnsentCount(channelWritable: false), "an unwritable channel may hold more than its mark")
         out.append(line: [])  // one more byte: 90 + 11 passes the bound
