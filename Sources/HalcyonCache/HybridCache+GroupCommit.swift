@@ -125,7 +125,9 @@ extension HybridCache {
             p.began = true
         }
         journal(group, wb)
-        return group.map(apply)
+        var sets = 0
+        defer { count(sets: sets) }
+        return group.map { apply($0, sets: &sets) }
     }
 
     /// Takes the run of journaled writes that the job of `ticket` heads and commits it.
@@ -148,9 +150,17 @@ extension HybridCache {
             p.began = p.task?.begin() ?? true
         }
         if let wb = writeBehind { journal(group, wb) }
-        let outcomes = group.map { p in p.began ? apply(p) : nil }
+        var sets = 0
+        let outcomes = group.map { p in p.began ? apply(p, sets: &sets) : nil }
+        count(sets: sets)
         scheduler.finish(group.map(\.scope))
         return outcomes
+    }
+
+    /// Counts the journaled sets a group applied, once for the group: the counters' lock
+    /// is taken by every reader of `cache.stats` as well.
+    private func count(sets: Int) {
+        if sets > 0 { counters.withLock { $0.sets += sets } }
     }
 
     /// Stamps the group's writes, waits for room under the bounds, and appends their
@@ -249,8 +259,9 @@ extension HybridCache {
         timeToLive.map { clampedNanos(max(0, $0)) } ?? -1
     }
 
-    /// Applies a write of a group being committed, in the group's order.
-    private func apply(_ p: PendingWrite) -> Result<WriteOutcome, CacheError> {
+    /// Applies a write of a group being committed, in the group's order. A journaled set
+    /// adds itself to `sets`, which the caller counts for the whole group.
+    private func apply(_ p: PendingWrite, sets: inout Int) -> Result<WriteOutcome, CacheError> {
         guard let wb = writeBehind else { return perform(p.operation) }
         if let failure = p.failure {
             if p.start != nil { wb.popUnapplied() }
@@ -258,6 +269,7 @@ extension HybridCache {
         }
         defer { if p.start != nil { wb.popUnapplied() } }
         if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil, let start = p.start {
+            sets += 1
             return storeUnwritten(s, start: start, wb).map { .stored($0) }
         }
         if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil {
@@ -272,11 +284,11 @@ extension HybridCache {
         return perform(p.stamped, journaled: p.start != nil)
     }
 
-    /// A journaled set: memory and the unwritten table; the file comes later.
+    /// A journaled set: memory and the unwritten table; the file comes later. Its caller
+    /// counts it in `sets`.
     private func storeUnwritten(_ s: WriteOperation.Store, start: Journal.Position, _ wb: WriteBehind) -> Result<StoreResult, CacheError> {
         let now = s.countedFrom!
         let expiresAt = s.expiresAt!
-        counters.withLock { $0.sets += 1 }
         guard !s.expiration.isExpired, expiresAt > now else {
             // Already expired: nothing stored; an older value must not outlive this write.
             // The record stays in the table so the file is removed before its segment goes.

@@ -613,6 +613,8 @@ public enum MemoryStorage {
 
         private func dropPending(forKey key: String, olderThan generation: UInt64) {
             pending.withLock { set in
+                // Most often empty: no hash of the key then.
+                guard !set.isEmpty else { return }
                 if let record = set[key], record.generation < generation { set[key] = nil }
             }
         }

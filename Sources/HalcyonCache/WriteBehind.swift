@@ -583,6 +583,8 @@ protocol WriteBehindFileTier: AnyObject, Sendable {
     /// The memory copy of `key` goes with a dropped entry of the same `version`.
     func dropMemoryCopy(key: String, version: UInt64)
     func noteMaintenanceError()
+    /// The store whose materializer writes into this tier (held strongly by the tier).
+    var writeBehind: HybridCache.WriteBehind? { get }
     /// The cache folder, flushed before a checkpoint vouches for its files.
     var folderPath: String { get }
     func now() -> Date
@@ -610,10 +612,14 @@ extension HybridCache.WriteBehind {
     }
 
     private func enqueueTick(_ tier: WriteBehindFileTier, after delay: DispatchTimeInterval?, generation: UInt64) {
-        // Weak: a queued tick must keep neither the cache nor its store alive.
-        let job: @Sendable () -> Void = { [weak self, weak tier] in
-            guard let self, let tier, self.beginMaterializerTick(generation) else { return }
-            self.materializerTick(tier)
+        // Weak: a queued tick must keep neither the cache nor its store alive. The store is
+        // reached through the cache, which holds it, so that nothing references the store
+        // weakly: an object weakly referenced keeps its counts in a side table, and every
+        // retain of it then takes the runtime's slow path (the transport's threads retain
+        // the store on each direct write).
+        let job: @Sendable () -> Void = { [weak tier] in
+            guard let tier, let store = tier.writeBehind, store.beginMaterializerTick(generation) else { return }
+            store.materializerTick(tier)
         }
         if let delay {
             scheduler.enqueue(after: delay, .slice, job)

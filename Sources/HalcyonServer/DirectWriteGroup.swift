@@ -121,8 +121,10 @@ extension DirectWriteGroup {
         let group: DirectWriteGroup
         /// This connection's writes in the group, not yet applied.
         private(set) var pending = 0
-        /// Their keys: a memory read of another key need not wait for them.
-        private var keys = Set<String>()
+        /// Their keys: a memory read of another key need not wait for them. An array: it
+        /// is appended to on every write and searched only by a read that follows writes
+        /// in the same burst, over at most `maxCount` keys; a set hashed every key.
+        private var keys: [String] = []
 
         init(group: DirectWriteGroup) {
             self.group = group
@@ -148,7 +150,7 @@ extension DirectWriteGroup {
         /// commit hands outcomes back to `applied`.)
         mutating func joining(_ write: Dispatcher.DirectWrite) {
             pending += 1
-            keys.insert(write.key)
+            keys.append(write.key)
         }
 
         /// The group to commit so that what comes next is handled after this connection's
