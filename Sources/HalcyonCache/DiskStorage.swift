@@ -144,6 +144,11 @@ extension DiskStorage {
             set { configBox.withLock { $0 = newValue } }
         }
 
+        /// The configured expiration alone. Every store without one of its own reads it,
+        /// and a copy of the whole configuration (its strings and closures retained, then
+        /// released) costs more than the lock.
+        public var defaultExpiration: StorageExpiration { configBox.withLock { $0.expiration } }
+
         /// False when the folder could not be created or used at init.
         public var isReady: Bool { notReadyErrno == nil }
 

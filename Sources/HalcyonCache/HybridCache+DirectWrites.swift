@@ -133,12 +133,27 @@ extension HybridCache {
     /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
-        if shared(write.key) != nil { return false }  // shared keys are written upstream (HybridCache+Upstream.swift)
-        guard let wb = writeBehind, wb.fsync != .always, scheduler.isIdle,
-              journalsDirectly(write.options, valueSize: write.valueSize), !wb.isNearBounds
-        else { return false }
-        if case .update(let u) = write { return decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension) }
-        return true
+        // Shared keys are written upstream (HybridCache+Upstream.swift).
+        if nearCache != nil, shared(write.key) != nil { return false }
+        switch write {
+        case .store(let s):
+            return admitsDirect(toDisk: s.options.toDisk, forcedExtension: s.options.forcedExtension, valueSize: s.entry.bytes.count)
+        case .update(let u):
+            return admitsDirect(toDisk: u.options.toDisk, forcedExtension: u.options.forcedExtension, valueSize: u.valueSize)
+                && decidesWithoutFiles(u.key, forcedExtension: u.options.forcedExtension)
+        }
+    }
+
+    /// The checks of `canCommitDirect` that do not depend on the key. Reads the options'
+    /// fields in place: the transport's threads call it for every write, and a copy of
+    /// the options (or a retain of the store, shared by both threads) costs more than the
+    /// checks themselves.
+    private func admitsDirect(toDisk: Bool, forcedExtension: String?, valueSize: Int) -> Bool {
+        guard let fsync = writeBehind?.fsync, fsync != .always, scheduler.isIdle else { return false }
+        return WriteOperation.journalsValue(
+            toDisk: toDisk, forcedExtension: forcedExtension, size: valueSize,
+            directValueSize: writeBehind?.directValueSize ?? 0)
+            && writeBehind?.isNearBounds == false
     }
 
     /// Whether an update of `key` can decide without opening a file (`liveEntry`): memory

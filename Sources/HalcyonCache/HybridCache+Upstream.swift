@@ -271,7 +271,7 @@ extension HybridCache {
         _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)?
     ) -> CacheTask {
-        let expiration = options.diskExpiration ?? options.memoryExpiration ?? diskStorage.config.expiration
+        let expiration = options.diskExpiration ?? options.memoryExpiration ?? diskStorage.defaultExpiration
         let lifetime = HybridCache.upstreamLifetime(expiration)
         return writeShared(near, key, callbackQueue, options.priority, completion) { done in
             let finished: @Sendable (Result<Bool, Upstream.Failure>) -> Void = { result in
@@ -390,7 +390,7 @@ extension HybridCache {
     /// local one); nil when it is already over.
     func upstreamLifetime(_ options: Options) -> Upstream.Lifetime? {
         let expiration = options.diskExpiration
-            ?? (options.toDisk ? diskStorage.config.expiration : options.memoryExpiration ?? config.memory.expiration)
+            ?? (options.toDisk ? diskStorage.defaultExpiration : options.memoryExpiration ?? config.memory.expiration)
         return HybridCache.upstreamLifetime(expiration)
     }
 

@@ -58,7 +58,7 @@ extension HybridCache {
     func storeOperation(_ entry: CacheEntry, forKey key: String, options: Options) -> WriteOperation {
         .store(.init(
             key: key, entry: entry, toDisk: options.toDisk,
-            expiration: options.diskExpiration ?? diskStorage.config.expiration,
+            expiration: options.diskExpiration ?? diskStorage.defaultExpiration,
             memoryExpiration: options.memoryExpiration ?? (options.toDisk ? nil : options.diskExpiration)
                 ?? config.memory.expiration,
             forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
@@ -81,7 +81,7 @@ extension HybridCache {
     ) -> CacheTask {
         if let near = shared(key) { return touchShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         let operation = WriteOperation.touch(.init(
-            key: key, expiration: options.diskExpiration ?? diskStorage.config.expiration,
+            key: key, expiration: options.diskExpiration ?? diskStorage.defaultExpiration,
             memoryExpiration: options.memoryExpiration,
             memoryOnlyExpiration: options.memoryExpiration ?? options.diskExpiration,
             forcedExtension: options.forcedExtension, keepsAbsolute: options.diskExpiration == nil))

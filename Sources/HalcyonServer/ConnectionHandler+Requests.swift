@@ -139,11 +139,13 @@ extension ConnectionHandler {
         // queued too: with `untouch`, replies to ioQueue requests leave in arrival order.
         if mailbox.hasPending { drainMailbox() }
         direct?.applied(outcomes.count)
+        // The outcomes of one commit are answered together: one reading of the clock.
+        let now = MonotonicClock.nanoseconds()
         for applied in outcomes {
             let error = lifecycle.writesReplies
                 ? dispatcher.writeReply(applied.outcome, into: &outbound.writer) : nil
             noteStorageError(error)
-            applied.observed?.finished(error: error)
+            applied.observed?.finished(error: error, at: now)
         }
         if insideRead {
             if outbound.isFull { emitOutbound(context: context) }

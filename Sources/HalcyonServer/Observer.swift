@@ -84,7 +84,13 @@ final class Observer: Sendable {
         /// transport withdraws because the request was cancelled meanwhile still counts as
         /// the `ok` the handler produced.
         func finished(error: RPCError?) {
-            let nanoseconds = Int(truncatingIfNeeded: MonotonicClock.nanoseconds() &- start)
+            finished(error: error, at: MonotonicClock.nanoseconds())
+        }
+
+        /// `finished(error:)` at `now` (`MonotonicClock.nanoseconds()`), read once for the
+        /// requests answered together.
+        func finished(error: RPCError?, at now: UInt64) {
+            let nanoseconds = Int(truncatingIfNeeded: now &- start)
             // -32601: not in the method table, so not a method worth a series of its own.
             let index = error?.code == -32601 ? RequestLatencies.unknownIndex : index
             histograms.record(index: index, nanoseconds: nanoseconds)
