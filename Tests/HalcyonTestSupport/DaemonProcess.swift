@@ -97,9 +97,36 @@ public final class DaemonProcess {
             kill(process.processIdentifier, signal)
             let deadline = Date().addingTimeInterval(timeout)
             while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+            if process.isRunning {
+                // A stop that hangs is a bug of its own: where each thread waits goes to the
+                // test's output before the kill (the test then fails on the status, 9).
+                if signal != SIGKILL { Self.printStacks(of: process.processIdentifier) }
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
         }
         return process.terminationStatus
+    }
+
+    /// Prints every thread's stack of process `pid` to standard error, through gdb when
+    /// the machine has it; says so when it has not. Gives gdb at most 60 s.
+    static func printStacks(of pid: Int32) {
+        let header = "halcyond (pid \(pid)) did not stop; its threads:\n"
+        FileHandle.standardError.write(Data(header.utf8))
+        let gdb = ["/usr/bin/gdb", "/usr/local/bin/gdb"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let gdb else {
+            FileHandle.standardError.write(Data("(no gdb on this machine)\n".utf8))
+            return
+        }
+        let dump = Process()
+        dump.executableURL = URL(fileURLWithPath: gdb)
+        dump.arguments = ["-p", "\(pid)", "-batch", "-nx", "-ex", "thread apply all bt 40"]
+        dump.standardOutput = FileHandle.standardError
+        dump.standardError = FileHandle.standardError
+        guard (try? dump.run()) != nil else { return }
+        let deadline = Date().addingTimeInterval(60)
+        while dump.isRunning, Date() < deadline { usleep(50_000) }
+        if dump.isRunning { dump.terminate() }
     }
 
     public func stderrText() -> String {
