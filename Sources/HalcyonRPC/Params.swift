@@ -200,11 +200,11 @@ public struct Params: Sendable {
 public struct ParamNames: Sendable, ExpressibleByArrayLiteral {
     /// The names, in the order given.
     public let names: [String]
-    private let utf8: [[UInt8]]
+    private let table: ByteNameTable
 
     public init(_ names: [String]) {
         self.names = names
-        self.utf8 = names.map { Array($0.utf8) }
+        table = ByteNameTable(names)
     }
 
     public init(arrayLiteral names: String...) {
@@ -215,13 +215,5 @@ public struct ParamNames: Sendable, ExpressibleByArrayLiteral {
     public func contains(_ name: String) -> Bool { names.contains(name) }
 
     /// True when `bytes` spell one of the names exactly.
-    public func contains(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        for candidate in utf8 where candidate.count == bytes.count {
-            let same = candidate.withUnsafeBytes { mine in
-                mine.count == 0 || memcmp(mine.baseAddress!, bytes.baseAddress!, mine.count) == 0
-            }
-            if same { return true }
-        }
-        return false
-    }
+    public func contains(_ bytes: UnsafeRawBufferPointer) -> Bool { table.index(of: bytes) != nil }
 }

@@ -69,4 +69,15 @@ import Testing
         #expect(has("key") && has("options"))
         #expect(!has("ke") && !has("keys") && !has("Key") && !has(""))
     }
+
+    @Test func aByteNameTableGivesEachNameItsPositionAndNothingElseOne() {
+        let table = ByteNameTable(["get", "set", "ab", "", "getMany"])
+        func index(_ text: String) -> Int? { Array(text.utf8).withUnsafeBytes { table.index(of: $0) } }
+        #expect(index("get") == 0 && index("set") == 1 && index("ab") == 2 && index("getMany") == 4)
+        #expect(index("") == 3)
+        #expect(index("gex") == nil && index("ba") == nil && index("getMan") == nil && index("getManyx") == nil)
+        #expect(index(String(repeating: "g", count: 100)) == nil)
+        let withoutEmpty = ByteNameTable(["a"])
+        #expect(Array("".utf8).withUnsafeBytes { withoutEmpty.index(of: $0) } == nil)
+    }
 }

@@ -2,12 +2,6 @@
 // (the transport's checks, the memory answer, the handler, per-method latencies) reads
 // the resolved line instead of hashing the name again.
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A request's method, resolved: its line of the table, its memory answer if it has
 /// one, and its position in the table (`Dispatcher.methodNames`).
 ///
@@ -63,26 +57,14 @@ public final class MethodRoute: Sendable {
         return routes
     }()
 
-    /// The lines of the table by the byte length of their names, for `named(_:)`.
-    private static let byLength: [[(name: [UInt8], route: MethodRoute)]] = {
-        var table: [[(name: [UInt8], route: MethodRoute)]] = []
-        for route in byName.values.sorted(by: { $0.index < $1.index }) {
-            let name = Array(route.spec.name.utf8)
-            while table.count <= name.count { table.append([]) }
-            table[name.count].append((name, route))
-        }
-        return table
-    }()
+    /// The lines of the table in its order, and their names, for `named(_:)`.
+    private static let inOrder: [MethodRoute] = byName.values.sorted { $0.index < $1.index }
+    private static let names = ByteNameTable(inOrder.map(\.spec.name))
 
     /// The line whose name is `name`'s bytes, or nil: what `byName` answers, found by
     /// comparing the few names of the same length in place rather than hashing a `String`
     /// (the request path looks a method up once per request).
     public static func named(_ name: UnsafeRawBufferPointer) -> MethodRoute? {
-        guard name.count < byLength.count, let base = name.baseAddress else { return nil }
-        for candidate in byLength[name.count] {
-            let same = candidate.name.withUnsafeBytes { memcmp($0.baseAddress!, base, name.count) == 0 }
-            if same { return candidate.route }
-        }
-        return nil
+        names.index(of: name).map { inOrder[$0] }
     }
 }
