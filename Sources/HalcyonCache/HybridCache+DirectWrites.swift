@@ -108,13 +108,6 @@ extension HybridCache {
             case .update(let u): u.valueSize
             }
         }
-
-        var options: Options {
-            switch self {
-            case .store(let s): s.options
-            case .update(let u): u.options
-            }
-        }
     }
 
     /// What a write of a direct commit did: what `store`, `add`/`compareAndStore` or
@@ -150,9 +143,7 @@ extension HybridCache {
     /// checks themselves.
     private func admitsDirect(toDisk: Bool, forcedExtension: String?, valueSize: Int) -> Bool {
         guard let fsync = writeBehind?.fsync, fsync != .always, scheduler.isIdle else { return false }
-        return WriteOperation.journalsValue(
-            toDisk: toDisk, forcedExtension: forcedExtension, size: valueSize,
-            directValueSize: writeBehind?.directValueSize ?? 0)
+        return journalsDirectly(toDisk: toDisk, forcedExtension: forcedExtension, valueSize: valueSize)
             && writeBehind?.isNearBounds == false
     }
 
@@ -169,10 +160,13 @@ extension HybridCache {
     /// Whether a store with these options goes to the journal, its file written behind
     /// (no file work before the reply).
     func journalsDirectly(_ options: Options, valueSize: Int) -> Bool {
-        guard let wb = writeBehind else { return false }
+        journalsDirectly(toDisk: options.toDisk, forcedExtension: options.forcedExtension, valueSize: valueSize)
+    }
+
+    private func journalsDirectly(toDisk: Bool, forcedExtension: String?, valueSize: Int) -> Bool {
+        guard let directValueSize = writeBehind?.directValueSize else { return false }
         return WriteOperation.journalsValue(
-            toDisk: options.toDisk, forcedExtension: options.forcedExtension, size: valueSize,
-            directValueSize: wb.directValueSize)
+            toDisk: toDisk, forcedExtension: forcedExtension, size: valueSize, directValueSize: directValueSize)
     }
 
     /// Applies every write of `group`, in order: on the ioQueue after every write queued
