@@ -126,7 +126,8 @@ extension HybridCache {
     /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
     /// write stands for, whose waits happen on the ioQueue.
     public func canCommitDirect(_ write: DirectWrite) -> Bool {
-        // Shared keys are written upstream (HybridCache+Upstream.swift).
+        // Shared keys are written upstream (HybridCache+Upstream.swift). Asked only with a
+        // near cache: inlined, `shared` retains the key before it finds there is none.
         if nearCache != nil, shared(write.key) != nil { return false }
         switch write {
         case .store(let s):

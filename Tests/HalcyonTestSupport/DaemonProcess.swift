@@ -83,6 +83,11 @@ public final class DaemonProcess {
 
     /// Waits up to `timeout` for the daemon to exit on its own; false if it still runs.
     public func waitForExit(timeout: TimeInterval = 20) -> Bool {
+        Self.waitForExit(of: process, timeout: timeout)
+    }
+
+    /// Waits up to `timeout` for `process` to exit; false if it still runs.
+    private static func waitForExit(of process: Process, timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(10_000) }
         return !process.isRunning
@@ -95,9 +100,7 @@ public final class DaemonProcess {
     public func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32 {
         if process.isRunning {
             kill(process.processIdentifier, signal)
-            let deadline = Date().addingTimeInterval(timeout)
-            while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning {
+            if !Self.waitForExit(of: process, timeout: timeout) {
                 // A stop that hangs is a bug of its own: where each thread waits goes to the
                 // test's output before the kill (the test then fails on the status, 9).
                 if signal != SIGKILL { Self.printStacks(of: process.processIdentifier) }
@@ -110,7 +113,7 @@ public final class DaemonProcess {
 
     /// Prints every thread's stack of process `pid` to standard error, through gdb when
     /// the machine has it; says so when it has not. Gives gdb at most 60 s.
-    static func printStacks(of pid: Int32) {
+    private static func printStacks(of pid: Int32) {
         let header = "halcyond (pid \(pid)) did not stop; its threads:\n"
         FileHandle.standardError.write(Data(header.utf8))
         let gdb = ["/usr/bin/gdb", "/usr/local/bin/gdb"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -124,9 +127,7 @@ public final class DaemonProcess {
         dump.standardOutput = FileHandle.standardError
         dump.standardError = FileHandle.standardError
         guard (try? dump.run()) != nil else { return }
-        let deadline = Date().addingTimeInterval(60)
-        while dump.isRunning, Date() < deadline { usleep(50_000) }
-        if dump.isRunning { dump.terminate() }
+        if !waitForExit(of: dump, timeout: 60) { dump.terminate() }
     }
 
     public func stderrText() -> String {
