@@ -181,7 +181,7 @@ extension HybridCache {
                 }
             case .written(let name, let version):
                 versions.observe(version)
-                if let key = keysByName[name], let e = table.entries[key], e.entry.version < version { table.remove(key) }
+                if let key = keysByName[name], let e = table[key], e.entry.version < version { table.remove(key) }
             }
         }
         // Apply what replay found for the files themselves (idempotent: a second crash

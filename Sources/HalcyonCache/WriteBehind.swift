@@ -215,7 +215,7 @@ extension HybridCache {
         private func rebuild(then records: [Journal.Record]) throws(CacheError) -> Journal.Position {
             // Until an append of the rebuilt records succeeds, every append retries it.
             onQueue { $0.rebuildPending = true }
-            let entries = table.withLock { Array($0.entries.values) }
+            let entries = table.withLock { $0.all }
             let rebuilt = entries.map(\.journalRecord)
             let all = rebuilt + records
             let end = try appendOnce(all)
@@ -380,12 +380,12 @@ extension HybridCache {
 
         /// The unwritten entry of `key`, live or not. Any thread.
         func unwritten(forKey key: String) -> Unwritten? {
-            table.withLock { $0.entries[key] }
+            table.withLock { $0[key] }
         }
 
         /// Whether the table holds an entry of `key`. Any thread.
         func holdsUnwritten(_ key: String) -> Bool {
-            table.withLock { $0.entries[key] != nil }
+            table.withLock { $0.contains(key) }
         }
 
         /// How many entries the table holds, and their bytes. Any thread.
@@ -428,7 +428,7 @@ extension HybridCache {
         ) -> DiskStorage.FileMeta?? {
             let expired = expiration.isExpired || Lifetime.end(of: expiration, from: now) <= now
             return table.withLock { table -> DiskStorage.FileMeta?? in
-                guard let e = table.entries[key] else { return .none }
+                guard let e = table[key] else { return .none }
                 guard e.isLive(at: now) else { return .some(nil) }
                 if keepingAbsolute, e.isAbsolute { return .some(e.meta(url: url)) }
                 if expired {
@@ -449,7 +449,7 @@ extension HybridCache {
         /// The live keys of the table that start with `prefix`, and (when `allKeys`)
         /// every key it holds, live or not, read under one hold of its lock. Any thread.
         func unwrittenKeys(prefix: String, at now: Date, allKeys: Bool) -> (live: [String], all: [String]) {
-            table.withLock { ($0.liveKeys(prefix: prefix, at: now), allKeys ? Array($0.entries.keys) : []) }
+            table.withLock { ($0.liveKeys(prefix: prefix, at: now), allKeys ? $0.keys : []) }
         }
 
         /// A write too large for the journal went to its file directly (counted).
@@ -796,7 +796,7 @@ extension HybridCache.WriteBehind {
         // Under the write book's lock: an inline store appends and enters the table under
         // it, so the journal's end is never read between the two.
         var candidate = scheduler.withBookHeld { () -> Journal.Position in
-            let oldestTable = table.withLock { t -> Journal.Position? in t.oldest()?.start }
+            let oldestTable = table.withLock { $0.oldestStart }
             var c = explicit ?? writer.position
             if let p = oldestTable, p < c { c = p }
             return c
