@@ -205,7 +205,10 @@ extension HybridCache {
     private struct DirectCommit {
         let cache: HybridCache
         var outcomes: [DirectOutcome?]
-        var sets: [(index: Int, write: PendingWrite)] = []
+        /// The run of sets not yet applied, and where each stands in the group: two arrays,
+        /// so the run goes to `commit` as it is.
+        var sets: [PendingWrite] = []
+        var setIndexes: [Int] = []
         var updates: [(index: Int, step: UpdateStep)] = []
         /// What the run's updates decided to store on disk, as the key's live entry will
         /// then be (nil: the key will hold nothing).
@@ -219,7 +222,8 @@ extension HybridCache {
         mutating func add(_ s: DirectStore, at index: Int) {
             applyUpdates()
             let operation = cache.storeOperation(s.entry, forKey: s.key, options: s.options)
-            sets.append((index, PendingWrite(operation, scope: .direct, task: nil, finish: nil)))
+            sets.append(PendingWrite(operation, scope: .direct, task: nil, finish: nil))
+            setIndexes.append(index)
         }
 
         mutating func add(_ u: DirectUpdate, at index: Int) {
@@ -263,12 +267,13 @@ extension HybridCache {
 
         private mutating func applySets() {
             guard !sets.isEmpty else { return }
-            cache.scheduler.beginDirect(sets.map(\.write.scope))
-            for (s, outcome) in zip(sets, cache.commit(sets.map(\.write))) {
+            cache.scheduler.beginDirect(count: sets.count)
+            for (index, outcome) in zip(setIndexes, cache.commit(sets)) {
                 let result = outcome ?? .failure(CacheError.cancelled(started: false))
-                outcomes[s.index] = .stored(result.map(HybridCache.storeResult))
+                outcomes[index] = .stored(result.map(HybridCache.storeResult))
             }
             sets.removeAll(keepingCapacity: true)
+            setIndexes.removeAll(keepingCapacity: true)
         }
 
         /// Appends the stores the run's updates decided on with one write and applies
@@ -276,7 +281,7 @@ extension HybridCache {
         /// after the first of them too: those were decided on stores that never happened.
         private mutating func applyUpdates() {
             guard !updates.isEmpty else { return }
-            cache.scheduler.beginDirect([.direct])
+            cache.scheduler.beginDirect(count: 1)
             let stores = updates.compactMap { u -> WriteOperation? in
                 if case .store(let operation, _) = u.step { operation } else { nil }
             }

@@ -171,8 +171,9 @@ extension HybridCache {
         var owners: [PendingWrite] = []
         records.reserveCapacity(group.count)
         for p in group where p.began {
-            p.stamped = p.operation.stamped(now, versions: versions)
-            if let record = journalRecord(for: p.stamped, wb) {
+            let stamped = p.operation.stamped(now, versions: versions)
+            p.stamped = stamped
+            if let record = journalRecord(for: stamped, wb) {
                 records.append(record)
                 owners.append(p)
             }
@@ -267,21 +268,23 @@ extension HybridCache {
             if p.start != nil { wb.popUnapplied() }
             return .failure(failure)
         }
-        defer { if p.start != nil { wb.popUnapplied() } }
-        if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil, let start = p.start {
-            sets += 1
-            return storeUnwritten(s, start: start, wb).map { .stored($0) }
-        }
-        if case .store(let s) = p.stamped, s.toDisk, s.forcedExtension == nil {
+        let start = p.start
+        defer { if start != nil { wb.popUnapplied() } }
+        let stamped = p.stamped
+        if case .store(let s) = stamped, s.toDisk, s.forcedExtension == nil {
+            if let start {
+                sets += 1
+                return storeUnwritten(s, start: start, wb).map { .stored($0) }
+            }
             // Too large to journal: the file first (which supersedes any unwritten value,
             // see `supersedeUnwritten`).
-            let result = perform(p.stamped, journaled: false)
+            let result = perform(stamped, journaled: false)
             if case .success(.stored(let r)) = result, r.stored {
                 wb.noteDirectWrite()
             }
             return result
         }
-        return perform(p.stamped, journaled: p.start != nil)
+        return perform(stamped, journaled: start != nil)
     }
 
     /// A journaled set: memory and the unwritten table; the file comes later. Its caller

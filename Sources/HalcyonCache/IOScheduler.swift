@@ -256,9 +256,9 @@ extension HybridCache {
 
         // MARK: Counting writes
 
-        /// Counts the writes of a direct group (see `WriteScope.direct`); on the queue.
-        func beginDirect(_ scopes: [WriteScope]) {
-            book.withLock { book in for scope in scopes { register(scope, in: &book) } }
+        /// Counts `count` writes of a direct group (see `WriteScope.direct`); on the queue.
+        func beginDirect(count: Int) {
+            book.withLock { book in for _ in 0..<count { register(.direct, in: &book) } }
         }
 
         /// Uncounts a write once its effects are in place (or it was skipped).

@@ -101,8 +101,10 @@ final class DirectWriteGroup {
         let outcomes = dispatcher.commitDirectWrites(taken.map(\.write))
         for (index, channel) in takenMembers.enumerated() {
             scratch.removeAll(keepingCapacity: true)
-            for (entry, outcome) in zip(taken, outcomes) where entry.member == index {
-                scratch.append(Outcome(outcome: outcome, observed: entry.observed))
+            // By index: pairing the two arrays would copy (and retain) every other
+            // member's entries and outcomes too.
+            for i in taken.indices where taken[i].member == index {
+                scratch.append(Outcome(outcome: outcomes[i], observed: taken[i].observed))
             }
             // A channel closed meanwhile has no handler left to take them: dropped at the
             // tail of its pipeline (its client is gone; the writes stay done).
