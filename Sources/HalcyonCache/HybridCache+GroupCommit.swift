@@ -299,12 +299,14 @@ extension HybridCache {
             wb.putUnwritten(Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
             return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
         }
+        // Computed, not stored: read once.
+        let timeToLive = s.timeToLive
         wb.putUnwritten(Unwritten(
-            key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: s.timeToLive, countedFrom: now, start: start))
+            key: s.key, entry: s.entry, expiresAt: expiresAt, timeToLive: timeToLive, countedFrom: now, start: start))
         memoryStorage.store(
             s.entry, forKey: s.key, residency: s.memoryExpiration,
             mirroring: .init(
-                expiresAt: expiresAt, timeToLive: s.timeToLive, extendedAt: now,
+                expiresAt: expiresAt, timeToLive: timeToLive, extendedAt: now,
                 diskExpiresAt: expiresAt, forcedExtension: nil))
         return .success(StoreResult(
             stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt), version: s.entry.version))
