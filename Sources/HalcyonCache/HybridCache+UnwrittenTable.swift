@@ -9,9 +9,10 @@
 // rebuild, replay, all in journal order), so appending at the newest end keeps the list
 // sorted by start.
 //
-// Measured (set 8 x 16 over 10,000 keys, perf): the FIFO this replaces held one item per
-// set and the materializer's two walks skipped the superseded ones, copying each entry to
-// compare its start: 4.7 % of the daemon's samples.
+// Measured (sets at 8 x 16 over 10,000 keys, perf): a FIFO of one item per set, whose
+// superseded items the materializer's two walks skipped one by one (copying each entry to
+// compare its start), took 4.7 % of the daemon's samples; with the list, the materializer
+// takes 0.4 %, and a set costs about 5 % less server CPU (interleaved A/B, 7 of 10 pairs).
 
 import Foundation
 
