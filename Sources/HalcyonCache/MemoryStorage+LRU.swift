@@ -1,6 +1,7 @@
-// One shard of the memory tier: a hash map into an intrusive doubly linked list kept in
-// one array, so lookup, move-to-front, insert and evict-oldest are all O(1) and no node
-// is a separate heap object (no retain/release traffic on the hot read path).
+// One shard of the memory tier: a hash map into an array of nodes, ordered by recency
+// with a `SlotOrder` beside them, so lookup, move-to-front, insert and evict-oldest are all
+// O(1) and no node is a separate heap object (no retain/release traffic on the hot read
+// path).
 //
 // The struct itself is not thread-safe: it is only ever touched inside its shard's
 // `Locked` (see `MemoryStorage.Backend`).
@@ -41,10 +42,6 @@ extension MemoryStorage {
         /// pending write-back of an older version of the key is recognised and dropped.
         var generation: UInt64
         var lastAccess: Date
-        /// Towards the most recently used end; `nil` at the head.
-        var newer: Int32
-        /// Towards the least recently used end; `nil` at the tail.
-        var older: Int32
 
         var cost: Int { entry.bytes.count }
 
@@ -86,15 +83,11 @@ extension MemoryStorage {
 
     /// The mutable state of one shard. Only used inside the shard's lock.
     struct LRUState {
-        static let none: Int32 = -1
-
         private(set) var index: [String: Int32] = [:]
         private var nodes: [Node] = []
-        private var free: [Int32] = []
-        /// Most recently used.
-        private(set) var head: Int32 = LRUState.none
-        /// Least recently used: the next eviction victim.
-        private(set) var tail: Int32 = LRUState.none
+        /// The nodes' slots from the least recently used (the next eviction victim) to the
+        /// most recently used.
+        private var recency = SlotOrder()
         private(set) var totalCost = 0
         var count: Int { index.count }
 
@@ -111,37 +104,26 @@ extension MemoryStorage {
 
         /// The slot of the least recently used entry and its last access, if any.
         var oldest: (slot: Int32, lastAccess: Date)? {
-            tail == LRUState.none ? nil : (tail, nodes[Int(tail)].lastAccess)
+            let tail = recency.oldest
+            return tail == SlotOrder.none ? nil : (tail, nodes[Int(tail)].lastAccess)
         }
 
         func slot(forKey key: String) -> Int32? { index[key] }
 
         /// Inserts or replaces `node.key`, makes it the most recently used. Returns the
-        /// change in cost and count. The node's links are overwritten.
+        /// change in cost and count.
         mutating func set(_ node: Node) -> (costDelta: Int, countDelta: Int) {
             if let slot = index[node.key] {
                 let i = Int(slot)
                 let old = nodes[i].cost
-                let (newer, older) = (nodes[i].newer, nodes[i].older)
                 nodes[i] = node
-                nodes[i].newer = newer
-                nodes[i].older = older
-                moveToFront(slot)
+                recency.moveToNewest(slot)
                 totalCost += node.cost - old
                 return (node.cost - old, 0)
             }
-            let slot: Int32
-            if let reused = free.popLast() {
-                slot = reused
-                nodes[Int(slot)] = node
-            } else {
-                slot = Int32(nodes.count)
-                nodes.append(node)
-            }
-            nodes[Int(slot)].newer = LRUState.none
-            nodes[Int(slot)].older = LRUState.none
+            let (slot, reused) = recency.take()
+            if reused { nodes[Int(slot)] = node } else { nodes.append(node) }
             index[node.key] = slot
-            linkAtFront(slot)
             totalCost += node.cost
             return (node.cost, 1)
         }
@@ -154,20 +136,19 @@ extension MemoryStorage {
         /// Marks `slot` used now and moves it to the front.
         mutating func touchRecency(_ slot: Int32, now: Date) {
             nodes[Int(slot)].lastAccess = now
-            moveToFront(slot)
+            recency.moveToNewest(slot)
         }
 
         /// Unlinks and frees `slot`; returns the removed node's cost.
         @discardableResult
         mutating func remove(_ slot: Int32) -> Int {
             let i = Int(slot)
-            unlink(slot)
+            recency.release(slot)
             let cost = nodes[i].cost
             index[nodes[i].key] = nil
             // Drop the payload now; the slot's storage is reused by a later insert.
             nodes[i].entry = CacheEntry(bytes: [])
             nodes[i].key = ""
-            free.append(slot)
             totalCost -= cost
             return cost
         }
@@ -177,9 +158,7 @@ extension MemoryStorage {
             let removed = index.count
             index = [:]
             nodes = []
-            free = []
-            head = LRUState.none
-            tail = LRUState.none
+            recency.removeAll()
             totalCost = 0
             return removed
         }
@@ -192,30 +171,5 @@ extension MemoryStorage {
 
         /// Every node, for whole-tier passes (flush, clear).
         var allSlots: Dictionary<String, Int32>.Values { index.values }
-
-        private mutating func moveToFront(_ slot: Int32) {
-            guard head != slot else { return }
-            unlink(slot)
-            linkAtFront(slot)
-        }
-
-        private mutating func linkAtFront(_ slot: Int32) {
-            let i = Int(slot)
-            nodes[i].newer = LRUState.none
-            nodes[i].older = head
-            if head != LRUState.none { nodes[Int(head)].newer = slot }
-            head = slot
-            if tail == LRUState.none { tail = slot }
-        }
-
-        private mutating func unlink(_ slot: Int32) {
-            let i = Int(slot)
-            let newer = nodes[i].newer
-            let older = nodes[i].older
-            if newer != LRUState.none { nodes[Int(newer)].older = older } else { head = older }
-            if older != LRUState.none { nodes[Int(older)].newer = newer } else { tail = newer }
-            nodes[i].newer = LRUState.none
-            nodes[i].older = LRUState.none
-        }
     }
 }

@@ -286,8 +286,7 @@ public enum MemoryStorage {
                 key: key, entry: entry,
                 timeToLive: absolute ?? expiration.isAbsolute ? nil : expiration.timeToLive(from: now), expiresAt: expiresAt,
                 extendedAt: now, residency: expiration, residentUntil: expiresAt, diskExpiresAt: nil,
-                forcedExtension: nil, writeBackQueued: false, generation: nextGeneration(), lastAccess: now,
-                newer: LRUState.none, older: LRUState.none))
+                forcedExtension: nil, writeBackQueued: false, generation: nextGeneration(), lastAccess: now))
         }
 
         /// Stores `entry` under `key` as the resident copy of a disk entry: its lifetime is
@@ -310,7 +309,7 @@ public enum MemoryStorage {
                 key: key, entry: entry, timeToLive: mirror.timeToLive, expiresAt: mirror.expiresAt,
                 extendedAt: mirror.extendedAt, residency: residency, residentUntil: residentUntil,
                 diskExpiresAt: mirror.diskExpiresAt, forcedExtension: mirror.forcedExtension, writeBackQueued: false,
-                generation: nextGeneration(), lastAccess: now, newer: LRUState.none, older: LRUState.none)
+                generation: nextGeneration(), lastAccess: now)
             let writeBack = Backend.writeBackDue(&node, now: now)
             guard insert(node) else { return false }
             if let writeBack { addPending([writeBack]) }
