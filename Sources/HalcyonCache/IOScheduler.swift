@@ -176,13 +176,47 @@ extension HybridCache {
         /// Runs `body` on the queue after everything enqueued before, waiting on the
         /// caller's thread (`DispatchQueue.sync`; when the queue is idle `body` runs on
         /// this thread): a direct group. It takes a ticket first, so no run enqueued
-        /// before it reaches past it.
+        /// before it reaches past it. While another thread's group runs, it spins first
+        /// (`awaitOtherDirect`).
         ///
         /// - Important: never on the queue, nor from work the queue waits for.
         func runDirect<T>(_ body: () -> T) -> T {
             dispatchPrecondition(condition: .notOnQueue(queue))
+            awaitOtherDirect()
             order.withLock { $0 &+= 1 }
-            return queue.sync(execute: body)
+            return queue.sync {
+                directRunning.store(true, ordering: .relaxed)
+                defer { directRunning.store(false, ordering: .releasing) }
+                return body()
+            }
+        }
+
+        /// Whether a direct group runs on the queue now: a hint for `awaitOtherDirect`
+        /// only; the queue alone orders the groups.
+        private let directRunning = Atomic<Bool>(false)
+
+        /// The longest a caller spins for another thread's direct group before it blocks
+        /// in `DispatchQueue.sync`: a group of a few hundred sets commits in less.
+        static let directSpinLimit: UInt64 = 200_000
+
+        /// Spins while another thread's direct group runs, up to `directSpinLimit` ns.
+        ///
+        /// Why spin: two event loops commit their groups in turn, and a loop whose group
+        /// finds the other's running would otherwise sleep on a futex in `sync` until it
+        /// ends; every connection of both loops is then waiting for its replies, the
+        /// waiter's vCPU halts, and waking it again costs tens of µs. Measured (sets at
+        /// 8x16, 8 interleaved pairs of 3 s runs, release): 191k -> 210k sets/s, higher in
+        /// 8 of 8 pairs, server CPU per set +2.6 %; sets at 8x1, 6 pairs: 43k -> 49k/s, CPU
+        /// -6 %; the 9:1 mix at 8x16: within noise (rate higher in 6 of 12 pairs). Spinning
+        /// with `sched_yield` gave the same rate for 4 % more CPU per set.
+        private func awaitOtherDirect() {
+            guard directRunning.load(ordering: .relaxed) else { return }
+            let deadline = MonotonicClock.nanoseconds() &+ Self.directSpinLimit
+            var spins = 0
+            while directRunning.load(ordering: .relaxed) {
+                spins &+= 1
+                if spins & 63 == 0, MonotonicClock.nanoseconds() > deadline { return }
+            }
         }
 
         /// Test hook: runs `body` on the queue after everything enqueued before it, and
