@@ -108,7 +108,9 @@ extension Dispatcher {
     public func writeReply(_ outcome: DirectOutcome, into writer: inout JSONWriter) -> RPCError? {
         let id = outcome.write.id
         switch outcome.result {
-        case .stored(let r): return Self.reply(r, id: id, into: &writer, WriteMethods.writeSet)
+        case .stored(let r):
+            if case .success(let stored) = r, RPCResponseWriter.storedLine(id: id, stored, into: &writer) { return nil }
+            return Self.reply(r, id: id, into: &writer, WriteMethods.writeSet)
         case .conditional(let r): return Self.reply(r, id: id, into: &writer) { r, w in w.conditionalStore(r) }
         case .incremented(let r): return Self.reply(r, id: id, into: &writer, AtomicMethods.writeIncrement)
         }

@@ -77,6 +77,7 @@ extension Dispatcher.ReadMethods {
         let query = try GetQuery(params, options)
         switch dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) {
         case .answered(let found):
+            if RPCResponseWriter.foundGetLine(id: id, found, encoding: query.encoding, into: &writer) { return .answered(nil) }
             return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
                 try w.getResult(found, encoding: query.encoding)
             })

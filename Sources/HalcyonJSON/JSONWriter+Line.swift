@@ -1,0 +1,111 @@
+// A whole line of a fixed shape written in one append. The writer's own calls pay for an
+// `Array.append` each (a uniqueness check through the runtime, a capacity check, a generic
+// copy); a reply of fifteen pieces paid for fifteen of them. A line composed here goes into
+// a stack buffer with plain stores, and into the output with one append.
+
+extension JSONWriter {
+    /// Plain stores into a buffer the caller sized for everything it writes.
+    ///
+    /// Threading: a value on one thread's stack, inside `appendLine`.
+    public struct LineComposer {
+        @usableFromInline let base: UnsafeMutablePointer<UInt8>
+        @usableFromInline let capacity: Int
+        /// Bytes written so far.
+        @usableFromInline var count = 0
+
+        @inlinable init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+            self.base = base
+            self.capacity = capacity
+        }
+
+        /// Bytes still free in the buffer.
+        @inlinable public var room: Int { capacity &- count }
+
+        @inlinable public mutating func put(_ byte: UInt8) {
+            precondition(count < capacity, "a composed line outgrew its bound")
+            base[count] = byte
+            count &+= 1
+        }
+
+        /// Copies bytes known at compile time (the line's fixed parts).
+        @inlinable public mutating func put(_ text: StaticString) {
+            text.withUTF8Buffer { put(UnsafeRawBufferPointer($0)) }
+        }
+
+        @inlinable public mutating func put(_ bytes: UnsafeRawBufferPointer) {
+            precondition(bytes.count <= room, "a composed line outgrew its bound")
+            if let from = bytes.baseAddress, !bytes.isEmpty {
+                (base + count).update(from: from.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+            }
+            count &+= bytes.count
+        }
+
+        /// An integer in decimal, as `JSONWriter.int` writes it.
+        @inlinable public mutating func putDecimal(_ value: Int64) {
+            precondition(room >= 20, "a composed line outgrew its bound")
+            if value == 0 { return put(UInt8(ascii: "0")) }
+            var magnitude = value.magnitude
+            if value < 0 { put(UInt8(ascii: "-")) }
+            var digits = 0
+            var probe = magnitude
+            while probe > 0 {
+                digits &+= 1
+                probe /= 10
+            }
+            var at = count &+ digits
+            count = at
+            while magnitude > 0 {
+                at &-= 1
+                base[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            }
+        }
+
+        /// Copies `bytes` between quotes when every one of them is ASCII needing no escape,
+        /// as `JSONWriter.string(utf8Bytes:)` would write them then; otherwise writes
+        /// nothing and returns false.
+        @inlinable public mutating func putPlainQuoted(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard JSONWriter.isPlainASCII(bytes), bytes.count &+ 2 <= room else { return false }
+            put(UInt8(ascii: "\""))
+            put(bytes)
+            put(UInt8(ascii: "\""))
+            return true
+        }
+    }
+
+    /// Appends one whole line that `body` composes in at most `capacity` bytes (its `\n`
+    /// included), with one append. `body` returns false, having found that it cannot write
+    /// the line this way, to leave the output as it was; this returns what it returned.
+    /// Only between lines (`depth` 0), as `newline()` leaves the writer.
+    @inlinable public mutating func appendLine(upTo capacity: Int, _ body: (inout LineComposer) -> Bool) -> Bool {
+        precondition(openContainers == 0, "a composed line starts between lines")
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            var line = LineComposer(base: base, capacity: capacity)
+            guard body(&line) else { return false }
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: line.count))
+            needsComma = false
+            return true
+        }
+    }
+
+    /// True when every byte is ASCII and none needs an escape in a JSON string: such
+    /// bytes are valid UTF-8 and are written as they are. Eight bytes at a time.
+    @inlinable public static func isPlainASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let n = bytes.count
+        var i = 0
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i &+ 8 <= n {
+            let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if word & highs != 0 || wordNeedsEscape(word) { return false }
+            i &+= 8
+        }
+        while i < n {
+            let b = base.load(fromByteOffset: i, as: UInt8.self)
+            if b >= 0x80 || b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            i &+= 1
+        }
+        return true
+    }
+}
