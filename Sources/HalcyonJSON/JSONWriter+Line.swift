@@ -46,19 +46,20 @@ extension JSONWriter {
             if value == 0 { return put(UInt8(ascii: "0")) }
             var magnitude = value.magnitude
             if value < 0 { put(UInt8(ascii: "-")) }
-            var digits = 0
-            var probe = magnitude
-            while probe > 0 {
-                digits &+= 1
-                probe /= 10
-            }
-            var at = count &+ digits
-            count = at
+            // Right to left into the end of the room, then moved to the front: one division
+            // per digit (counting the digits first took a second pass of them).
+            let end = base + capacity
+            var first = end
             while magnitude > 0 {
-                at &-= 1
-                base[at] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                first -= 1
+                first.pointee = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
                 magnitude /= 10
             }
+            let digits = end - first
+            precondition(digits <= room, "a composed line outgrew its bound")
+            // The two ranges may overlap when the line nearly fills its bound: memmove's rule.
+            UnsafeMutableRawPointer(base + count).copyMemory(from: first, byteCount: digits)
+            count &+= digits
         }
 
         /// Copies `bytes` between quotes when every one of them is ASCII needing no escape,
