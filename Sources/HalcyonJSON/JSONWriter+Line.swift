@@ -43,18 +43,10 @@ extension JSONWriter {
         /// An integer in decimal, as `JSONWriter.int` writes it.
         @inlinable public mutating func putDecimal(_ value: Int64) {
             precondition(room >= 20, "a composed line outgrew its bound")
-            if value == 0 { return put(UInt8(ascii: "0")) }
-            var magnitude = value.magnitude
             if value < 0 { put(UInt8(ascii: "-")) }
-            // Right to left into the end of the room, then moved to the front: one division
-            // per digit (counting the digits first took a second pass of them).
+            // Right to left into the end of the room, then moved to the front.
             let end = base + capacity
-            var first = end
-            while magnitude > 0 {
-                first -= 1
-                first.pointee = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
-                magnitude /= 10
-            }
+            let first = JSONWriter.writeDigits(value.magnitude, endingAt: end)
             let digits = end - first
             precondition(digits <= room, "a composed line outgrew its bound")
             // The two ranges may overlap when the line nearly fills its bound: memmove's rule.

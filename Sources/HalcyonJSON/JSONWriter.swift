@@ -316,20 +316,30 @@ public struct JSONWriter: Sendable {
     }
 
     @inlinable mutating func appendDecimal(_ value: Int64) {
-        if value == 0 { bytes.append(UInt8(ascii: "0")); return }
-        // Work on the magnitude as UInt64 so Int64.min does not overflow.
-        var magnitude = value.magnitude
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         // Digits right to left into a stack buffer, then one append: reversing them in
         // place through `bytes[start...]` cost a retain and a uniqueness check per number.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var first = 20
-            while magnitude > 0 {
-                first -= 1
-                digits[first] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
-                magnitude /= 10
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
+            guard let base = digits.baseAddress else { return }
+            let end = base + 20
+            let first = JSONWriter.writeDigits(value.magnitude, endingAt: end)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: first, count: end - first))
         }
+    }
+
+    /// Writes the decimal digits of `magnitude` right to left, ending just before `end`
+    /// (one division per digit), and returns where they start: at least one digit, at most
+    /// 20. On the magnitude, as a UInt64, so that Int64.min does not overflow.
+    @inlinable static func writeDigits(_ magnitude: UInt64, endingAt end: UnsafeMutablePointer<UInt8>)
+        -> UnsafeMutablePointer<UInt8>
+    {
+        var rest = magnitude
+        var first = end
+        repeat {
+            first -= 1
+            first.pointee = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while rest > 0
+        return first
     }
 }
