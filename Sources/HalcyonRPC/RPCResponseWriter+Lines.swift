@@ -18,20 +18,21 @@ extension RPCResponseWriter {
     /// the per-piece appends no longer matter next to the value's copy.
     static let maxComposedValue = 4096
 
-    /// An `expiresAt` as `JSONWriter.field(_:expiresAt:)` writes it: `.null`, whole
-    /// seconds, or `.other` (a double) that a composed line leaves to the writer.
+    /// An expiration instant as the wire shows it (`JSONWriter.field(_:expiresAt:)`):
+    /// rounded up to a whole second, null from the distant future on, an integer when it
+    /// fits a double exactly, else the double (`.other`, which a composed line leaves to
+    /// the writer).
     enum WireInstant {
         case null
         case seconds(Int64)
-        case other
+        case other(Double)
 
         init(_ instant: Date?) {
-            // Rounded up, then `unixTime`: null from the distant future on.
             guard let instant, instant < .distantFuture else { self = .null; return }
             let date = Date(timeIntervalSince1970: instant.timeIntervalSince1970.rounded(.up))
             guard date < .distantFuture else { self = .null; return }
             let seconds = date.timeIntervalSince1970
-            guard seconds.rounded() == seconds, abs(seconds) < 9_007_199_254_740_992 else { self = .other; return }
+            guard seconds.rounded() == seconds, abs(seconds) < 9_007_199_254_740_992 else { self = .other(seconds); return }
             self = .seconds(Int64(seconds))
         }
     }

@@ -71,8 +71,12 @@ extension JSONWriter {
     /// sees a fraction and never sees a time earlier than the one the disk copy would show.
     mutating func field(_ name: StaticString, expiresAt value: Date?) {
         key(name)
-        guard let value, value < .distantFuture else { return null() }
-        unixTime(Date(timeIntervalSince1970: value.timeIntervalSince1970.rounded(.up)))
+        // One rule with the composed reply lines (`RPCResponseWriter.WireInstant`).
+        switch RPCResponseWriter.WireInstant(value) {
+        case .null: null()
+        case .seconds(let seconds): int(seconds)
+        case .other(let seconds): double(seconds)
+        }
     }
 
     /// A past instant (a last access, the start), rounded DOWN to a whole second: never
