@@ -57,6 +57,17 @@ uint32_t hc_crc32c_portable(uint32_t crc, const void *buffer, size_t length);
 /// 1 when `hc_crc32c` uses the SSE4.2 instruction, 0 when it uses the tables.
 int hc_crc32c_is_hardware(void);
 
+/// Tells the CPU that the caller is in a spin-wait loop (x86 `pause`, Arm `yield`): the
+/// loop leaves its core's shared resources to the thread it waits for, and its exit, when
+/// the flag it polls changes, does not pay for a mis-speculated memory order.
+static inline void hc_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #ifdef __cplusplus
 }
 #endif
