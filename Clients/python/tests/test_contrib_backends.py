@@ -162,6 +162,25 @@ def test_cachelib_semantics(backend_daemon: Daemon, raw: halcyon.Client) -> None
     assert cache.get("forever") is None and raw.get("outside") == "stays"
 
 
+def test_cachelib_key_prefix_may_be_callable_and_keys_are_named_as_redis_cache_names_them(
+        backend_daemon: Daemon, raw: halcyon.Client) -> None:
+    pytest.importorskip("cachelib")
+    from halcyon.contrib.cachelib import HalcyonCache
+
+    tenant = [f"t1-{uuid.uuid4().hex}:"]
+    cache = HalcyonCache(backend_daemon.socket, key_prefix=lambda: tenant[0])
+    assert cache.set("k", "one") and raw.exists(tenant[0] + "k")
+    first = tenant[0]
+    tenant[0] = f"t2-{uuid.uuid4().hex}:"          # asked at every call
+    assert cache.get("k") is None and cache.set("k", "two")
+    assert cache.get_many("k") == ["two"] and cache.has("k")
+    # A key that is not a string is named by its text, f"{prefix}{key}", as RedisCache does.
+    assert cache.set(42, "number") and raw.exists(f"{tenant[0]}42") and cache.get(42) == "number"
+    assert cache.inc(7) == 1 and cache.delete(7) is True
+    assert cache.clear()
+    assert not raw.exists(tenant[0] + "k") and raw.exists(first + "k")
+
+
 # ----------------------------------------------------------- requests-cache
 
 def test_requests_cache_ttl_and_collections(backend_daemon: Daemon, raw: halcyon.Client) -> None:

@@ -1,7 +1,8 @@
 """cachelib's shared backend suites (tests/common.py and its siblings in cachelib's
 source distribution) against ``halcyon.contrib.cachelib.HalcyonCache``, composed as
 cachelib composes them for its RedisCache (also with a custom serializer, and with and
-without a key prefix). Copied next to those files and run there by
+without a key prefix), plus the tests cachelib's RedisCache suite (tests/test_redis_cache.py)
+adds to them, taken from it as they are. Copied next to those files and run there by
 tests/test_framework_suites.py; the daemon's socket comes in $HALCYON_SOCKET.
 """
 
@@ -11,6 +12,7 @@ from common import CommonTests
 from delete_many_with_prefix import DeleteManyWithPrefixTests
 from has import HasTests
 from serializer import SerializerTests
+from test_redis_cache import TestRedisCache as RedisCacheSuite
 
 from halcyon.contrib.cachelib import HalcyonCache, HalcyonSerializer
 
@@ -44,3 +46,11 @@ def cache_factory(request, key_prefix):
 
 class TestHalcyonCache(CommonTests, ClearTests, HasTests, DeleteManyWithPrefixTests, SerializerTests):
     pass
+
+
+# RedisCache's own tests beyond the shared classes (in 0.17: test_callable_key), as
+# methods of this class, so they run with its cache_factory. The suite class itself is
+# not collected here: its marks would start a redis-server.
+for _name, _test in vars(RedisCacheSuite).items():
+    if _name.startswith("test_"):
+        setattr(TestHalcyonCache, _name, _test)

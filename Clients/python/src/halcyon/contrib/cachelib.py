@@ -15,7 +15,9 @@ lifetimes count from the write (reads never extend them); values go through
 ``serializer`` (by default cachelib's Redis format: an ``int`` as its digits, so
 ``inc``/``dec`` add to it in place, anything else pickled behind ``!``); ``inc`` and
 ``dec`` on a missing key start it at 0; ``clear()`` removes the keys starting with
-``key_prefix``, or without a prefix every key of the daemon.
+``key_prefix``, or without a prefix every key of the daemon. ``key_prefix`` is a string
+or a callable returning one (asked at every call); a key is named as RedisCache names
+it, ``f"{prefix}{key}"``, so a key that is not a string names the entry its text does.
 """
 
 from __future__ import annotations
@@ -69,6 +71,12 @@ class HalcyonCache(BaseCache):
         prefix = self.key_prefix
         return prefix if isinstance(prefix, str) else prefix()
 
+    def _name(self, key: Any, prefix: Optional[str] = None) -> str:
+        # As RedisCache formats a key: the prefix, then the key's text (``str(key)``), so
+        # a key that is not a string (cachelib's own tests pass functions) names the same
+        # entry on every call.
+        return f"{self._prefix() if prefix is None else prefix}{key}"
+
     def _expire(self, timeout: Union[int, dt.timedelta, None]) -> Any:
         seconds = self._normalize_timeout(timeout)
         if seconds == 0:
@@ -81,29 +89,29 @@ class HalcyonCache(BaseCache):
         return self.serializer.loads(value) if isinstance(value, bytes) else value
 
     def get(self, key: str) -> Any:
-        return self._load(self.client.get(self._prefix() + key))
+        return self._load(self.client.get(self._name(key)))
 
     def get_many(self, *keys: str) -> List[Any]:
         prefix = self._prefix()
-        names = [prefix + k for k in keys]
+        names = [self._name(k, prefix) for k in keys]
         found = self.client.get_many(names)
         return [self._load(found.get(n)) for n in names]
 
     def set(self, key: str, value: Any, timeout: Union[int, dt.timedelta, None] = None) -> bool:
-        return self.client.set(self._prefix() + key, self.serializer.dumps(value), self._expire(timeout))
+        return self.client.set(self._name(key), self.serializer.dumps(value), self._expire(timeout))
 
     def add(self, key: str, value: Any, timeout: Union[int, dt.timedelta, None] = None) -> bool:
-        return self.client.add(self._prefix() + key, self.serializer.dumps(value), self._expire(timeout))
+        return self.client.add(self._name(key), self.serializer.dumps(value), self._expire(timeout))
 
     def set_many(self, mapping: Dict[str, Any], timeout: Union[int, dt.timedelta, None] = None) -> List[Any]:
         prefix = self._prefix()
-        names = {prefix + k: k for k in mapping}
-        versions = self.client.set_many({prefix + k: self.serializer.dumps(v) for k, v in mapping.items()},
+        names = {self._name(k, prefix): k for k in mapping}
+        versions = self.client.set_many({self._name(k, prefix): self.serializer.dumps(v) for k, v in mapping.items()},
                                         self._expire(timeout))
         return [names[n] for n, version in versions.items() if version is not None]
 
     def delete(self, key: str) -> bool:
-        return self.client.delete(self._prefix() + key)
+        return self.client.delete(self._name(key))
 
     def delete_many(self, *keys: str) -> List[Any]:
         if not keys:
@@ -111,18 +119,18 @@ class HalcyonCache(BaseCache):
         prefix = self._prefix()
         # One step on the daemon; a key that was absent counts as deleted, as for
         # RedisCache, and a failure raises (so nothing is reported deleted that was not).
-        self.client.delete_many([prefix + k for k in keys])
+        self.client.delete_many([self._name(k, prefix) for k in keys])
         return list(keys)
 
     def has(self, key: str) -> bool:
-        return self.client.exists(self._prefix() + key)
+        return self.client.exists(self._name(key))
 
     def clear(self) -> bool:
         clear_keys(self.client, self._prefix())
         return True
 
     def inc(self, key: str, delta: int = 1) -> Optional[int]:
-        return self.client.incr(self._prefix() + key, delta)
+        return self.client.incr(self._name(key), delta)
 
     def dec(self, key: str, delta: int = 1) -> Optional[int]:
-        return self.client.incr(self._prefix() + key, -delta)
+        return self.client.incr(self._name(key), -delta)
