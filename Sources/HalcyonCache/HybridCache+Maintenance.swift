@@ -6,40 +6,63 @@
 import Foundation
 
 extension HybridCache {
+    /// What a clear or a removal of expired entries did.
+    public struct ClearResult: Sendable, Equatable {
+        /// The host's own entries removed: the larger of the two tiers' counts, so a key
+        /// held in both tiers counts once.
+        public var removed: Int
+        /// This host's copies of shared keys dropped from memory (`Config.upstream`); the
+        /// keys stay upstream, and the next read of one asks the upstream again.
+        public var droppedShared: Int
+        /// Shared keys removed upstream, for every host (`clear(shared: true)`); nil when
+        /// not asked, or without an upstream.
+        public var removedShared: Int?
+
+        public init(removed: Int, droppedShared: Int = 0, removedShared: Int? = nil) {
+            self.removed = removed
+            self.droppedShared = droppedShared
+            self.removedShared = removedShared
+        }
+    }
+
+    /// Whether some keys are shared with other hosts (`Config.upstream`).
+    public var hasUpstream: Bool { nearCache != nil }
+
     /// Removes every entry from the chosen tiers. A whole-cache write on the ioQueue.
-    ///
-    /// - Returns (through `completion`): the larger of the two tiers' counts, so a key held
-    ///   in both tiers counts once.
+    /// With an upstream, clearing memory also drops this host's copies of shared keys,
+    /// counted apart (`ClearResult.droppedShared`): the keys stay upstream for every host.
+    /// `shared: true` removes the shared keys upstream too (`clearShared`), for every host.
     @discardableResult
     public func clear(
-        memory: Bool = true, disk: Bool = true, callbackQueue: CallbackQueue = .untouch,
-        completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
+        memory: Bool = true, disk: Bool = true, shared: Bool = false, callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<ClearResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        enqueueWrite(.clear(memory: memory, disk: disk), scope: .wholeCache, callbackQueue, .normal, completion) {
-            if case .removed(let n) = $0 { return n }
-            return 0
+        if shared, let nearCache {
+            return clearShared(nearCache, memory: memory, disk: disk, callbackQueue: callbackQueue, completion: completion)
         }
+        return enqueueWrite(.clear(memory: memory, disk: disk), scope: .wholeCache, callbackQueue, .normal, completion,
+                            HybridCache.clearResult)
     }
 
     /// Removes the entries whose lifetime ends at or before `referenceDate` (default now)
     /// from the chosen tiers and counts them as expirations; memory copies whose residency
     /// is over leave too. A file is judged by the lifetime the cache knows: lifetimes that
     /// memory extended are written back first, and no live entry's file is deleted. A
-    /// whole-cache write on the ioQueue.
-    ///
-    /// - Returns (through `completion`): the larger of the two tiers' counts.
+    /// whole-cache write on the ioQueue. Copies of shared keys whose upstream lifetime is
+    /// over are dropped from memory and counted apart (`ClearResult.droppedShared`).
     @discardableResult
     public func removeExpired(
         memory: Bool = true, disk: Bool = true, referenceDate: Date? = nil, callbackQueue: CallbackQueue = .untouch,
-        completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
+        completion: (@Sendable (Result<ClearResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         enqueueWrite(
             .removeExpired(memory: memory, disk: disk, referenceDate: referenceDate), scope: .wholeCache,
-            callbackQueue, .normal, completion
-        ) {
-            if case .removed(let n) = $0 { return n }
-            return 0
-        }
+            callbackQueue, .normal, completion, HybridCache.clearResult)
+    }
+
+    @Sendable static func clearResult(_ outcome: WriteOutcome) -> ClearResult {
+        if case .cleared(let removed, let droppedShared) = outcome { return ClearResult(removed: removed, droppedShared: droppedShared) }
+        return ClearResult(removed: 0)
     }
 
     /// When the disk tier is over its size limit (bytes on disk, headers included),

@@ -384,6 +384,70 @@ extension HybridCache {
         return task
     }
 
+    /// `clear(shared: true)`: this host's tiers are cleared as by `clear` (a whole-cache
+    /// write, in the ioQueue's order), and every shared key is removed upstream, for every
+    /// host: `removePrefix` of each shared prefix (of everything when every key is
+    /// shared), on every primary; lease keys are left to end on their own. The upstream
+    /// part keeps the shared keys' order as a prefix removal of "" does
+    /// (`NearCache.admitPrefix`), and the copies kept meanwhile by operations admitted
+    /// before it go after it. Both parts start now; the reply waits for both (an upstream
+    /// failure fails it, this host cleared all the same), and a cancel only changes the
+    /// reply.
+    func clearShared(
+        _ near: NearCache, memory: Bool, disk: Bool, callbackQueue: CallbackQueue,
+        completion: (@Sendable (Result<ClearResult, CacheError>) -> Void)?
+    ) -> CacheTask {
+        let task = makeTask(callbackQueue, .normal, completion)
+        _ = task.begin()
+        let parts = Locked(ClearParts())
+        // The second part to arrive delivers; the prefix hold ends after the reply.
+        let finish: @Sendable () -> Void = { [self] in
+            guard let (local, shared, hold) = parts.withLock({ $0.take() }) else { return }
+            let result = local.flatMap { local in
+                shared.map { ClearResult(removed: local.removed, droppedShared: local.droppedShared + $0.dropped, removedShared: $0.removed) }
+            }
+            deliver(result, task: task, callbackQueue, .normal, completion)
+            near.finishPrefix(hold)
+        }
+        _ = enqueueWrite(.clear(memory: memory, disk: disk), scope: .wholeCache, .untouch, .normal, { local in
+            parts.withLock { $0.local = local }
+            finish()
+        }, HybridCache.clearResult)
+        near.admitPrefix("") { [self] hold in
+            removeSharedKeys(near) { removed in
+                let dropped = near.dropCopies()
+                parts.withLock {
+                    $0.shared = HybridCache.mapped(removed, near) { ($0, dropped) }
+                    $0.hold = hold
+                }
+                finish()
+            }
+        }
+        return task
+    }
+
+    /// Removes upstream every key this host shares (`removePrefix` of each shared prefix
+    /// not under another one, or of "" when every key is shared); how many.
+    private func removeSharedKeys(_ near: NearCache, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+        let prefixes = near.prefixes.isEmpty ? [""]
+            : Set(near.prefixes.filter { prefix in !near.prefixes.contains { $0 != prefix && prefix.hasPrefix($0) } })
+        let gathered = Locked((removed: 0, failure: Upstream.Failure?.none, left: prefixes.count))
+        for prefix in prefixes {
+            near.tier.removePrefix(prefix) { result in
+                let done = gathered.withLock { g -> Result<Int, Upstream.Failure>? in
+                    switch result {
+                    case .success(let n): g.removed += n
+                    case .failure(let failure): g.failure = g.failure ?? failure
+                    }
+                    g.left -= 1
+                    guard g.left == 0 else { return nil }
+                    return g.failure.map { .failure($0) } ?? .success(g.removed)
+                }
+                if let done { completion(done) }
+            }
+        }
+    }
+
     // MARK: Conversions
 
     /// The upstream lifetime of a store with `options` (as `storeOperation` chooses the
@@ -442,6 +506,20 @@ extension HybridCache {
         case .success(let value): return .success(transform(value))
         case .failure(let failure): return .failure(cacheError(failure, near))
         }
+    }
+}
+
+/// The parts of `clearShared` that have arrived.
+private struct ClearParts: Sendable {
+    var local: Result<HybridCache.ClearResult, CacheError>?
+    var shared: Result<(removed: Int, dropped: Int), CacheError>?
+    var hold: UInt64?
+
+    /// Both parts and the prefix hold, once all are here (then emptied, so only one caller gets them).
+    mutating func take() -> (Result<HybridCache.ClearResult, CacheError>, Result<(removed: Int, dropped: Int), CacheError>, UInt64)? {
+        guard let local, let shared, let hold else { return nil }
+        self = ClearParts()
+        return (local, shared, hold)
     }
 }
 

@@ -163,6 +163,9 @@ extension HybridCache {
         case touched(TouchResult)
         /// Entries removed (or, for a key's remove, 1 when either tier held it).
         case removed(Int)
+        /// A clear or a removal of expired entries: the host's own entries removed, and
+        /// the copies of shared keys dropped (the keys themselves stay upstream).
+        case cleared(removed: Int, droppedShared: Int)
         case trimmed(TrimResult)
         /// Files whose times were written back.
         case wroteBack(Int)
@@ -198,9 +201,12 @@ extension HybridCache {
                 key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: forcedExtension, journaled: journaled)
                 .map { .removed($0 ? 1 : 0) }
         case .clear(let memory, let disk):
-            return applyClear(memory: memory, disk: disk).map { .removed($0) }
+            let droppedShared = memory ? nearCache?.dropCopies() ?? 0 : 0
+            return applyClear(memory: memory, disk: disk).map { .cleared(removed: $0, droppedShared: droppedShared) }
         case .removeExpired(let memory, let disk, let referenceDate):
-            return applyRemoveExpired(memory: memory, disk: disk, referenceDate: referenceDate).map { .removed($0) }
+            let droppedShared = memory ? nearCache?.dropCopies(departedAt: referenceDate ?? config.memory.clock.now()) ?? 0 : 0
+            return applyRemoveExpired(memory: memory, disk: disk, referenceDate: referenceDate)
+                .map { .cleared(removed: $0, droppedShared: droppedShared) }
         case .trim:
             return applyTrim().map { .trimmed($0) }
         case .sweep:

@@ -452,6 +452,31 @@ public enum MemoryStorage {
             return found
         }
 
+        /// Removes the memory-only entries whose key `matches` (a pure test: it runs under a
+        /// shard's lock), all of them or, with `departedAt`, those whose lifetime ends at or
+        /// before it or whose residency is over now (counted as expirations). For the
+        /// copies of shared keys, which a clear or a removal of expired entries counts
+        /// apart from the host's own. Returns their keys.
+        public func removeMemoryOnly(where matches: (String) -> Bool, departedAt date: Date? = nil) -> [String] {
+            let now = clock.now()
+            var keys: [String] = []
+            for shard in shards {
+                let (count, cost) = shard.state.withLock { state -> (Int, Int) in
+                    let candidates = date.map { state.departingSlots(lifetimeAt: $0, now: now) } ?? Array(state.allSlots)
+                    var count = 0, cost = 0
+                    for slot in candidates where state[slot].diskExpiresAt == nil && matches(state[slot].key) {
+                        keys.append(state[slot].key)
+                        cost += state.remove(slot)
+                        count += 1
+                    }
+                    if date != nil { state.expirations += count }
+                    return (count, cost)
+                }
+                accountRemoval(cost: cost, count: count)
+            }
+            return keys
+        }
+
         /// Removes every entry. Returns how many there were (expired ones included).
         ///
         /// - Parameter writingBack: true when the disk copies stay (clearing the memory

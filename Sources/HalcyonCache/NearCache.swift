@@ -311,6 +311,17 @@ final class NearCache: Upstream.Observer, Sendable {
         state.slides[key] = nil
     }
 
+    /// Drops this host's copies of shared keys (with `departedAt`, only those over by
+    /// then, as expirations), for a clear or a removal of expired entries; the keys stay
+    /// upstream. Returns how many copies went.
+    func dropCopies(departedAt date: Date? = nil) -> Int {
+        state.withLock { state in
+            let dropped = memory.removeMemoryOnly(where: shares, departedAt: date)
+            for key in dropped { state.slides[key] = nil }
+            return dropped.count
+        }
+    }
+
     // MARK: Sliding lifetimes
 
     /// How many sliding lifetimes are remembered before those of copies no longer in

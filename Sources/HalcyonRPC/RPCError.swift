@@ -325,6 +325,8 @@ extension RPCError {
         case tooManyKeys
         /// `cache.removePrefix`: the prefix is empty (use `cache.clear`).
         case emptyPrefix
+        /// `cache.clear` with `shared: true` on a daemon without an upstream.
+        case noUpstream
     }
 
     /// -32602 with a reason, the member it is about (`data.param`), and a message.

@@ -181,10 +181,12 @@ public struct Script: Sendable {
         return {1, follow()}
         """)
 
-    /// KEYS: value, meta. Returns 1 when the value existed.
+    /// KEYS: value, meta. Returns 1 when the value existed. `UNLINK`: a large value is
+    /// freed in the server's background, so a removal (a prefix removal or a shared clear
+    /// of many keys above all) does not stall the server.
     static let remove = Script("""
-        local n = redis.call('DEL', KEYS[1])
-        redis.call('DEL', KEYS[2])
+        local n = redis.call('UNLINK', KEYS[1])
+        redis.call('UNLINK', KEYS[2])
         return n
         """)
 

@@ -144,7 +144,7 @@ struct HybridCacheLifetimeTests {
         let hit = try await Self.get(f, "live")  // lifetime now +140; the file still says +100
         await f.drain()
         f.clock.advance(by: 70)  // past the file's expiry, inside the lifetime
-        #expect(try await result { f.cache.removeExpired(completion: $0) }.get() == 1)  // "dead" only
+        #expect(try await result { f.cache.removeExpired(completion: $0) }.get().removed == 1)  // "dead" only
         #expect(try Self.fileExpiry(f, "live") == hit.expiresAt)
         f.cache.memoryStorage.removeAll()  // not even memory's word is needed now
         #expect(try await Self.get(f, "live").cacheType == .disk)
@@ -198,7 +198,7 @@ struct HybridCacheLifetimeTests {
             #expect(try await result { f.cache.describe(forKey: "k", options: at, completion: $0) }.get().cacheType == .none)
             #expect(try await result { f.cache.cachedType(forKey: "k", options: before, completion: $0) }.get().rawValue == tier)
         }
-        #expect(try await result { f.cache.removeExpired(referenceDate: stored.expiresAt, completion: $0) }.get() == 1)
+        #expect(try await result { f.cache.removeExpired(referenceDate: stored.expiresAt, completion: $0) }.get().removed == 1)
     }
 
     @Test func describeReportsLifetimeAndMemoryExpiry() async throws {

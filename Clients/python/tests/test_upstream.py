@@ -20,7 +20,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -354,6 +354,141 @@ def test_only_the_configured_prefixes_are_shared(redis_server: Redis) -> None:
     finally:
         host.stop()
         shutil.rmtree(host.folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ clear, removeExpired, trim
+
+@pytest.fixture
+def prefixed_hosts() -> Iterator[Tuple[Redis, List[Daemon]]]:
+    """A Redis of its own (so counts of what is in it are exact) and two daemons that
+    share the keys starting with ``s:`` and keep every other key to themselves."""
+    redis = Redis()
+    redis.start()
+    daemons = [start_host(redis, "--upstream-prefix", "s:") for _ in range(2)]
+    yield redis, daemons
+    for d in daemons:
+        d.stop()
+        shutil.rmtree(d.folder, ignore_errors=True)
+    redis.remove()
+
+
+def test_clear_drops_this_hosts_shared_copies_and_leaves_the_keys(prefixed_hosts: Tuple[Redis, List[Daemon]]) -> None:
+    redis, hosts = prefixed_hosts
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": "local:1", "value": "l1"})
+        a.call("cache.set", {"key": "local:2", "value": "l2", "toDisk": False})
+        a.call("cache.set", {"key": "s:1", "value": "one"})           # A keeps what it wrote
+        b.call("cache.set", {"key": "s:2", "value": "two"})
+        assert get(a, "s:2")["cacheType"] == "upstream"                # now A holds a copy of it too
+        assert get(b, "s:1")["cacheType"] == "upstream"
+        # Two of A's own keys, two copies of shared keys: counted apart.
+        assert a.call("cache.clear") == {"removed": 2, "droppedShared": 2}
+        assert get(a, "local:1") == {"found": False} and get(a, "local:2") == {"found": False}
+        # The shared keys are still in Redis and on B; A reads them from Redis again.
+        assert redis.cli("GET", "s:1") == "one" and redis.cli("GET", "s:2") == "two"
+        assert get(b, "s:1")["cacheType"] == "memory"
+        again = get(a, "s:1")
+        assert again["value"] == "one" and again["cacheType"] == "upstream"
+        # Clearing the disk tier alone leaves memory, copies included.
+        assert a.call("cache.clear", {"memory": False}) == {"removed": 0, "droppedShared": 0}
+        assert get(a, "s:1")["cacheType"] == "memory"
+
+
+def test_clear_shared_removes_the_shared_keys_for_every_host(prefixed_hosts: Tuple[Redis, List[Daemon]]) -> None:
+    redis, hosts = prefixed_hosts
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": "local:1", "value": "l1"})
+        b.call("cache.set", {"key": "local:b", "value": "lb"})
+        a.call("cache.set", {"key": "s:1", "value": "one"})
+        b.call("cache.set", {"key": "s:2", "value": "two"})
+        b.call("cache.set", {"key": "s:3", "value": "three"})
+        assert get(b, "s:1")["cacheType"] == "upstream"
+        assert redis.cli("SET", "foreign", "x") == "OK"                  # not under a shared prefix
+        cleared = halcyon.Client(hosts[0].socket, timeout=10).clear(shared=True)
+        assert (int(cleared), cleared.dropped_shared, cleared.removed_shared) == (1, 1, 3)
+        # Gone from Redis, values and metadata alike; what is not shared stays.
+        assert redis.cli("KEYS", "*s:*") == ""
+        assert redis.cli("GET", "foreign") == "x"
+        # Gone on this host and, by Redis's invalidation, on the other.
+        assert get(a, "s:1") == {"found": False}
+        wait_until("B's copy is gone", lambda: get(b, "s:1") == {"found": False}, 2)
+        assert get(b, "s:2") == {"found": False}
+        # B's own keys are B's: another host's clear leaves them.
+        assert get(b, "local:b")["value"] == "lb"
+
+
+def test_clear_shared_waits_for_the_shared_writes_before_it(prefixed_hosts: Tuple[Redis, List[Daemon]]) -> None:
+    """set s:k; clear shared; set s:after — on one connection, in one write: the clear
+    removes what was written before it and nothing written after it."""
+    from test_order import Pipe
+
+    redis, hosts = prefixed_hosts
+    for round in range(10):
+        pipe = Pipe(hosts[0].socket)
+        try:
+            requests = [
+                ("cache.set", {"key": "s:before", "value": str(round)}),
+                ("cache.clear", {"shared": True}),
+                ("cache.set", {"key": "s:after", "value": str(round)}),
+                ("cache.get", {"key": "s:before"}),
+                ("cache.get", {"key": "s:after"}),
+            ]
+            pipe.send([{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(requests)])
+            replies = pipe.replies(list(range(len(requests))))
+        finally:
+            pipe.close()
+        assert all("result" in replies[i] for i in range(len(requests))), replies
+        # s:after of the round before, and s:before of this one.
+        assert replies[1]["result"]["removedShared"] == (1 if round == 0 else 2), replies[1]
+        assert replies[3]["result"] == {"found": False}
+        assert replies[4]["result"]["value"] == str(round)
+        assert redis.cli("EXISTS", "s:before") == "0" and redis.cli("GET", "s:after") == str(round)
+
+
+def test_remove_expired_and_trim_say_what_they_did_with_shared_keys(prefixed_hosts: Tuple[Redis, List[Daemon]]) -> None:
+    redis, hosts = prefixed_hosts
+    with client(hosts[0]) as a:
+        a.call("cache.set", {"key": "local:e", "value": "l", "expiration": {"seconds": 60}})
+        a.call("cache.set", {"key": "local:n", "value": "l", "expiration": "never", "memoryExpiration": "never"})
+        a.call("cache.set", {"key": "s:e", "value": "s", "expiration": {"seconds": 60}})
+        a.call("cache.set", {"key": "s:n", "value": "s", "expiration": "never"})
+        later = int(time.time()) + 3600
+        # An hour on, the local key with a lifetime and the copy of the shared one are over.
+        assert a.call("cache.removeExpired", {"referenceDate": later}) == {"removed": 1, "droppedShared": 1}
+        # The shared key itself is Redis's to expire: it is still there, and read from there.
+        assert 0 < int(redis.cli("PTTL", "s:e")) <= 60_000
+        assert get(a, "s:e")["cacheType"] == "upstream"
+        assert get(a, "s:n")["cacheType"] == "memory"
+        # A trim works on the disk tier, where shared keys never are.
+        trimmed = a.call("cache.trim")
+        assert trimmed["removed"] == 0 and trimmed["droppedShared"] == 0, trimmed
+
+
+def test_clear_shared_needs_an_upstream(daemon: Daemon) -> None:
+    with client(daemon) as c:
+        with pytest.raises(halcyon.errors.NoUpstreamError) as raised:
+            c.clear(shared=True)
+        assert raised.value.reason == "noUpstream"
+        # Without an upstream the replies are as they were.
+        assert c.call("cache.trim").keys() == {"removed", "totalSize"}
+
+
+def test_the_cli_clears_shared_keys_and_says_so(prefixed_hosts: Tuple[Redis, List[Daemon]], cli_bin: str) -> None:
+    redis, hosts = prefixed_hosts
+    with client(hosts[0]) as a:
+        a.call("cache.set", {"key": "local:1", "value": "l"})
+        a.call("cache.set", {"key": "s:1", "value": "one"})
+        a.call("cache.set", {"key": "s:2", "value": "two"})
+
+    def run(*args: str) -> str:
+        done = subprocess.run([cli_bin, "--socket", hosts[0].socket, *args], capture_output=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode().strip()
+
+    assert run("clear", "--memory-only") == "removed 1; dropped 2 shared copies"
+    assert run("clear", "--shared") == "removed 1; dropped 0 shared copies; removed 2 shared keys upstream"
+    assert redis.cli("EXISTS", "s:1") == "0"
+    assert run("trim").startswith("removed 0; dropped 0 shared copies; disk tier now ")
 
 
 # ------------------------------------------------------------------ invalidation timing

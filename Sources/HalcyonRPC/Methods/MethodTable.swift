@@ -95,7 +95,7 @@ extension Dispatcher {
         .init("cache.set",        MethodCall.storeParams,                                                                                     [.write],           WriteMethods.set),
         .init("cache.touch",      ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],                                    [.write],           WriteMethods.touch),
         .init("cache.remove",     ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],                                            [.write],           WriteMethods.remove),
-        .init("cache.clear",      ["memory", "disk", "options"],                                                                              [.write],           WriteMethods.clear),
+        .init("cache.clear",      ["memory", "disk", "shared", "options"],                                                                    [.write],           WriteMethods.clear),
         .init("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                                                          [.write],           WriteMethods.removeExpired),
         .init("cache.trim",       ["options"],                                                                                                [.write],           WriteMethods.trim),
         .init("cache.totalSize",  ["options"],                                                                                                [.read],            InfoMethods.totalSize),

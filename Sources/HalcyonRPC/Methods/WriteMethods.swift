@@ -104,11 +104,15 @@ extension Dispatcher {
         static func clear(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let memory = try call.params.bool("memory", default: true)
             let disk = try call.params.bool("disk", default: true)
+            let shared = try call.params.bool("shared", default: false)
+            let cache = dispatcher.cache
+            if shared && !cache.hasUpstream {
+                throw .invalidParams(reason: .noUpstream, param: "shared",
+                                     message: "'shared' needs an upstream (the daemon runs without --upstream)")
+            }
             let responder = call.responder
-            return dispatcher.cache.clear(memory: memory, disk: disk, callbackQueue: call.callbackQueue) { result in
-                responder.finish(result) { (count, w) throws(RPCError) in
-                    w.beginObject(); w.field("removed", count); w.endObject()
-                }
+            return cache.clear(memory: memory, disk: disk, shared: shared, callbackQueue: call.callbackQueue) { result in
+                responder.finish(result) { (r, w) throws(RPCError) in writeCleared(r, upstream: cache.hasUpstream, into: &w) }
             }
         }
 
@@ -118,21 +122,35 @@ extension Dispatcher {
             let disk = try call.params.bool("disk", default: true)
             let referenceDate = try call.params.date("referenceDate")
             let responder = call.responder
-            return dispatcher.cache.removeExpired(
+            let cache = dispatcher.cache
+            return cache.removeExpired(
                 memory: memory, disk: disk, referenceDate: referenceDate, callbackQueue: call.callbackQueue
             ) { result in
-                responder.finish(result) { (count, w) throws(RPCError) in
-                    w.beginObject(); w.field("removed", count); w.endObject()
-                }
+                responder.finish(result) { (r, w) throws(RPCError) in writeCleared(r, upstream: cache.hasUpstream, into: &w) }
             }
+        }
+
+        /// The result of `cache.clear` and `cache.removeExpired`: `removed` (the host's own
+        /// entries); with an upstream, `droppedShared` (this host's copies of shared keys),
+        /// and `removedShared` when the shared keys were removed upstream.
+        private static func writeCleared(_ r: HybridCache.ClearResult, upstream: Bool, into w: inout JSONWriter) {
+            w.beginObject()
+            w.field("removed", r.removed)
+            if upstream { w.field("droppedShared", r.droppedShared) }
+            if let removedShared = r.removedShared { w.field("removedShared", removedShared) }
+            w.endObject()
         }
 
         /// `cache.trim`
         static func trim(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let responder = call.responder
-            return dispatcher.cache.trim(callbackQueue: call.callbackQueue) { result in
+            let cache = dispatcher.cache
+            return cache.trim(callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (r, w) throws(RPCError) in
-                    w.beginObject(); w.field("removed", r.removed); w.field("totalSize", r.totalSize); w.endObject()
+                    w.beginObject(); w.field("removed", r.removed); w.field("totalSize", r.totalSize)
+                    // The disk tier is all a trim touches: shared keys have no file, so it drops none.
+                    if cache.hasUpstream { w.field("droppedShared", 0) }
+                    w.endObject()
                 }
             }
         }

@@ -10,6 +10,8 @@ struct ClearCommand: HalcyonSubcommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
     @Flag(help: "Clear the memory tier only.") var memoryOnly = false
     @Flag(help: "Clear the disk tier only.") var diskOnly = false
+    @Flag(help: "Also remove the shared keys from the upstream (Redis), for every host (needs a daemon with --upstream).")
+    var shared = false
     @Flag(help: "Print the raw result JSON.") var json = false
 
     func validate() throws {
@@ -20,9 +22,24 @@ struct ClearCommand: HalcyonSubcommand {
         let result = try context.connect().call("cache.clear") { writer in
             if memoryOnly { writer.key("disk"); writer.bool(false) }
             if diskOnly { writer.key("memory"); writer.bool(false) }
+            if shared { writer.key("shared"); writer.bool(true) }
         }
-        context.output.line(json ? result.compactText : "removed \(result["removed"]?.compactText ?? "?")")
+        context.output.line(json ? result.compactText : removedLine(result))
     }
+}
+
+/// `removed N`, and with an upstream what happened to shared keys: `removed 2; dropped 1
+/// shared copy` (this host's copies; the keys stay upstream), `; removed 3 shared keys
+/// upstream` (for every host).
+func removedLine(_ result: JSONValue) -> String {
+    var line = "removed \(result["removed"]?.compactText ?? "?")"
+    if let dropped = result["droppedShared"]?.int64 {
+        line += "; dropped \(dropped) shared \(dropped == 1 ? "copy" : "copies")"
+    }
+    if let removed = result["removedShared"]?.int64 {
+        line += "; removed \(removed) shared \(removed == 1 ? "key" : "keys") upstream"
+    }
+    return line
 }
 
 /// `halcyon trim`: brings the disk tier under its size limit now.
@@ -37,7 +54,7 @@ struct TrimCommand: HalcyonSubcommand {
         let result = try context.connect().call("cache.trim")
         if json { return context.output.line(result.compactText) }
         let total = result["totalSize"]?.int64.map(HumanFormat.size) ?? "?"
-        context.output.line("removed \(result["removed"]?.compactText ?? "?"); disk tier now \(total)")
+        context.output.line("\(removedLine(result)); disk tier now \(total)")
     }
 }
 
@@ -50,7 +67,7 @@ struct RemoveExpiredCommand: HalcyonSubcommand {
 
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("cache.removeExpired")
-        context.output.line(json ? result.compactText : "removed \(result["removed"]?.compactText ?? "?")")
+        context.output.line(json ? result.compactText : removedLine(result))
     }
 }
 

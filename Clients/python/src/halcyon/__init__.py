@@ -14,7 +14,7 @@ Standard library only; Python 3.9+.
 """
 
 from . import errors
-from ._wire import Description, Entry, Expire, Lease, LeaseStatus, default_socket_path, resolve_socket_path, socket_candidates
+from ._wire import Description, Entry, Expire, Lease, LeaseStatus, Removed, default_socket_path, resolve_socket_path, socket_candidates
 from .client import Client, Pipeline
 from .duration import parse_duration
 from .memoize import AsyncMemoized, Memoized
@@ -41,6 +41,7 @@ __all__ = [
     "Description",
     "Lease",
     "LeaseStatus",
+    "Removed",
     "Memoized",
     "AsyncMemoized",
     "parse_duration",

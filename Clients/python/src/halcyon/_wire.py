@@ -949,12 +949,40 @@ def _tiers(memory: Optional[bool], disk: Optional[bool]) -> Optional[Dict[str, A
     return params or None
 
 
-def _removed(result: Any) -> int:
-    return int(_as_dict(result)["removed"])
+class Removed(int):
+    """What ``clear`` and ``remove_expired`` did: the ``int`` itself is how many of the
+    daemon's own entries went (``removed``, as before); with an upstream (``--upstream``),
+    ``dropped_shared`` counts this host's copies of shared keys dropped (the keys stay in
+    Redis) and ``removed_shared`` the shared keys removed from Redis for every host
+    (``clear(shared=True)``; ``None`` otherwise)."""
+
+    dropped_shared: int
+    removed_shared: Optional[int]
+
+    def __new__(cls, removed: int, dropped_shared: int = 0, removed_shared: Optional[int] = None) -> "Removed":
+        value = super().__new__(cls, removed)
+        value.dropped_shared = dropped_shared
+        value.removed_shared = removed_shared
+        return value
+
+    def __repr__(self) -> str:
+        return f"Removed({int(self)}, dropped_shared={self.dropped_shared}, removed_shared={self.removed_shared})"
+
+    def __str__(self) -> str:
+        return str(int(self))
 
 
-def cmd_clear(*, memory: Optional[bool] = None, disk: Optional[bool] = None) -> Command:
-    return Command("cache.clear", _tiers(memory, disk), _removed, False)
+def _removed(result: Any) -> Removed:
+    r = _as_dict(result)
+    shared = r.get("removedShared")
+    return Removed(int(r["removed"]), int(r.get("droppedShared", 0)), None if shared is None else int(shared))
+
+
+def cmd_clear(*, memory: Optional[bool] = None, disk: Optional[bool] = None,
+              shared: Optional[bool] = None) -> Command:
+    params = _tiers(memory, disk) or {}
+    _put(params, "shared", shared)
+    return Command("cache.clear", params or None, _removed, False)
 
 
 def cmd_remove_expired(*, memory: Optional[bool] = None, disk: Optional[bool] = None) -> Command:

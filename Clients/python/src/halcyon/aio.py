@@ -19,7 +19,7 @@ from typing import (
 
 from . import _wire, errors
 from ._pipeline import PipelineQueue, raise_first_error
-from ._wire import Command, Description, Entry, Expire, Lease, LeaseStatus, Many
+from ._wire import Command, Description, Entry, Expire, Lease, LeaseStatus, Many, Removed
 from .client import DEFAULT_LEASE_TTL, DEFAULT_TIMEOUT
 from .memoize import AsyncMemoized, KeyMaker, P
 
@@ -422,14 +422,14 @@ class AsyncClient:
         return cast(bool, await self._run(_wire.cmd_touch(key, expire, memory_expire=memory_expire), timeout))
 
     async def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
-                    timeout: Optional[float] = None) -> int:
+                    shared: Optional[bool] = None, timeout: Optional[float] = None) -> Removed:
         """See :meth:`halcyon.Client.clear`."""
-        return cast(int, await self._run(_wire.cmd_clear(memory=memory, disk=disk), timeout))
+        return cast(Removed, await self._run(_wire.cmd_clear(memory=memory, disk=disk, shared=shared), timeout))
 
     async def remove_expired(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
-                             timeout: Optional[float] = None) -> int:
+                             timeout: Optional[float] = None) -> Removed:
         """See :meth:`halcyon.Client.remove_expired`."""
-        return cast(int, await self._run(_wire.cmd_remove_expired(memory=memory, disk=disk), timeout))
+        return cast(Removed, await self._run(_wire.cmd_remove_expired(memory=memory, disk=disk), timeout))
 
     async def trim(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
         """See :meth:`halcyon.Client.trim`."""

@@ -18,7 +18,7 @@ from typing import (
 from . import _wire, errors
 from ._pipeline import PipelineQueue, raise_first_error
 from ._transport import Broken, Connection, Timeout
-from ._wire import Command, Description, Entry, Expire, Lease, LeaseStatus, Many
+from ._wire import Command, Description, Entry, Expire, Lease, LeaseStatus, Many, Removed
 from .memoize import KeyMaker, Memoized, P
 
 __all__ = ["Client", "Pipeline"]
@@ -445,14 +445,18 @@ class Client:
         return cast(bool, self._run(_wire.cmd_touch(key, expire, memory_expire=memory_expire), timeout))
 
     def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
-              timeout: Any = None) -> int:
-        """Remove every entry (of both tiers unless told otherwise); returns how many."""
-        return cast(int, self._run(_wire.cmd_clear(memory=memory, disk=disk), timeout))
+              shared: Optional[bool] = None, timeout: Any = None) -> Removed:
+        """Remove every entry (of both tiers unless told otherwise); returns how many, an
+        ``int`` that also tells, with an upstream, how many copies of shared keys this host
+        dropped (:class:`~halcyon.Removed`). ``shared=True`` also removes the shared keys
+        from Redis, for every host."""
+        return cast(Removed, self._run(_wire.cmd_clear(memory=memory, disk=disk, shared=shared), timeout))
 
     def remove_expired(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
-                       timeout: Any = None) -> int:
-        """Remove expired entries now instead of at the next sweep; returns how many."""
-        return cast(int, self._run(_wire.cmd_remove_expired(memory=memory, disk=disk), timeout))
+                       timeout: Any = None) -> Removed:
+        """Remove expired entries now instead of at the next sweep; returns how many (as
+        for :meth:`clear`)."""
+        return cast(Removed, self._run(_wire.cmd_remove_expired(memory=memory, disk=disk), timeout))
 
     def trim(self, *, timeout: Any = None) -> Dict[str, Any]:
         """Bring the disk tier under its size limit (least recently accessed first, down
@@ -667,9 +671,10 @@ class Pipeline(PipelineQueue):
         """Queue :meth:`Client.cached_type`."""
         return self._add(_wire.cmd_cached_type(key))
 
-    def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
+    def clear(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None,
+              shared: Optional[bool] = None) -> "Pipeline":
         """Queue :meth:`Client.clear`."""
-        return self._add(_wire.cmd_clear(memory=memory, disk=disk))
+        return self._add(_wire.cmd_clear(memory=memory, disk=disk, shared=shared))
 
     def remove_expired(self, *, memory: Optional[bool] = None, disk: Optional[bool] = None) -> "Pipeline":
         """Queue :meth:`Client.remove_expired`."""

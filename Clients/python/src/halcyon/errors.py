@@ -81,6 +81,7 @@ __all__ = [
     "InvalidCursorError",
     "TooManyKeysError",
     "EmptyPrefixError",
+    "NoUpstreamError",
     "TooManyLeaseWaitersForKeyError",
     "TooManyLeaseWaitersError",
     "TooManyConnectionsError",
@@ -263,6 +264,11 @@ class EmptyPrefixError(InvalidParamsError):
     """``remove_prefix("")``: removing everything is ``clear`` (``emptyPrefix``)."""
 
 
+class NoUpstreamError(InvalidParamsError):
+    """``clear(shared=True)`` on a daemon that shares no keys: it runs without
+    ``--upstream`` (``noUpstream``)."""
+
+
 class TooManyLeaseWaitersForKeyError(OverloadedError):
     """Too many callers already wait for this key's lease (``tooManyLeaseWaitersForKey``)."""
 
@@ -356,6 +362,7 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("upstreamUnavailable", -32006): UpstreamUnavailableError,
     ("upstreamRefused", -32006): UpstreamRefusedError,
     ("emptyPrefix", -32602): EmptyPrefixError,
+    ("noUpstream", -32602): NoUpstreamError,
     ("tooManyLeaseWaitersForKey", -32005): TooManyLeaseWaitersForKeyError,
     ("tooManyLeaseWaiters", -32005): TooManyLeaseWaitersError,
     ("tooManyConnections", -32005): TooManyConnectionsError,
