@@ -426,4 +426,28 @@ struct ProtocolDocSpecPointTests {
         #expect(n("connections") == 1 && (n("inFlight") ?? 0) >= 1, "\(stats.compactText)")
         #expect((n("uptime") ?? -1) >= 0)
     }
+
+    /// Every member the daemon's `cache.stats` reply holds, at every level, is named in
+    /// the prose of the doc's `cache.stats` section (the example's shape alone lists names
+    /// without saying what they count), so a new counter cannot ship undocumented.
+    @Test func everyStatsFieldIsDocumented() throws {
+        let markdown = try String(contentsOf: ProtocolDocTests.docURL, encoding: .utf8)
+        let section = markdown.components(separatedBy: "\n### cache.stats\n").dropFirst().first ?? ""
+        let prose = section.components(separatedBy: "```wire").first ?? ""
+        try #require(!prose.isEmpty, "no cache.stats section in Docs/PROTOCOL.md")
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let stats = try daemon.client().result("cache.stats")
+        func names(_ value: JSONValue, _ path: String) -> [String] {
+            value.keys.flatMap { key -> [String] in
+                let member = value[key]!
+                let dotted = path.isEmpty ? key : "\(path).\(key)"
+                return [dotted] + (member.kind == .object ? names(member, dotted) : [])
+            }
+        }
+        let all = names(stats, "")
+        #expect(all.count > 40, "\(stats.compactText)")
+        let missing = all.filter { !prose.contains("`\($0.split(separator: ".").last!)`") }
+        #expect(missing.isEmpty, "cache.stats members not described in Docs/PROTOCOL.md: \(missing)")
+    }
 }

@@ -29,14 +29,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from conftest import REPO, Daemon, _start_daemon
+from conftest import REPO, Daemon, _start_daemon, short_tmpdir
 
 DOCS = ["README.md", "Docs/CLI.md", "Docs/CLIENTS.md", "Docs/DURATIONS.md", "Docs/OPERATIONS.md"]
 SHELL_TAGS = {"sh", "bash", "console"}
@@ -197,3 +199,109 @@ def test_shell_example(name: str, walk_daemon: Daemon, scratch: Tuple[Path, Dict
         assert first.stdout == b"ran\n" and second.stdout == b""
     else:
         assert first.stdout and second.stdout == first.stdout
+
+
+# OPERATIONS.md's "Logging" shows the lines a daemon logs at start, and its
+# "Troubleshooting" table explains the messages an operator meets: both against a real
+# halcyond's log.
+
+LOG_LINE = re.compile(r"^\S+ (?P<level>\w+) halcyond: (?P<meta>.*?) ?\[(?P<label>[^\]]+)\] (?P<message>.*)$")
+
+
+def _section(doc: str, title: str) -> str:
+    return (REPO / doc).read_text().split(f"\n## {title}\n")[1].split("\n## ")[0]
+
+
+def _parsed(line: str) -> Tuple[str, str, str, Dict[str, str]]:
+    m = LOG_LINE.match(line.strip())
+    assert m, f"not a log line: {line!r}"
+    meta: Dict[str, str] = {}
+    last = ""
+    for word in m.group("meta").split():
+        if "=" in word:
+            last, value = word.split("=", 1)
+            meta[last] = value
+        else:                      # a value with a space in it (the allocator's)
+            meta[last] += " " + word
+    return m.group("level"), m.group("label"), m.group("message"), meta
+
+
+def _daemon_log(folder: str, *args: str, until: Callable[[str], bool]) -> List[str]:
+    """The lines a daemon started with ``args`` logs until one of them satisfies ``until``
+    (that one included), or all it logs before it exits; the daemon is then stopped."""
+    binary = os.environ.get("HALCYOND_BIN") or str(REPO / ".build" / "debug" / "halcyond")
+    if not os.access(binary, os.X_OK):
+        pytest.skip("halcyond is not built")
+    log = Path(folder) / "start.log"
+
+    def lines() -> List[str]:
+        return [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([binary, *args], stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not any(until(line) for line in lines()) and proc.poll() is None:
+            assert time.monotonic() < deadline, f"nothing awaited within 30 s: {lines()}"
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    logged = lines()
+    ends = [i for i, line in enumerate(logged) if until(line)]
+    return logged[: ends[0] + 1] if ends else logged
+
+
+def test_the_start_up_lines_in_logging_are_the_daemons(tmp_path: Path) -> None:
+    section = _section("Docs/OPERATIONS.md", "Logging")
+    shown = [line.strip() for line in section.split("```text\n", 1)[1].split("```", 1)[0].splitlines() if line.strip()]
+    folder = short_tmpdir()
+    try:
+        logged = _daemon_log(folder, "--socket", f"{folder}/h.sock", "--cache-dir", f"{folder}/cache",
+                             until=lambda line: line.endswith(" listening"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert len(logged) == len(shown), f"the daemon logs:\n" + "\n".join(logged)
+    # What depends on the machine and the run: paths, cores, the allocator's and the daemon's versions.
+    def normal(line: str, root: str) -> Tuple[str, str, str, Dict[str, str]]:
+        level, label, message, meta = _parsed(line.replace(root, "/tmp/hc"))
+        meta.pop("eventLoops", None)
+        meta["allocator"] = meta.get("allocator", "").split(" ")[0]
+        return level, label, re.sub(r"\d+\.\d+\.\d+\S*", "<version>", message), meta
+    for doc_line, real in zip(shown, logged):
+        assert normal(doc_line, "/tmp/hc") == normal(real, folder), f"\n  doc:    {doc_line}\n  daemon: {real}"
+
+
+def _troubleshooting_messages() -> List[str]:
+    rows = [line for line in _section("Docs/OPERATIONS.md", "Troubleshooting").splitlines() if line.startswith("| ")]
+    cells = [re.match(r"^\| (.*?) \| ", row).group(1) for row in rows[1:]]  # type: ignore[union-attr]
+    return [cell.strip("`") for cell in cells if cell.startswith("`") and cell.endswith("`")]
+
+
+def _matches(row: str, message: str) -> bool:
+    """Whether the row's text (``…`` standing for the variable parts) is the start of ``message``."""
+    return re.match(".*".join(re.escape(part) for part in row.split("…")), message) is not None
+
+
+def test_troubleshooting_explains_each_message_once() -> None:
+    messages = _troubleshooting_messages()
+    assert len(messages) >= 10
+    twice = [(a, b) for a in messages for b in messages if a is not b and _matches(a, b)]
+    assert twice == []
+
+
+def test_an_unusable_cache_folder_is_in_troubleshooting() -> None:
+    folder = short_tmpdir()
+    try:
+        Path(folder, "cache").write_text("a file where the cache folder belongs\n")
+        logged = _daemon_log(folder, "--socket", f"{folder}/h.sock", "--cache-dir", f"{folder}/cache",
+                             until=lambda line: " error " in line or " critical " in line)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    errors = [line for line in logged if " error " in line or " critical " in line]
+    assert errors, "\n".join(logged)
+    rows = _troubleshooting_messages()
+    for line in errors:
+        message = _parsed(line)[2] if LOG_LINE.match(line) else line
+        assert any(_matches(row, message) for row in rows), f"no Troubleshooting row for: {message}"

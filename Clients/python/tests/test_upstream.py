@@ -699,6 +699,10 @@ def test_info_and_stats_show_the_upstream(hosts: List[Daemon], redis_server: Red
         for field in ("hits", "misses", "invalidations", "reconnects", "redirects", "roundTripMeanMicros", "roundTripMaxMicros"):
             assert field in stats, field
         assert stats["misses"] >= 1
+        # Each of them is described in Docs/PROTOCOL.md's cache.stats section.
+        protocol = (Path(__file__).resolve().parents[3] / "Docs" / "PROTOCOL.md").read_text()
+        prose = protocol.split("\n### cache.stats\n")[1].split("```wire")[0]
+        assert [f for f in stats if f"`{f}`" not in prose] == []
         text = a.call("server.metrics")["text"]
         assert "halcyon_upstream_misses_total" in text and "halcyon_upstream_round_trip_mean_seconds" in text
     cli = os.environ.get("HALCYON_BIN") or str(Path(__file__).resolve().parents[3] / ".build" / "debug" / "halcyon")
