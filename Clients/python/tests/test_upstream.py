@@ -912,3 +912,26 @@ def test_a_killed_and_restarted_cluster_node(cluster: Cluster, cluster_hosts: Li
         for k in lost:
             a.call("cache.set", {"key": k, "value": "v3"})
             assert get(b, k)["value"] == "v3"
+
+
+def test_cluster_clear_shared_reaches_every_node(cluster: Cluster, cluster_hosts: List[Daemon]) -> None:
+    keys = [unique(f"z{i}") for i in range(30)]   # spread over the three primaries
+    assert len({cluster.node_serving(k).port for k in keys}) == 3
+
+    def in_redis() -> List[str]:
+        return [k for n in cluster.nodes for k in n.cli("KEYS", "*").split()]
+
+    fresh = _start_daemon(["--upstream", f"redis://127.0.0.1:{cluster.nodes[2].port}"])   # its own copies only
+    try:
+        with client(cluster_hosts[0]) as a, client(fresh) as c:
+            for k in keys:
+                a.call("cache.set", {"key": k, "value": "v"})
+            assert get(c, keys[0])["cacheType"] == "upstream"
+            values = [k for k in in_redis() if "halcyon." not in k]     # these tests' keys too
+            assert set(keys) <= set(values)
+            assert c.call("cache.clear", {"shared": True}) == {"removed": 0, "droppedShared": 1, "removedShared": len(values)}
+            assert [k for k in in_redis() if "halcyon.lease:" not in k] == []   # values and metadata, every node
+            wait_until("A's copies are gone", lambda: get(a, keys[3]) == {"found": False}, 2)
+    finally:
+        fresh.stop()
+        shutil.rmtree(fresh.folder, ignore_errors=True)
