@@ -187,6 +187,57 @@ struct HybridCacheUpstreamTests {
         #expect(order.withLock { $0 } == ["before", "removePrefix", "after"])
     }
 
+    func clear(shared: Bool = false) async throws -> HybridCache.ClearResult {
+        try await withCheckedThrowingContinuation { continuation in
+            cache.clear(shared: shared) { continuation.resume(with: $0) }
+        }
+    }
+
+    @Test func clearCountsThisHostsSharedCopiesApartAndLeavesTheKeys() async throws {
+        _ = try await set("local", "x")
+        _ = try await set("s:a", "one")
+        upstream.externalWrite("s:b", CacheEntry(bytes: Array("two".utf8)))
+        #expect(try await get("s:b").cacheType == .upstream)
+        #expect(try await clear() == HybridCache.ClearResult(removed: 1, droppedShared: 2))
+        #expect(try await get("local").cacheType == .none)
+        let again = try await get("s:a")
+        #expect(again.cacheType == .upstream && again.entry?.bytes == Array("one".utf8))
+    }
+
+    @Test func clearSharedKeepsItsPlaceAmongWritesOfSharedKeys() async throws {
+        _ = try await set("s:old", "v")
+        _ = try await set("local", "x")
+        gate.close()
+        let order = Locked<[String]>([])
+        cache.store(CacheEntry(bytes: [1]), forKey: "s:before") { _ in order.withLock { $0.append("before") } }
+        let cleared: HybridCache.ClearResult = try await withCheckedThrowingContinuation { continuation in
+            cache.clear(shared: true) { result in
+                order.withLock { $0.append("clear") }
+                continuation.resume(with: result)
+            }
+            cache.store(CacheEntry(bytes: [2]), forKey: "s:after") { _ in order.withLock { $0.append("after") } }
+            // Every shared key waits for it, and no copy answers meanwhile.
+            #expect(cache.memoryLookup(forKey: "s:old").isBehindWrite)
+            #expect(order.withLock { $0 }.isEmpty)
+            gate.release()
+        }
+        // s:old's copy went with the local part, s:before's after the upstream removal.
+        #expect(cleared == HybridCache.ClearResult(removed: 1, droppedShared: 2, removedShared: 2))
+        #expect(order.withLock { $0 } == ["before", "clear", "after"])
+        #expect(try await withCheckedThrowingContinuation { c in upstream.get("s:before") { c.resume(with: $0) } } == nil)
+        #expect(try await get("s:after").entry?.bytes == [2])
+    }
+
+    @Test func clearSharedWithTheUpstreamUnreachableClearsThisHostAndFails() async throws {
+        _ = try await set("local", "x")
+        _ = try await set("s:k", "v")
+        upstream.setReachable(false)
+        await #expect(throws: CacheError.upstreamUnavailable(detail: "unreachable")) { try await clear(shared: true) }
+        #expect(try await get("local").cacheType == .none)
+        upstream.setReachable(true)
+        #expect(try await get("s:k").entry?.bytes == Array("v".utf8))
+    }
+
     @Test func storeManyOfSharedKeysKeepsEachKeysOrder() async throws {
         gate.close()
         let order = Locked<[String]>([])
