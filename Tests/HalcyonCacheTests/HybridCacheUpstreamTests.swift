@@ -102,6 +102,30 @@ struct HybridCacheUpstreamTests {
         }
     }
 
+    /// Runs `operation` (`name`: a removal of the shared keys under `prefix`) between two
+    /// writes of keys under `prefix`, the upstream held until all three are asked for: they
+    /// must finish in that order, a key with nothing on its way waits too, and the memory
+    /// copy of `prefix + "old"` must not answer while the operation waits.
+    func betweenTwoWrites<T: Sendable>(
+        under prefix: String, _ name: String, _ operation: (@escaping @Sendable (Result<T, CacheError>) -> Void) -> Void
+    ) async throws -> T {
+        gate.close()
+        let order = Locked<[String]>([])
+        cache.store(CacheEntry(bytes: [1]), forKey: prefix + "before") { _ in order.withLock { $0.append("before") } }
+        let result: T = try await withCheckedThrowingContinuation { continuation in
+            operation { result in
+                order.withLock { $0.append(name) }
+                continuation.resume(with: result)
+            }
+            cache.store(CacheEntry(bytes: [2]), forKey: prefix + "after") { _ in order.withLock { $0.append("after") } }
+            #expect(cache.memoryLookup(forKey: prefix + "old").isBehindWrite)
+            #expect(order.withLock { $0 }.isEmpty)
+            gate.release()
+        }
+        #expect(order.withLock { $0 } == ["before", name, "after"])
+        return result
+    }
+
     @Test func readsComeFromUpstreamThenMemoryUntilInvalidated() async throws {
         upstream.externalWrite("s:a", CacheEntry(bytes: Array("one".utf8)), lifetime: .milliseconds(60_000))
         let first = try await get("s:a")
@@ -166,25 +190,11 @@ struct HybridCacheUpstreamTests {
 
     @Test func removePrefixKeepsItsPlaceAmongWritesOfMatchingKeys() async throws {
         _ = try await set("s:p:old", "v")
-        gate.close()
-        let order = Locked<[String]>([])
-        cache.store(CacheEntry(bytes: [1]), forKey: "s:p:before") { _ in order.withLock { $0.append("before") } }
-        let removed: Int = try await withCheckedThrowingContinuation { continuation in
-            cache.removePrefix("s:p:") { result in
-                order.withLock { $0.append("removePrefix") }
-                continuation.resume(with: result)
-            }
-            // A key with nothing on its way waits too, and its memory copy does not answer.
-            cache.store(CacheEntry(bytes: [2]), forKey: "s:p:after") { _ in order.withLock { $0.append("after") } }
-            #expect(cache.memoryLookup(forKey: "s:p:old").isBehindWrite)
-            #expect(order.withLock { $0 }.isEmpty)
-            gate.release()
-        }
+        let removed: Int = try await betweenTwoWrites(under: "s:p:", "removePrefix") { cache.removePrefix("s:p:", completion: $0) }
         #expect(removed == 2)
         let there = try await withCheckedThrowingContinuation { c in upstream.get("s:p:after") { c.resume(with: $0) } }
         #expect(there?.entry.bytes == [2])
         #expect(try await get("s:p:before").cacheType == .none)
-        #expect(order.withLock { $0 } == ["before", "removePrefix", "after"])
     }
 
     func clear(shared: Bool = false) async throws -> HybridCache.ClearResult {
@@ -207,23 +217,9 @@ struct HybridCacheUpstreamTests {
     @Test func clearSharedKeepsItsPlaceAmongWritesOfSharedKeys() async throws {
         _ = try await set("s:old", "v")
         _ = try await set("local", "x")
-        gate.close()
-        let order = Locked<[String]>([])
-        cache.store(CacheEntry(bytes: [1]), forKey: "s:before") { _ in order.withLock { $0.append("before") } }
-        let cleared: HybridCache.ClearResult = try await withCheckedThrowingContinuation { continuation in
-            cache.clear(shared: true) { result in
-                order.withLock { $0.append("clear") }
-                continuation.resume(with: result)
-            }
-            cache.store(CacheEntry(bytes: [2]), forKey: "s:after") { _ in order.withLock { $0.append("after") } }
-            // Every shared key waits for it, and no copy answers meanwhile.
-            #expect(cache.memoryLookup(forKey: "s:old").isBehindWrite)
-            #expect(order.withLock { $0 }.isEmpty)
-            gate.release()
-        }
+        let cleared: HybridCache.ClearResult = try await betweenTwoWrites(under: "s:", "clear") { cache.clear(shared: true, completion: $0) }
         // s:old's copy went with the local part, s:before's after the upstream removal.
         #expect(cleared == HybridCache.ClearResult(removed: 1, droppedShared: 2, removedShared: 2))
-        #expect(order.withLock { $0 } == ["before", "clear", "after"])
         #expect(try await withCheckedThrowingContinuation { c in upstream.get("s:before") { c.resume(with: $0) } } == nil)
         #expect(try await get("s:after").entry?.bytes == [2])
     }
