@@ -102,3 +102,36 @@ def test_cli_round_trips_any_bytes_and_key(halcyon_bin: str, daemon: Daemon, key
     assert cli(halcyon_bin, daemon.socket, ["set", "--", key, "-"], data).returncode == 0
     got = cli(halcyon_bin, daemon.socket, ["get", "--", key])
     assert got.returncode == 0 and got.stdout == data
+
+
+def test_a_dashed_key_hint_names_the_command_given(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("get", "-k")
+    assert r.returncode == 2 and b"halcyon get -- -key" in r.stderr, r.stderr
+    assert b"halcyon set" not in r.stderr
+    r = run("set", "k", "-v2")
+    assert r.returncode == 2 and b"halcyon set -- -key -value" in r.stderr, r.stderr
+
+
+def test_touch_with_zero_says_the_key_expired_now(run, key: str) -> None:  # type: ignore[no-untyped-def]
+    assert run("set", key, "v").returncode == 0
+    r = run("-v", "touch", key, "0")
+    assert r.returncode == 0 and r.stdout == b"expired now: removed\n", r.stdout
+    assert run("get", key).returncode == 1
+
+
+def test_get_streams_a_large_value_without_holding_it(daemon: Daemon, cli_bin: str, key: str) -> None:
+    size = 24 << 20
+    value = os.urandom(size)
+    with halcyon.Client(daemon.socket, timeout=60) as c:
+        assert c.set(key, value) is True
+    proc = subprocess.Popen([cli_bin, "--socket", daemon.socket, "get", key], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    # wait4 gives this child's own peak RSS (in KiB), not the largest of every child.
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0, err
+    assert len(out) == size and out == value
+    assert usage.ru_maxrss * 1024 < size, f"peak RSS {usage.ru_maxrss} KiB for a {size >> 20} MiB value"
