@@ -232,31 +232,36 @@ final class Connection {
     /// reads the rest of the line and checks that `head`, the value and it are one
     /// JSON reply. Returns the value's last byte.
     private func streamValue(head: [UInt8], sink: (UnsafeRawBufferPointer) -> Void) throws(CLIError) -> UInt8? {
-        var carry: [UInt8] = []
         var padded = false
         var lastByte: UInt8?
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        var input = pending
+        // The characters not decoded yet: fewer than four left over, then what arrived.
+        var text = pending
         pending = []
+        text.reserveCapacity(chunk.count + 4)
         while true {
-            let quote = input.firstIndex(of: UInt8(ascii: "\""))
-            let text = carry + input[..<(quote ?? input.count)]
-            let whole = text.count / 4 * 4
-            if whole > 0 {
-                guard !padded, let bytes = text.withUnsafeBytes({ StrictBase64.decode(UnsafeRawBufferPointer(rebasing: $0[..<whole])) })
-                else { throw .badReply("the value is not base64") }
+            let (quote, decoded) = text.withUnsafeBytes { raw -> (Int?, [UInt8]??) in
+                guard let base = raw.baseAddress, raw.count > 0 else { return (nil, nil) }
+                let quote = memchr(base, Int32(UInt8(ascii: "\"")), raw.count).map { base.distance(to: UnsafeRawPointer($0)) }
+                let whole = (quote ?? raw.count) / 4 * 4
+                guard whole > 0 else { return (quote, nil) }
+                return (quote, .some(StrictBase64.decode(UnsafeRawBufferPointer(rebasing: raw[0..<whole]))))
+            }
+            let whole = (quote ?? text.count) / 4 * 4
+            if let decoded {
+                guard !padded, let bytes = decoded else { throw .badReply("the value is not base64") }
                 padded = text[whole - 1] == UInt8(ascii: "=")
                 if let last = bytes.last { lastByte = last }
                 bytes.withUnsafeBytes { sink($0) }
             }
-            carry = Array(text[whole...])
             if let quote {
-                guard carry.isEmpty else { throw .badReply("the value is not base64") }
-                pending = Array(input[(quote + 1)...])
+                guard whole == quote else { throw .badReply("the value is not base64") }
+                pending = Array(text[(quote + 1)...])
                 break
             }
+            text.removeSubrange(0..<whole)
             let count = try receive(into: &chunk)
-            input = Array(chunk[0..<count])
+            text.append(contentsOf: chunk[0..<count])
         }
         let tail = try readLine()
         guard case .success = JSONValue.parse(head + Array(#""""#.utf8) + tail) else {
