@@ -16,15 +16,7 @@ import pytest
 
 import halcyon
 from halcyon import errors
-from conftest import Daemon, _binary, _start_daemon, short_tmpdir
-
-
-@pytest.fixture(scope="module")
-def halcyond_bin() -> str:
-    path = _binary("HALCYOND_BIN", "halcyond")
-    if path is None:
-        pytest.skip("halcyond is not built")
-    return path
+from conftest import Daemon, _start_daemon, short_tmpdir
 
 
 @pytest.fixture
@@ -177,11 +169,8 @@ def test_set_many_with_one_value_too_large_stores_none(small_daemon: Daemon) -> 
         assert c.get("many-a") is None and c.get("many-b") is None
 
 
-def test_the_cli_names_value_too_large(small_daemon: Daemon) -> None:
-    cli = _binary("HALCYON_BIN", "halcyon")
-    if cli is None:
-        pytest.skip("halcyon is not built")
-    r = subprocess.run([cli, "--socket", small_daemon.socket, "set", "cli-big", "-"], input=b"z" * 70000,
+def test_the_cli_names_value_too_large(small_daemon: Daemon, halcyon_bin: str) -> None:
+    r = subprocess.run([halcyon_bin, "--socket", small_daemon.socket, "set", "cli-big", "-"], input=b"z" * 70000,
                        capture_output=True, timeout=30)
     assert r.returncode == 2 and r.stderr.startswith(b"halcyon: valueTooLarge: "), r.stderr
 

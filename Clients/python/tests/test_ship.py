@@ -20,25 +20,14 @@ from typing import Dict, Iterator, List, Optional
 import pytest
 
 import halcyon
-from conftest import REPO, Daemon, _binary, _start_daemon, short_tmpdir
+from conftest import REPO, Daemon, _start_daemon, short_tmpdir
 
 VERSION = (REPO / "VERSION").read_text().strip()
 
 
 @pytest.fixture(scope="module")
-def halcyond_bin() -> str:
-    path = _binary("HALCYOND_BIN", "halcyond")
-    if path is None:
-        pytest.skip("halcyond is not built")
-    return path
-
-
-@pytest.fixture(scope="module")
-def halcyon_cli() -> str:
-    path = _binary("HALCYON_BIN", "halcyon")
-    if path is None:
-        pytest.skip("halcyon is not built")
-    return path
+def halcyon_cli(halcyon_bin: str) -> str:
+    return halcyon_bin
 
 
 def wait_for(predicate, seconds: float = 20.0):  # type: ignore[no-untyped-def]
