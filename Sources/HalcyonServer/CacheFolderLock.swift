@@ -90,6 +90,8 @@ public final class CacheFolderLock: Sendable {
             case .cannotOpenLock(_, let code):
                 throw fail(.unusable(folder: path, path: lockPath, errno: code))
             default:
+                // SocketLock throws only the two cases above; any other would still be
+                // a lock file this daemon cannot take.
                 throw fail(.unusable(folder: path, path: lockPath, errno: EINVAL))
             }
         }

@@ -173,11 +173,11 @@ public final class Daemon: Sendable {
     /// - Throws: `CacheFolderCheck.Failure` for a folder others may write to;
     ///   `CacheFolderLock.Failure` for a folder another daemon holds or this one cannot use.
     public static func lockFolder(_ configuration: ServerConfiguration, logger: Logger) throws -> CacheFolderLock {
-        let disk = cacheConfig(from: configuration, logger: logger)
-        let folder = configuration.cacheDirectory.appendingPathComponent(disk.disk.name, isDirectory: true)
+        let cache = cacheConfig(from: configuration, logger: logger)
+        let folder = configuration.cacheDirectory.appendingPathComponent(cache.disk.name, isDirectory: true)
         try CacheFolderCheck.verify(configuration.cacheDirectory)
         try CacheFolderCheck.verify(folder)
-        let journal = disk.journal.map { HybridCache.journalDirectory($0, diskPath: folder.path) } ?? folder.path + ".journal"
+        let journal = cache.journal.map { HybridCache.journalDirectory($0, diskPath: folder.path) } ?? folder.path + ".journal"
         return try CacheFolderLock.acquire(folder: folder, journal: URL(fileURLWithPath: journal, isDirectory: true))
     }
 
