@@ -156,6 +156,7 @@ public final class Daemon: Sendable {
     ) -> Never {
         let daemon: Daemon
         do {
+            try UpstreamLink.checkPasswordFile(configuration)
             let folderLock = try lockFolder(configuration, logger: logger)
             daemon = Daemon(configuration: configuration, folderLock: folderLock, logger: logger, metricsListen: metricsListen)
             try daemon.start()

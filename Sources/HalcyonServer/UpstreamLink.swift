@@ -38,6 +38,14 @@ final class UpstreamLink: Sendable {
         return UpstreamLink(tier: RedisTier(configuration: redis, eventLoop: eventLoop), prefixes: configuration.upstreamPrefixes)
     }
 
+    /// Reads the password file once before anything else starts, so a file that is
+    /// refused stops the daemon before it creates or locks its cache folder.
+    /// - Throws: `ConfigurationError` as `readPassword` does.
+    static func checkPasswordFile(_ configuration: ServerConfiguration) throws(ConfigurationError) {
+        guard !configuration.upstreamURLs.isEmpty, let path = configuration.upstreamPasswordFile else { return }
+        _ = try readPassword(path)
+    }
+
     /// The first line of `path`, without its line end. The text never reaches a log.
     /// A file group or others may read (or write) is refused, as ssh refuses such a
     /// private key: the password would already be out of the operator's hands.

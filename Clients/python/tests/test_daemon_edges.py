@@ -204,5 +204,5 @@ def test_a_password_file_others_may_read_is_refused(halcyond_bin: str, folder: s
     assert r.returncode == 1, message
     assert str(password) in message and "0644" in message and "chmod 600" in message, message
     assert "hunter2" not in message
-    assert not os.path.exists(os.path.join(folder, "s.sock"))
+    assert not os.path.exists(os.path.join(folder, "s.sock")) and not os.path.exists(os.path.join(folder, "cache"))
     assert stat.S_IMODE(password.stat().st_mode) == 0o644
