@@ -152,6 +152,9 @@ extension DiskStorage {
         /// False when the folder could not be created or used at init.
         public var isReady: Bool { notReadyErrno == nil }
 
+        /// Why the folder could not be used at init (its errno); nil when ready.
+        public var notReadyError: Int32? { notReadyErrno }
+
         /// True once the start-up scan has built the maybeCached set; until then every
         /// lookup goes to the disk.
         public var isInitialScanComplete: Bool { knownNames.isScanComplete }

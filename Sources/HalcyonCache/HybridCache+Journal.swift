@@ -84,7 +84,7 @@ extension HybridCache {
     }
 
     /// The journal folder of a cache whose disk folder is `path`.
-    static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
+    public static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
         config.directory?.path ?? diskPath + ".journal"
     }
 

@@ -227,9 +227,12 @@ public final class Dispatcher: Sendable {
     public let leases: Leases
     /// The keys the cache can name files with, fixed at start (`Params.keyRule`).
     let keyRule: DiskStorage.KeyRule
+    /// The tiers' size limits, fixed at start (`Params.entryLimits`).
+    let entryLimits: EntrySizeLimits
     public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
         self.cache = cache
         self.keyRule = cache.diskStorage.keyRule
+        self.entryLimits = cache.entrySizeLimits
         self.facts = facts
         self.leases = leases
         // The table's checks run here, at start, not at the first request.
@@ -296,6 +299,7 @@ public final class Dispatcher: Sendable {
         try check(spec, request)
         var params = try Params(node: request.paramsNode, allowed: spec.params)
         params.keyRule = keyRule
+        params.entryLimits = entryLimits
         var options = HybridCache.Options()
         options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
         options.extendingExpiration = session.extendingExpiration

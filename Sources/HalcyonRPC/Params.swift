@@ -28,6 +28,10 @@ public struct Params: Sendable {
     /// is refused before anything runs. Default: every key.
     public var keyRule = DiskStorage.KeyRule.anyKey
 
+    /// The tiers' size limits a stored entry is held to (`checkEntrySize`): the
+    /// dispatcher sets the cache's own. Default: none.
+    public var entryLimits = EntrySizeLimits.none
+
     /// Bit `n % 64` is set when some member's name is `n` UTF-8 bytes long (every bit when
     /// the names were not walked). A method reads many optional members that are mostly
     /// absent (a get reads seven names of a one-member object): a name whose length no
@@ -117,6 +121,13 @@ public struct Params: Sendable {
     public static let maxKeyBytes = 4096
 
     /// An optional string.
+    /// Refuses an entry no tier could keep (`valueTooLarge`, naming `param`).
+    public func checkEntrySize(key: String, valueBytes: Int, toDisk: Bool, param: String = "value") throws(RPCError) {
+        if let (tier, limit) = entryLimits.exceeded(keyBytes: key.utf8.count, valueBytes: valueBytes, toDisk: toDisk) {
+            throw .valueTooLarge(param: param, tier: tier, limit: limit)
+        }
+    }
+
     public func string(_ name: String) throws(RPCError) -> String? {
         guard let member = value(name) else { return nil }
         guard let text = member.string else { throw .wrongType(name, expected: "string") }

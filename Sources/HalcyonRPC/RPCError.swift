@@ -242,8 +242,9 @@ extension RPCError {
     public init(_ error: CacheError) {
         switch error {
         case .diskStorageIsNotReady(let path, let errno):
-            self.init(code: Code.storageNotReady, message: "Disk storage is not ready: \(path)", reason: error.reason,
-                      data: RPCError.errnoData(errno))
+            self.init(code: Code.storageNotReady,
+                      message: "Disk storage is not ready: \(path): \(RPCError.errnoName(errno))",
+                      reason: error.reason, data: RPCError.errnoData(errno))
         case .cannotCreateCacheFile(let path, let errno):
             self.init(code: Code.cannotWrite, message: "Cannot create cache file \(path): \(RPCError.errnoName(errno))",
                       reason: error.reason, data: RPCError.errnoData(errno))
@@ -327,6 +328,9 @@ extension RPCError {
         case emptyPrefix
         /// `cache.clear` with `shared: true` on a daemon without an upstream.
         case noUpstream
+        /// The entry is larger than the whole size limit of the tier it would live in
+        /// (`data.tier`, `data.limit`): it would be acknowledged and then evicted at once.
+        case valueTooLarge
     }
 
     /// -32602 with a reason, the member it is about (`data.param`), and a message.
@@ -339,6 +343,19 @@ extension RPCError {
     /// -32602 `invalidKey`: the key in `param` cannot name a file (`--no-hashed-file-names`).
     public static func invalidKey(param: String) -> RPCError {
         invalidParams(reason: .invalidKey, param: param, message: "the key cannot name a file")
+    }
+
+    /// -32602 `valueTooLarge`: the value in `param` could never stay in `tier`, whose
+    /// whole size limit is `limit` bytes (a disk entry counts its file: header, key and value).
+    public static func valueTooLarge(param: String, tier: EntrySizeLimits.Tier, limit: UInt64) -> RPCError {
+        let counted = tier == .disk ? "header, key and value" : "value"
+        var error = invalidParams(
+            reason: .valueTooLarge, param: param,
+            message: "'\(param)' is too large for the \(tier.rawValue) tier: its \(counted) exceed the tier's "
+                + "whole size limit of \(limit) bytes")
+        error.data.append(DataMember("tier", .string(tier.rawValue)))
+        error.data.append(DataMember("limit", .int(Int64(clamping: limit))))
+        return error
     }
 
     /// -32602 `missingParam`.

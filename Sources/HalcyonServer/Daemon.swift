@@ -57,6 +57,8 @@ public final class Daemon: Sendable {
     /// Where `--metrics-listen` serves the metrics; nil for no endpoint.
     private let metricsListen: MetricsListenAddress?
     private let group: MultiThreadedEventLoopGroup
+    /// The cache folder's lock, held for the daemon's life (`CacheFolderLock`).
+    private let folderLock: CacheFolderLock
     /// The store shared with other hosts (`--upstream`); nil without one.
     private let upstream: UpstreamLink?
     /// Why the upstream could not be set up (an unreadable password file): `start` throws it.
@@ -91,8 +93,14 @@ public final class Daemon: Sendable {
     /// (back-pressure) until they drop below `low`.
     static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
 
-    public init(configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil) {
+    /// Makes the daemon over a cache folder whose lock is already held (`lockFolder`):
+    /// the cache replays its journal here.
+    public init(
+        configuration: ServerConfiguration, folderLock: CacheFolderLock, logger: Logger,
+        metricsListen: MetricsListenAddress? = nil
+    ) {
         self.configuration = configuration
+        self.folderLock = folderLock
         self.logger = logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
         self.group = group
@@ -146,8 +154,11 @@ public final class Daemon: Sendable {
     public static func run(
         configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil
     ) -> Never {
-        let daemon = Daemon(configuration: configuration, logger: logger, metricsListen: metricsListen)
+        let daemon: Daemon
         do {
+            try UpstreamLink.checkPasswordFile(configuration)
+            let folderLock = try lockFolder(configuration, logger: logger)
+            daemon = Daemon(configuration: configuration, folderLock: folderLock, logger: logger, metricsListen: metricsListen)
             try daemon.start()
         } catch {
             // Once: the log goes to stderr already (a second plain line repeated it).
@@ -158,13 +169,23 @@ public final class Daemon: Sendable {
         withExtendedLifetime(signalSources) { dispatchMain() }
     }
 
+    /// Checks the cache folder and takes its lock, before anything of the cache exists:
+    /// a refused daemon creates nothing (no folder, no journal segment).
+    /// - Throws: `CacheFolderCheck.Failure` for a folder others may write to;
+    ///   `CacheFolderLock.Failure` for a folder another daemon holds or this one cannot use.
+    public static func lockFolder(_ configuration: ServerConfiguration, logger: Logger) throws -> CacheFolderLock {
+        let cache = cacheConfig(from: configuration, logger: logger)
+        let folder = configuration.cacheDirectory.appendingPathComponent(cache.disk.name, isDirectory: true)
+        try CacheFolderCheck.verify(configuration.cacheDirectory)
+        try CacheFolderCheck.verify(folder)
+        let journal = cache.journal.map { HybridCache.journalDirectory($0, diskPath: folder.path) } ?? folder.path + ".journal"
+        return try CacheFolderLock.acquire(folder: folder, journal: URL(fileURLWithPath: journal, isDirectory: true))
+    }
+
     /// Binds the socket (or adopts the one systemd passed), starts accepting, and says
     /// READY to systemd.
     public func start() throws {
         if let upstreamSetupError { throw upstreamSetupError }
-        // Before the socket: a refused folder must not leave a socket or lock file behind.
-        try CacheFolderCheck.verify(configuration.cacheDirectory)
-        try CacheFolderCheck.verify(cache.diskStorage.directoryURL)
         let source = try SocketPath.listenSource(configuration)
         let dispatcher = Dispatcher(cache: cache, facts: facts(socketPath: source.path))
         let policy = AccessPolicy(configuration: configuration)
@@ -247,9 +268,10 @@ public final class Daemon: Sendable {
         ]
         for (name, value) in configuration.limitsForLog { listeningMetadata[name] = "\(value)" }
         logger.info("halcyond \(Self.version) listening", metadata: listeningMetadata)
-        if !cache.diskStorage.isReady {
+        if let code = cache.diskStorage.notReadyError {
             logger.error("the disk tier is not ready; disk requests will fail with diskStorageIsNotReady",
-                         metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)"])
+                         metadata: ["cacheFolder": "\(cache.diskStorage.directoryURL.path)",
+                                    "errno": "\(code)", "errnoName": "\(RPCError.errnoName(code))"])
         }
         let monitor = PressureMonitor(cache: cache, counters: counters, logger: logger, queue: lifecycleQueue)
         pressureMonitor.withLock { $0 = monitor }

@@ -396,7 +396,11 @@ extension ServerConfiguration {
         }
         enableDebugMethods = flags.enableDebugMethods
         for text in flags.upstream {
-            do { upstreamURLs.append(try UpstreamURL(text)) } catch { throw .invalid(flag: "--upstream", reason: "\(error)") }
+            do {
+                upstreamURLs.append(try UpstreamURL(text))
+            } catch {
+                throw .invalid(flag: "--upstream", reason: "'\(Self.withoutPassword(text))': \(error.description)")
+            }
         }
         upstreamPasswordFile = given(flags.upstreamPasswordFile)
         upstreamPrefixes = flags.upstreamPrefix
@@ -405,6 +409,15 @@ extension ServerConfiguration {
 
     /// Makes a relative socket path absolute against the current folder, so the path in
     /// `server.info` and in the lock file's name does not depend on where a client runs.
+    /// An `--upstream` value as an error may quote it: a password written in it
+    /// (`user:secret@`) is shown as `user:***@`, so the refusal does not log it.
+    static func withoutPassword(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text.lastIndex(of: "@"), scheme.upperBound < at,
+              let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return text }
+        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
+    }
+
     private static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
         return URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)

@@ -38,8 +38,25 @@ final class UpstreamLink: Sendable {
         return UpstreamLink(tier: RedisTier(configuration: redis, eventLoop: eventLoop), prefixes: configuration.upstreamPrefixes)
     }
 
+    /// Reads the password file once before anything else starts, so a file that is
+    /// refused stops the daemon before it creates or locks its cache folder.
+    /// - Throws: `ConfigurationError` as `readPassword` does.
+    static func checkPasswordFile(_ configuration: ServerConfiguration) throws(ConfigurationError) {
+        guard !configuration.upstreamURLs.isEmpty, let path = configuration.upstreamPasswordFile else { return }
+        _ = try readPassword(path)
+    }
+
     /// The first line of `path`, without its line end. The text never reaches a log.
+    /// A file group or others may read (or write) is refused, as ssh refuses such a
+    /// private key: the password would already be out of the operator's hands.
     static func readPassword(_ path: String) throws(ConfigurationError) -> String {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
+            throw .invalid(
+                flag: "--upstream-password-file",
+                reason: "'\(path)' may be read by group or others (mode 0\(String(info.st_mode & 0o7777, radix: 8))); "
+                    + "run chmod 600 on it")
+        }
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw .invalid(flag: "--upstream-password-file", reason: "cannot read '\(path)'")
         }

@@ -66,6 +66,23 @@ public struct UpstreamURL: Sendable, Equatable {
     }
 }
 
+extension UpstreamURL.Invalid: CustomStringConvertible {
+    /// What is wrong, in words, and what to write instead; one line for the operator.
+    public var description: String {
+        switch self {
+        case .unsupportedScheme:
+            return "an upstream address starts with redis:// (redis://[user@]host:port[/db]) "
+                + "or unix:// (unix:///path/to/redis.sock)"
+        case .passwordInURL:
+            return "the address holds a password (user:password@), which ps and shell history would show; "
+                + "write the password on the first line of a file only you can read and pass it with "
+                + "--upstream-password-file FILE, keeping only the user in the address (redis://user@host:port)"
+        case .malformed(let what):
+            return "malformed address (\(what)); write redis://[user@]host:port[/db] or unix:///path/to/redis.sock"
+        }
+    }
+}
+
 extension UpstreamURL: CustomStringConvertible {
     /// The URL as a user would write it (it never holds a password).
     public var description: String {

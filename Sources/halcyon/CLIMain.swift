@@ -102,10 +102,27 @@ enum CLIMain {
         let dashWord = arguments.prefix(while: { $0 != "--" }).dropFirst().contains {
             $0.hasPrefix("-") && !$0.hasPrefix("--") && !shortFlags.contains($0)
         }
-        if text.hasPrefix("Unknown option '-") || (text.hasPrefix("Missing expected argument") && dashWord) {
-            text += " (a key or value that starts with '-' goes after '--': halcyon set -- -key -value)"
+        if text.hasPrefix("Unknown option '-") || (text.hasPrefix("Missing expected argument") && dashWord),
+           let hint = dashHint(command: arguments.first ?? "") {
+            text += " (\(hint))"
         }
         return Outcome(status: 2, errorLine: CLIError.usage(text).line)
+    }
+
+    /// How `command` takes an argument that starts with '-', or nil for a command whose
+    /// arguments are not keys, prefixes or values.
+    static func dashHint(command: String) -> String? {
+        let example: String
+        switch command {
+        case "set", "add": example = "a key or value that starts with '-' goes after '--': halcyon \(command) -- -key -value"
+        case "cas": example = "a key or value that starts with '-' goes after '--': halcyon cas -- -key VERSION -value"
+        case "keys", "rm-prefix": example = "a prefix that starts with '-' goes after '--': halcyon \(command) -- -prefix"
+        case "lease": example = "a key that starts with '-' goes in --key: halcyon lease --key -key -- COMMAND"
+        case "get", "rm", "del", "exists", "describe", "touch", "incr", "decr", "release":
+            example = "a key that starts with '-' goes after '--': halcyon \(command) -- -key"
+        default: return nil
+        }
+        return example
     }
 
     /// Options that may come before the command name and take a value.

@@ -115,9 +115,16 @@ final class Connection {
         return try request(method) { writer in writer.value(rawParams) }
     }
 
-    /// The one place a request line is built, so both `call` forms number and frame
-    /// requests alike: `params` writes the whole `params` value; nil leaves the member out.
+    /// The one place a request is sent and answered, so both `call` forms number and
+    /// frame requests alike: `params` writes the whole `params` value; nil leaves the
+    /// member out.
     private func request(_ method: String, params: ((inout JSONWriter) -> Void)?) throws(CLIError) -> JSONValue {
+        let (line, id) = requestLine(method, params: params)
+        return try exchange(line: line, id: id)
+    }
+
+    /// A request line for `method` and its id.
+    private func requestLine(_ method: String, params: ((inout JSONWriter) -> Void)?) -> ([UInt8], Int64) {
         var writer = JSONWriter(capacity: 256)
         writer.beginObject()
         writer.key("jsonrpc"); writer.string("2.0")
@@ -131,7 +138,136 @@ final class Connection {
         }
         writer.endObject()
         writer.newline()
-        return try exchange(line: writer.bytes, id: id)
+        return (writer.bytes, id)
+    }
+
+    /// How a streamed call ended.
+    enum StreamedReply {
+        /// The value was found and written to the sink; `lastByte` is its last byte (nil
+        /// for an empty value).
+        case streamed(lastByte: UInt8?)
+        /// The reply held no value to stream (a miss, say) and was read whole: its `result`.
+        case whole(JSONValue)
+    }
+
+    /// Sends `method` (whose result is `{"found":true,"value":"<base64>",…}` on a hit)
+    /// and hands the value's bytes to `sink`, decoded, as they arrive, so a large value
+    /// is never held whole, neither encoded nor decoded.
+    ///
+    /// The bytes before the value are checked as a JSON-RPC reply to this request with
+    /// `found: true` before anything reaches `sink`, and the bytes after it once the
+    /// line is complete; a reply of any other shape is read whole as `call` reads it.
+    /// - Throws: as `call`; `CLIError.badReply` for a value that is not strict base64
+    ///   or a reply whose end is not JSON (then part of the value may have been written).
+    func callStreamingValue(
+        _ method: String, params: @escaping (inout JSONWriter) -> Void, sink: (UnsafeRawBufferPointer) -> Void
+    ) throws(CLIError) -> StreamedReply {
+        let (line, id) = requestLine(method) { writer in
+            writer.beginObject()
+            params(&writer)
+            writer.endObject()
+        }
+        do throws(CLIError) {
+            try send(line)
+            while true {
+                guard let head = try readHeadOfValue(id: id) else {
+                    // A line without a value to stream: read and judged whole.
+                    let replyLine = try readLine()
+                    if replyLine.isEmpty { continue }
+                    guard case .success(let reply) = JSONValue.parse(replyLine) else {
+                        throw CLIError.badReply("the daemon sent invalid JSON")
+                    }
+                    guard let replyID = reply["id"] else { throw CLIError.badReply("a reply without an id: \(reply.compactText)") }
+                    guard replyID.isNull || replyID.int64 == id else { continue }
+                    return .whole(try Self.result(of: reply))
+                }
+                return .streamed(lastByte: try streamValue(head: head, sink: sink))
+            }
+        } catch {
+            isBroken = true
+            throw error
+        }
+    }
+
+    /// `"value":"`, after which a streamed reply's base64 begins.
+    private static let valueMarker = Array(#""value":""#.utf8)
+    /// The most bytes a reply may hold before its value for it to be streamed.
+    private static let longestHead = 4096
+
+    /// Reads until the pending bytes hold either a whole line or the opening of a value
+    /// after a head that is a reply to `id` with `found: true`. Returns that head
+    /// (through `"value":`) with the pending bytes starting at the value's first
+    /// character, or nil when the next line is to be read whole.
+    private func readHeadOfValue(id: Int64) throws(CLIError) -> [UInt8]? {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let newline = pending.firstIndex(of: 0x0A)
+            let marker = Self.firstIndex(of: Self.valueMarker, in: pending[..<(newline ?? pending.count)])
+            if let marker {
+                let head = Array(pending[..<(marker + Self.valueMarker.count - 1)])
+                guard case .success(let reply) = JSONValue.parse(head + Array("null}}".utf8)),
+                      reply["id"]?.int64 == id, reply["result"]?["found"]?.bool == true
+                else { return nil }
+                pending.removeSubrange(..<(marker + Self.valueMarker.count))
+                return head
+            }
+            if newline != nil || pending.count > Self.longestHead { return nil }
+            let count = try receive(into: &chunk)
+            pending.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Where `needle` first occurs in `bytes` (a reply's short head), or nil.
+    private static func firstIndex(of needle: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
+        guard bytes.count >= needle.count else { return nil }
+        for start in bytes.startIndex...(bytes.endIndex - needle.count)
+        where bytes[start] == needle[0] && bytes[start..<(start + needle.count)].elementsEqual(needle) {
+            return start
+        }
+        return nil
+    }
+
+    /// Decodes the base64 that starts the pending bytes, and every byte that arrives
+    /// after them, into `sink`, four characters at a time, until the closing quote; then
+    /// reads the rest of the line and checks that `head`, the value and it are one
+    /// JSON reply. Returns the value's last byte.
+    private func streamValue(head: [UInt8], sink: (UnsafeRawBufferPointer) -> Void) throws(CLIError) -> UInt8? {
+        var padded = false
+        var lastByte: UInt8?
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        // The characters not decoded yet: fewer than four left over, then what arrived.
+        var text = pending
+        pending = []
+        text.reserveCapacity(chunk.count + 4)
+        while true {
+            let (quote, decoded) = text.withUnsafeBytes { raw -> (Int?, [UInt8]??) in
+                guard let base = raw.baseAddress, raw.count > 0 else { return (nil, nil) }
+                let quote = memchr(base, Int32(UInt8(ascii: "\"")), raw.count).map { base.distance(to: UnsafeRawPointer($0)) }
+                let whole = (quote ?? raw.count) / 4 * 4
+                guard whole > 0 else { return (quote, nil) }
+                return (quote, .some(StrictBase64.decode(UnsafeRawBufferPointer(rebasing: raw[0..<whole]))))
+            }
+            let whole = (quote ?? text.count) / 4 * 4
+            if let decoded {
+                guard !padded, let bytes = decoded else { throw .badReply("the value is not base64") }
+                padded = text[whole - 1] == UInt8(ascii: "=")
+                if let last = bytes.last { lastByte = last }
+                bytes.withUnsafeBytes { sink($0) }
+            }
+            if let quote {
+                guard whole == quote else { throw .badReply("the value is not base64") }
+                pending = Array(text[(quote + 1)...])
+                break
+            }
+            text.removeSubrange(0..<whole)
+            let count = try receive(into: &chunk)
+            text.append(contentsOf: chunk[0..<count])
+        }
+        let tail = try readLine()
+        guard case .success = JSONValue.parse(head + Array(#""""#.utf8) + tail) else {
+            throw .badReply("the daemon sent invalid JSON after the value")
+        }
+        return lastByte
     }
 
     /// Writes `line`, then reads lines until the reply for `id` (or an error with a null
@@ -214,15 +350,21 @@ final class Connection {
                 return line
             }
             searchFrom = pending.count
-            let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                pending.append(contentsOf: chunk[0..<count])
-                // Values can be large: grow the read size with the reply.
-                if chunk.count < 4 << 20, pending.count > chunk.count * 4 {
-                    chunk = [UInt8](repeating: 0, count: chunk.count * 4)
-                }
-                continue
+            let count = try receive(into: &chunk)
+            pending.append(contentsOf: chunk[0..<count])
+            // Values can be large: grow the read size with the reply.
+            if chunk.count < 4 << 20, pending.count > chunk.count * 4 {
+                chunk = [UInt8](repeating: 0, count: chunk.count * 4)
             }
+        }
+    }
+
+    /// Receives at least one byte into the start of `chunk`, waiting up to `timeout`;
+    /// returns how many.
+    private func receive(into chunk: inout [UInt8]) throws(CLIError) -> Int {
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 { return count }
             if count == 0 { throw connectionClosed() }
             switch errno {
             case EINTR: continue

@@ -79,6 +79,24 @@ final class CommandOutput {
     /// Keeps what is written in `captured`.
     static func capture() -> CommandOutput { CommandOutput(capturing: true) }
 
+    /// True when results go straight to the process's stdout (not into a capture), so a
+    /// command may write a large value piece by piece (`writeStreamed`).
+    var isStandardOutput: Bool { !capturing }
+
+    /// Writes part of a value to stdout as it arrives; `isStandardOutput` must be true.
+    func writeStreamed(_ bytes: UnsafeRawBufferPointer) {
+        precondition(!capturing, "a captured output takes whole values")
+        Output.write(bytes, to: STDOUT_FILENO)
+    }
+
+    /// Ends a value written by `writeStreamed` as `value` ends one: on a terminal, a line
+    /// feed when its last byte is not one.
+    func endStreamedValue(lastByte: UInt8?) {
+        if isatty(STDOUT_FILENO) == 1, let lastByte, lastByte != UInt8(ascii: "\n") {
+            write([UInt8(ascii: "\n")])
+        }
+    }
+
     /// Writes `bytes` as they are.
     func write(_ bytes: [UInt8]) {
         if capturing { captured += bytes } else { Output.stdout(bytes) }

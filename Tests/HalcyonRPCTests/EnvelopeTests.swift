@@ -230,6 +230,8 @@ enum Wire {
         let notReady = RPCError(CacheError.diskStorageIsNotReady(path: "/x", errno: 13))
         #expect(notReady.code == -32001 && notReady.reason == "diskStorageIsNotReady")
         #expect(notReady[data: "errnoName"] == .string("EACCES"))
+        // The message names the errno too: a log or a CLI line shows only the message.
+        #expect(notReady.message == "Disk storage is not ready: /x: EACCES")
         for e in [CacheError.cannotCreateCacheFile(path: "/x", errno: 28), .cannotSetCacheFileAttribute(path: "/x", errno: 28),
                   .cannotRemoveCacheFile(path: "/x", errno: 28)] {
             let r = RPCError(e)

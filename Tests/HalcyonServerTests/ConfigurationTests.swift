@@ -207,6 +207,27 @@ struct HalcyondFlagsTests {
         #expect(result.stderr.filter { $0 == "\n" }.count == 1)
     }
 
+    @Test func anUpstreamAddressErrorSaysWhatIsWrongWithoutThePassword() {
+        let environment = ["XDG_RUNTIME_DIR": "/run/user/1000", "HOME": "/home/ada"]
+        func refusal(_ url: String) -> String {
+            var flags = ServerConfiguration.Flags()
+            flags.upstream = [url]
+            do {
+                _ = try ServerConfiguration(flags: flags, environment: environment)
+                return "accepted"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let password = refusal("redis://cache:hunter2@10.0.0.5:6379")
+        #expect(password.hasPrefix("--upstream: 'redis://cache:***@10.0.0.5:6379': "), "\(password)")
+        #expect(password.contains("--upstream-password-file"), "\(password)")
+        #expect(!password.contains("hunter2") && !password.contains("passwordInURL"), "\(password)")
+        let scheme = refusal("http://10.0.0.5:6379")
+        #expect(scheme.contains("redis://") && scheme.contains("unix://") && !scheme.contains("unsupportedScheme"),
+                "\(scheme)")
+    }
+
     @Test func helpExitsZero() throws {
         let result = try run(["--help"])
         #expect(result.status == 0)

@@ -127,20 +127,20 @@ struct ErrorsEndToEndTests {
         expectError(tooLarge, code: -32600, reason: "batchTooLarge")
     }
 
-    @Test func notReadyStorageIsAnErrorNotACrash() throws {
+    @Test func anUnusableCacheFolderStopsTheStartNamingPathAndErrno() throws {
         let root = URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        // A plain file where the cache folder should be.
+        // A plain file where the cache folder should be: a daemon that served from it
+        // would fail every disk request, so it does not start.
         let blocker = root.appendingPathComponent("blocked")
         try Data("x".utf8).write(to: blocker)
-        let daemon = try DaemonProcess(arguments: ["--cache-dir", blocker.path], root: root)
+        let daemon = try DaemonProcess(arguments: ["--cache-dir", blocker.path], root: root, waitUntilReady: false)
         defer { daemon.cleanUp() }
-        let client = try daemon.client()
-        expectError(try client.call("cache.set", #"{"key":"k","value":"v"}"#), code: -32001,
-                    reason: "diskStorageIsNotReady")
-        let memoryOnly = try client.result("cache.set", #"{"key":"k","value":"v","toDisk":false}"#)
-        #expect(memoryOnly["stored"]?.bool == true)
-        #expect(try client.result("server.ping")["pong"]?.bool == true)
+        try #require(daemon.waitForExit())
+        #expect(daemon.process.terminationStatus == 1)
+        let text = daemon.stderrText()
+        #expect(text.contains(blocker.appendingPathComponent("default").path) && text.contains("ENOTDIR"), "\(text)")
+        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
     }
 
     @Test func debugMethodsNeedTheFlag() throws {

@@ -220,6 +220,15 @@ def key() -> str:
 
 
 @pytest.fixture(scope="session")
+def halcyond_bin() -> str:
+    """The built daemon, for tests that run it with flags of their own."""
+    path = _binary("HALCYOND_BIN", "halcyond")
+    if path is None:
+        pytest.skip("halcyond is not built")
+    return path
+
+
+@pytest.fixture(scope="session")
 def halcyon_bin() -> str:
     binary = _binary("HALCYON_BIN", "halcyon")
     if binary is None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from typing import Dict, List
 
 import pytest
@@ -102,3 +104,38 @@ def test_cli_round_trips_any_bytes_and_key(halcyon_bin: str, daemon: Daemon, key
     assert cli(halcyon_bin, daemon.socket, ["set", "--", key, "-"], data).returncode == 0
     got = cli(halcyon_bin, daemon.socket, ["get", "--", key])
     assert got.returncode == 0 and got.stdout == data
+
+
+def test_a_dashed_key_hint_names_the_command_given(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("get", "-k")
+    assert r.returncode == 2 and b"halcyon get -- -key" in r.stderr, r.stderr
+    assert b"halcyon set" not in r.stderr
+    r = run("set", "k", "-v2")
+    assert r.returncode == 2 and b"halcyon set -- -key -value" in r.stderr, r.stderr
+
+
+def test_touch_with_zero_says_the_key_expired_now(run, key: str) -> None:  # type: ignore[no-untyped-def]
+    assert run("set", key, "v").returncode == 0
+    r = run("-v", "touch", key, "0")
+    assert r.returncode == 0 and r.stdout == b"expired now: removed\n", r.stdout
+    assert run("get", key).returncode == 1
+
+
+def test_get_streams_a_large_value_without_holding_it(daemon: Daemon, cli_bin: str, key: str) -> None:
+    size = 24 << 20
+    value = os.urandom(size)
+    with halcyon.Client(daemon.socket, timeout=60) as c:
+        assert c.set(key, value) is True
+    command = [cli_bin, "--socket", daemon.socket, "get", key]
+    # The peak RSS comes from /usr/bin/time, which forks the command itself: a child
+    # forked from this test process would report this process's RSS, carried across exec.
+    timer = shutil.which("time", path="/usr/bin")
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = os.path.join(scratch, "peak")
+        prefix = [timer, "-f", "%M", "-o", peak_file] if timer else []
+        r = subprocess.run([*prefix, *command], capture_output=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert len(r.stdout) == size and r.stdout == value
+        if timer:
+            peak_kib = int(open(peak_file).read().split()[-1])
+            assert peak_kib * 1024 < size, f"peak RSS {peak_kib} KiB for a {size >> 20} MiB value"

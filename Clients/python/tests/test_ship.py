@@ -20,25 +20,14 @@ from typing import Dict, Iterator, List, Optional
 import pytest
 
 import halcyon
-from conftest import REPO, Daemon, _binary, _start_daemon, short_tmpdir
+from conftest import REPO, Daemon, _start_daemon, short_tmpdir
 
 VERSION = (REPO / "VERSION").read_text().strip()
 
 
 @pytest.fixture(scope="module")
-def halcyond_bin() -> str:
-    path = _binary("HALCYOND_BIN", "halcyond")
-    if path is None:
-        pytest.skip("halcyond is not built")
-    return path
-
-
-@pytest.fixture(scope="module")
-def halcyon_cli() -> str:
-    path = _binary("HALCYON_BIN", "halcyon")
-    if path is None:
-        pytest.skip("halcyon is not built")
-    return path
+def halcyon_cli(halcyon_bin: str) -> str:
+    return halcyon_bin
 
 
 def wait_for(predicate, seconds: float = 20.0):  # type: ignore[no-untyped-def]
@@ -339,3 +328,48 @@ def test_clients_find_the_daemon_without_xdg_runtime_dir(halcyond_bin: str, halc
         proc.terminate()
         proc.wait(timeout=20)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- scripts/package, scripts/start
+
+def test_package_refuses_binaries_that_are_not_self_contained(halcyond_bin: str, halcyon_cli: str) -> None:
+    # The debug build: a run path into the toolchain, the Swift runtime as shared
+    # libraries, symbols kept. Packaged, it would run nowhere else.
+    work = Path(short_tmpdir())
+    try:
+        binaries = work / "bin"
+        binaries.mkdir()
+        shutil.copy2(halcyond_bin, binaries / "halcyond")
+        shutil.copy2(halcyon_cli, binaries / "halcyon")
+        out = work / "out"
+        r = subprocess.run([str(REPO / "scripts/package"), "deb", "--binaries", str(binaries), "--out", str(out)],
+                           capture_output=True, timeout=600)
+        message = r.stderr.decode()
+        assert r.returncode == 1, message
+        assert "is not a self-contained release binary" in message and "scripts/build-release" in message, message
+        assert "run path" in message and "libswiftCore.so" in message and "not stripped" in message, message
+        assert not out.exists() or not any(out.iterdir())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_start_says_what_it_builds_before_the_compiler_runs() -> None:
+    # A `swift` that only records that it was called stands in for the compiler: the
+    # point is what scripts/start says before a build it cannot shorten.
+    work = Path(short_tmpdir())
+    try:
+        fake = work / "swift"
+        fake.write_text("#!/bin/sh\necho 'COMPILER CALLED' >&2\nexit 3\n")
+        fake.chmod(0o755)
+        env = dict(os.environ, PATH=f"{work}:{os.environ['PATH']}")
+        r = subprocess.run([str(REPO / "scripts/start")], capture_output=True, timeout=300, env=env,
+                           stdin=subprocess.DEVNULL)
+        text = r.stderr.decode()
+        assert r.returncode == 3, text
+        assert "COMPILER CALLED" in text
+        before = text[:text.index("COMPILER CALLED")]
+        assert "start: [1/4]" in before and "start: [2/4] building halcyond in release mode" in before, text
+        if not (REPO / ".build/release/halcyond").exists():
+            assert "for the first time" in before and "15 minutes" in before and "take seconds" in before, text
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

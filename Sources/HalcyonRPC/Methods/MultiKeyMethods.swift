@@ -60,19 +60,22 @@ extension Dispatcher {
             try dispatcher.checkBatch(list.count, param: "entries")
             var items: [HybridCache.StoreItem] = []
             items.reserveCapacity(list.count)
-            for member in list {
+            let toDisk = try call.params.bool("toDisk", default: true)
+            for (index, member) in list.enumerated() {
                 var p = try Params(member, allowed: ["key", "value", "encoding", "expiration", "memoryExpiration"])
                 p.keyRule = call.params.keyRule
+                p.entryLimits = call.params.entryLimits
                 guard p.object != nil else { throw .wrongType("entries", expected: "array of objects") }
                 let key = try p.key()
                 let encoding = try p.encoding("encoding") ?? .utf8
                 let bytes = try p.valueBytes(encoding: encoding)
+                try p.checkEntrySize(key: key, valueBytes: bytes.count, toDisk: toDisk, param: "entries[\(index)].value")
                 items.append(HybridCache.StoreItem(
                     key: key, entry: CacheEntry(bytes: bytes, flags: encoding.flags),
                     diskExpiration: try p.expiration("expiration"), memoryExpiration: try p.expiration("memoryExpiration")))
             }
             var options = call.options
-            options.toDisk = try call.params.bool("toDisk", default: true)
+            options.toDisk = toDisk
             let responder = call.responder
             let leases = dispatcher.leases
             let keys = items.map(\.key)

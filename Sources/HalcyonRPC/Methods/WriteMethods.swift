@@ -42,6 +42,7 @@ extension Dispatcher {
                 let bytes = try params.valueBytes(encoding: encoding)
                 options = try MethodCall.optionsWithExpirations(params, connectionOptions)
                 options.toDisk = try params.bool("toDisk", default: true)
+                try params.checkEntrySize(key: key, valueBytes: bytes.count, toDisk: options.toDisk)
                 options.forcedExtension = try params.string("forcedExtension")
                 lease = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
                 entry = CacheEntry(bytes: bytes, flags: encoding.flags)

@@ -45,11 +45,25 @@ struct GetCommand: HalcyonSubcommand {
         noExtend: Bool = false
     ) throws(CLIError) {
         let connection = try context.connect()
-        let result = try connection.call("cache.get") { writer in
+        let params: (inout JSONWriter) -> Void = { writer in
             writer.key("key"); writer.string(key)
             writer.key("encoding"); writer.string((encoding ?? .base64).rawValue)
             if memoryOnly { writer.key("fromMemoryOnly"); writer.bool(true) }
             if noExtend { writer.key("extendingExpiration"); writer.string("none") }
+        }
+        let result: JSONValue
+        if encoding == nil, context.output.isStandardOutput {
+            // The raw bytes go out as they arrive: a large value is never held whole.
+            let output = context.output
+            switch try connection.callStreamingValue("cache.get", params: params, sink: { output.writeStreamed($0) }) {
+            case .streamed(let lastByte):
+                output.endStreamedValue(lastByte: lastByte)
+                return
+            case .whole(let whole):
+                result = whole
+            }
+        } else {
+            result = try connection.call("cache.get", params: params)
         }
         guard result["found"]?.bool == true else { throw .miss }
         guard let value = result["value"] else { throw .badReply("a hit without a value") }

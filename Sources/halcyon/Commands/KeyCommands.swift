@@ -81,6 +81,12 @@ struct TouchCommand: HalcyonSubcommand {
             if let memoryExpiration { writer.key("memoryExpiration"); memoryExpiration.write(to: &writer) }
         }
         guard result["touched"]?.bool == true else { throw .miss }
-        if context.verbose { context.output.line(HumanFormat.expiry(result["expiresAt"])) }
+        guard context.verbose else { return }
+        // A TTL of 0 removed the key; the instant the daemon reports is when that happened.
+        if case .expired = expiration {
+            context.output.line("expired now: removed")
+        } else {
+            context.output.line(HumanFormat.expiry(result["expiresAt"]))
+        }
     }
 }

@@ -21,7 +21,7 @@ The hierarchy by code::
     |   +-- ParseError           -32700
     |   +-- InvalidRequestError  -32600 (LineTooLongError, BatchTooLargeError)
     |   +-- MethodNotFoundError  -32601 (DebugMethodsDisabledError)
-    |   +-- InvalidParamsError   -32602 (KeyTooLongError, EmptyKeyError, UnknownParamError, ...)
+    |   +-- InvalidParamsError   -32602 (KeyTooLongError, ValueTooLargeError, EmptyKeyError, ...)
     |   +-- InternalError        -32603
     +-- CancelledError           -32800 (not asyncio.CancelledError)
     +-- StorageError             -32001 .. -32004
@@ -43,7 +43,7 @@ use as a subclass of its code family (``for_reason("fooBar", code)`` returns
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Mapping, Optional, Tuple, Type
+from typing import Any, Dict, Mapping, Optional, Tuple, Type, cast
 
 __all__ = [
     "HalcyonError",
@@ -65,6 +65,7 @@ __all__ = [
     "LineTooLongError",
     "BatchTooLargeError",
     "KeyTooLongError",
+    "ValueTooLargeError",
     "InvalidKeyError",
     "UnknownParamError",
     "DiskStorageIsNotReadyError",
@@ -224,6 +225,20 @@ class KeyTooLongError(InvalidParamsError):
     """``keyTooLong``: the key is longer than 4096 UTF-8 bytes."""
 
 
+class ValueTooLargeError(InvalidParamsError):
+    """``valueTooLarge``: no tier could keep the value: it is larger than the whole size
+    limit of the tier it would live in. ``tier`` (``"disk"`` or ``"memory"``) and
+    ``limit`` (bytes) say which; a disk entry counts its file: header, key and value."""
+
+    @property
+    def tier(self) -> Optional[str]:
+        return cast(Optional[str], self.data.get("tier"))
+
+    @property
+    def limit(self) -> Optional[int]:
+        return cast(Optional[int], self.data.get("limit"))
+
+
 class InvalidKeyError(InvalidParamsError):
     """``invalidKey``: the key cannot be used (e.g. empty, or not a file name)."""
 
@@ -344,6 +359,7 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("lineTooLong", -32600): LineTooLongError,
     ("batchTooLarge", -32600): BatchTooLargeError,
     ("keyTooLong", -32602): KeyTooLongError,
+    ("valueTooLarge", -32602): ValueTooLargeError,
     ("invalidKey", -32602): InvalidKeyError,
     ("unknownParam", -32602): UnknownParamError,
     ("diskStorageIsNotReady", -32001): DiskStorageIsNotReadyError,
