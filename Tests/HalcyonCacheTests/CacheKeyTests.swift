@@ -93,6 +93,22 @@ struct CacheKeyTests {
         #expect(table[CacheKey("caf\u{E9}")] == nil)
     }
 
+    /// With plain file names a name is its key: two files, and the set of names the
+    /// folder may hold keeps both, so removing one never hides the other.
+    @Test(arguments: CanonicalPairs.all)
+    func plainFileNamesOfAPairAreTwoFiles(pair: (String, String)) throws {
+        let folder = DiskTestFolder()
+        let disk = folder.backend { $0.usesHashedFileName = false }
+        let (a, b) = (CacheKey(pair.0), CacheKey(pair.1))
+        try disk.store(value: [1], forKey: a)
+        try disk.store(value: [2], forKey: b)
+        #expect(try disk.value(forKey: a)?.bytes == [1])
+        #expect(try disk.value(forKey: b)?.bytes == [2])
+        #expect(try disk.remove(forKey: b))
+        #expect(try disk.value(forKey: a)?.bytes == [1], "\(a) is still in its file")
+        #expect(try disk.listKeys().keys.map(\.key) == [a])
+    }
+
     @Test func leasesOfEachKeyOfAPairAreTheirOwn() {
         let leases = Leases()
         for (a, b) in CanonicalPairs.all {
