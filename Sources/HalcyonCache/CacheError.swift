@@ -19,7 +19,7 @@ public enum CacheError: Error, Sendable, Equatable {
     case cannotRemoveCacheFile(path: String, errno: Int32)
     /// The key cannot name a file (only without hashed file names: `/`, NUL, `.`,
     /// `..`, or longer than 255 bytes).
-    case invalidKey(key: String)
+    case invalidKey(key: CacheKey)
     /// The write-ahead journal could not be created, written or synced (ENOSPC, EIO,
     /// EROFS, ...): the write it carried was not made durable and did not happen.
     case cannotWriteJournal(path: String, errno: Int32)

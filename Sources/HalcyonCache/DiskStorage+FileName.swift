@@ -13,9 +13,8 @@ extension DiskStorage {
     /// The lowercase hex SHA-256 of the key's UTF-8 bytes. Every journaled set names its
     /// file with it, so it hashes the key's own storage and writes the 64 digits straight
     /// into the string's (no intermediate arrays).
-    static func sha256Hex(_ key: String) -> String {
-        var key = key
-        let digest = key.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+    static func sha256Hex(_ key: CacheKey) -> String {
+        let digest = key.withBytes { SHA256.hash(data: $0) }
         return String(unsafeUninitializedCapacity: 64) { out in
             let digits: StaticString = "0123456789abcdef"
             let hex = digits.utf8Start
@@ -31,8 +30,8 @@ extension DiskStorage {
 
     /// The extension of the key's last path component (query and fragment cut off), if
     /// it is 1...16 ASCII letters or digits; what `autoExtAfterHashedFileName` keeps.
-    static func keyExtension(_ key: String) -> String? {
-        var tail = Substring(key)
+    static func keyExtension(_ key: CacheKey) -> String? {
+        var tail = Substring(key.string)
         if let cut = tail.firstIndex(where: { $0 == "?" || $0 == "#" }) { tail = tail[..<cut] }
         if let slash = tail.lastIndex(of: "/") { tail = tail[tail.index(after: slash)...] }
         guard let dot = tail.lastIndex(of: ".") else { return nil }
@@ -47,9 +46,9 @@ extension DiskStorage {
     /// `..`, no `/` or NUL, at most 255 bytes (NAME_MAX), not our temporary prefix.
     static func isSafeFileName(_ name: String) -> Bool {
         let bytes = name.utf8
-        return !bytes.isEmpty && bytes.count <= 255 && name != "." && name != ".."
+        return !bytes.isEmpty && bytes.count <= 255 && !bytes.elementsEqual(".".utf8) && !bytes.elementsEqual("..".utf8)
             && !bytes.contains(0x2f) && !bytes.contains(0)
-            && !name.hasPrefix(temporaryPrefix)
+            && !bytes.starts(with: temporaryPrefix.utf8)
     }
 }
 
@@ -81,18 +80,18 @@ extension DiskStorage {
 
         /// Whether `key` can name a file: always with hashed names; otherwise when the key
         /// is a safe single file name and stays one with the extension added.
-        public func accepts(_ key: String) -> Bool {
+        public func accepts(_ key: CacheKey) -> Bool {
             !plainNames || Self.isPlainNameSafe(key, pathExtension: pathExtension)
         }
 
-        static func isPlainNameSafe(_ key: String, pathExtension: String?) -> Bool {
-            guard DiskStorage.isSafeFileName(key) else { return false }
+        static func isPlainNameSafe(_ key: CacheKey, pathExtension: String?) -> Bool {
+            guard DiskStorage.isSafeFileName(key.string) else { return false }
             guard let ext = pathExtension, !ext.isEmpty else { return true }
-            return DiskStorage.isSafeFileName(key + "." + ext)
+            return DiskStorage.isSafeFileName(key.string + "." + ext)
         }
 
         /// - Throws: `.invalidKey` when `accepts(key)` is false.
-        public func check(_ key: String) throws(CacheError) {
+        public func check(_ key: CacheKey) throws(CacheError) {
             if !accepts(key) { throw .invalidKey(key: key) }
         }
     }
@@ -100,8 +99,8 @@ extension DiskStorage {
 
 extension DiskStorage.Backend {
     /// The file name for a key under `config`, without checking it.
-    func cacheFileName(forKey key: String, forcedExtension: String?, config: DiskStorage.Config) -> String {
-        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key
+    func cacheFileName(forKey key: CacheKey, forcedExtension: String?, config: DiskStorage.Config) -> String {
+        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key.string
         let ext: String?
         if let chosen = forcedExtension ?? config.pathExtension {
             ext = chosen
@@ -117,8 +116,8 @@ extension DiskStorage.Backend {
     /// The file name for a key, refusing keys and extensions that cannot name one file
     /// in the cache folder.
     /// - Throws: `.invalidKey` when the key (without hashing) or the extension is unsafe.
-    func checkedFileName(forKey key: String, forcedExtension: String?, config: DiskStorage.Config) throws(CacheError) -> String {
-        if !config.usesHashedFileName && !DiskStorage.isSafeFileName(key) { throw .invalidKey(key: key) }
+    func checkedFileName(forKey key: CacheKey, forcedExtension: String?, config: DiskStorage.Config) throws(CacheError) -> String {
+        if !config.usesHashedFileName && !DiskStorage.isSafeFileName(key.string) { throw .invalidKey(key: key) }
         let name = cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config)
         guard DiskStorage.isSafeFileName(name) else { throw .invalidKey(key: key) }
         return name

@@ -42,7 +42,7 @@ extension DiskStorage.Backend {
     /// Reads and checks the header (and the key) of the regular file open on `fd`.
     /// - Parameter key: the key the caller looks up; a format-2 file holding another key
     ///   is a miss. Nil accepts any key (the listing).
-    func readHeader(fd: Int32, path: String, status: POSIX.Status, key: String?) throws(CacheError) -> HeaderRead {
+    func readHeader(fd: Int32, path: String, status: POSIX.Status, key: CacheKey?) throws(CacheError) -> HeaderRead {
         // Nothing this tier writes is shorter than the format-1 header: a shorter file
         // is one cut short (issue: "a truncated file with its header intact").
         guard status.fileSize >= UInt64(DiskFileHeader.size) else { return .corrupt }

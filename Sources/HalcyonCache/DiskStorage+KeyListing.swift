@@ -12,7 +12,7 @@ import Musl
 extension DiskStorage {
     /// One live key found in the folder.
     public struct ListedKey: Sendable, Equatable {
-        public var key: String
+        public var key: CacheKey
         public var version: UInt64
         public var flags: UInt32
         /// When the entry expires; `Date.distantFuture` for never.
@@ -62,8 +62,8 @@ extension DiskStorage.Backend {
     ///     `forcedExtension`.
     /// - Throws: `.diskStorageIsNotReady`, `.cannotLoadDataFromDisk`.
     public func listKeys(
-        prefix: String = "", after cursor: String? = nil, limit: Int = 1000, referenceDate: Date? = nil,
-        skipping: Set<String> = [], everyFile: Bool = false
+        prefix: CacheKey = "", after cursor: String? = nil, limit: Int = 1000, referenceDate: Date? = nil,
+        skipping: Set<CacheKey> = [], everyFile: Bool = false
     ) throws(CacheError) -> DiskStorage.KeyPage {
         try checkReady()
         let now = FileTimes.nanos(referenceDate ?? config.clock.now())
@@ -74,7 +74,7 @@ extension DiskStorage.Backend {
             if e.code == ENOENT { return DiskStorage.KeyPage(keys: [], nextCursor: nil, unlistableFiles: 0) }
             throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
         }
-        names.removeAll { $0.hasPrefix(DiskStorage.temporaryPrefix) }
+        names.removeAll { $0.utf8.starts(with: DiskStorage.temporaryPrefix.utf8) }
         // Sorted by bytes so the cursor order is total and stable across calls.
         names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         // Every name, for `isSecondFile`; then only those after the cursor.
@@ -83,10 +83,9 @@ extension DiskStorage.Backend {
             names.removeAll { !cursor.utf8.lexicographicallyPrecedes($0.utf8) }  // at or before the cursor
         }
         let slice = names.prefix(max(1, limit))
-        let prefixBytes = Array(prefix.utf8)
 
         var page = DiskStorage.KeyPage(keys: [], nextCursor: nil, unlistableFiles: 0)
-        for name in slice where !skipping.contains(name) {
+        for name in slice where !skipping.contains(CacheKey(name)) {
             let path = path(of: name)
             let fd = hc_open_cache_file(path, 0)
             if fd < 0 { continue }  // gone meanwhile, a link, a socket: not a key
@@ -101,8 +100,8 @@ extension DiskStorage.Backend {
                 discardCorrupt(name: name, status: status)
             case .found(let file):
                 guard file.hasKey else { page.unlistableFiles += 1; continue }
-                guard file.keyBytes.starts(with: prefixBytes) else { continue }
-                let key = String(decoding: file.keyBytes, as: UTF8.self)
+                let key = CacheKey(utf8: file.keyBytes)
+                guard key.hasPrefix(prefix) else { continue }
                 let forced = forcedExtension(ofFile: name, key: key)
                 // A key with several files (stored with and without forced extensions) is
                 // listed once, from the first of them in name order, on whichever page.
@@ -120,7 +119,7 @@ extension DiskStorage.Backend {
     /// Whether another file of `key` comes right before `name` in `sorted` (all the folder's
     /// names, sorted by bytes): the files of one key are neighbours there, as a key's
     /// base name is followed by a dot, which sorts before every hex digit.
-    private func isSecondFile(_ name: String, key: String, in sorted: [String]) -> Bool {
+    private func isSecondFile(_ name: String, key: CacheKey, in sorted: [String]) -> Bool {
         var low = 0
         var high = sorted.count
         while low < high {
@@ -129,18 +128,18 @@ extension DiskStorage.Backend {
         }
         guard low > 0 else { return false }
         let previous = sorted[low - 1]
-        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key
-        return previous == base || previous.hasPrefix(base + ".")
+        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key.string
+        return previous.utf8.elementsEqual(base.utf8) || previous.utf8.starts(with: (base + ".").utf8)
     }
 
     /// The extension `name` carries beyond the key's own file name (the one a store
     /// without `forcedExtension` picks), when it is not that name: a file some store gave
     /// a `forcedExtension`, which only that extension reaches.
-    func forcedExtension(ofFile name: String, key: String) -> String? {
+    func forcedExtension(ofFile name: String, key: CacheKey) -> String? {
         let config = self.config
-        guard name != cacheFileName(forKey: key, forcedExtension: nil, config: config) else { return nil }
-        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key
-        guard name.hasPrefix(base + ".") else { return nil }
-        return String(name.dropFirst(base.count + 1))
+        guard !name.utf8.elementsEqual(cacheFileName(forKey: key, forcedExtension: nil, config: config).utf8) else { return nil }
+        let base = config.usesHashedFileName ? DiskStorage.sha256Hex(key) : key.string
+        guard name.utf8.starts(with: (base + ".").utf8) else { return nil }
+        return String(decoding: name.utf8.dropFirst(base.utf8.count + 1), as: UTF8.self)
     }
 }

@@ -23,7 +23,8 @@ import Dispatch
 import Foundation
 
 extension DiskStorage {
-    /// The names of files that may be in the cache folder.
+    /// The names of files that may be in the cache folder, compared as bytes (`CacheKey`):
+    /// with plain file names a name is its key, and two keys are two files.
     ///
     /// Invariant: a cache file that exists (and was written or seen by this process) has
     /// its name here once the call that wrote it returns. False positives are harmless
@@ -40,9 +41,9 @@ extension DiskStorage {
         private enum State {
             /// The initial scan has not finished: `journal` maps each name touched since
             /// to whether it was last inserted (true) or erased (false).
-            case scanning(journal: [String: Bool])
+            case scanning(journal: [CacheKey: Bool])
             /// The scan is done: the set is authoritative (up to false positives).
-            case ready(Set<String>)
+            case ready(Set<CacheKey>)
         }
 
         /// The maybeCached lock and what it guards. Any thread; held only for set operations
@@ -62,7 +63,7 @@ extension DiskStorage {
             locked { state in
                 switch state {
                 case .scanning: return true
-                case .ready(let names): return names.contains(name)
+                case .ready(let names): return names.contains(CacheKey(name))
                 }
             }
         }
@@ -77,11 +78,11 @@ extension DiskStorage {
                 switch state {
                 case .scanning(var journal):
                     state = .scanning(journal: [:])  // drop the old copy so the update is in place
-                    journal[name] = true
+                    journal[CacheKey(name)] = true
                     state = .scanning(journal: journal)
                 case .ready(var names):
                     state = .ready([])
-                    names.insert(name)
+                    names.insert(CacheKey(name))
                     state = .ready(names)
                 }
             }
@@ -94,11 +95,11 @@ extension DiskStorage {
                 switch state {
                 case .scanning(var journal):
                     state = .scanning(journal: [:])
-                    journal[name] = false
+                    journal[CacheKey(name)] = false
                     state = .scanning(journal: journal)
                 case .ready(var names):
                     state = .ready([])
-                    names.remove(name)
+                    names.remove(CacheKey(name))
                     state = .ready(names)
                 }
             }
@@ -108,7 +109,7 @@ extension DiskStorage {
         func finishScan(with listed: [String]) {
             locked { state in
                 guard case .scanning(let journal) = state else { return }
-                var names = Set(listed)
+                var names = Set(listed.map { CacheKey($0) })
                 for (name, present) in journal {
                     if present { names.insert(name) } else { names.remove(name) }
                 }

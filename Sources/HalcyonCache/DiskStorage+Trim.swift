@@ -42,10 +42,10 @@ extension DiskStorage.Backend {
         var cacheNames: [String] = []
         cacheNames.reserveCapacity(entries.count)
         for name in entries {
-            if name.hasPrefix(DiskStorage.temporaryPrefix) {
+            if name.utf8.starts(with: DiskStorage.temporaryPrefix.utf8) {
                 // Another instance's temp file: stale debris at start. (Were it a live
                 // writer sharing the folder, its rename fails with ENOENT and it retries.)
-                if !name.hasPrefix(ours) { unlink(path + "/" + name) }
+                if !name.utf8.starts(with: ours.utf8) { unlink(path + "/" + name) }
             } else {
                 cacheNames.append(name)
             }
@@ -74,7 +74,7 @@ extension DiskStorage.Backend {
         defer { close(dirfd) }
         var files: [CacheFile] = []
         files.reserveCapacity(names.count)
-        for name in names where !name.hasPrefix(DiskStorage.temporaryPrefix) {
+        for name in names where !name.utf8.starts(with: DiskStorage.temporaryPrefix.utf8) {
             // fstatat reads the inode without opening the file: atime stays as it is.
             guard case .success(let status) = POSIX.fstatat(dirfd, name), status.isRegular else { continue }
             files.append(CacheFile(name: name, status: status))
@@ -97,7 +97,7 @@ extension DiskStorage.Backend {
             throw .cannotLoadDataFromDisk(path: directoryPath, errno: e.code)
         }
         var removed = 0
-        for name in names where !name.hasPrefix(DiskStorage.temporaryPrefix) {
+        for name in names where !name.utf8.starts(with: DiskStorage.temporaryPrefix.utf8) {
             if try removeFile(named: name) { removed += 1 }
         }
         return removed
@@ -110,12 +110,12 @@ extension DiskStorage.Backend {
     ///   so an entry whose extension has not reached its file yet is never deleted.
     /// - Returns: the URLs of the removed files, so callers can count expirations.
     @discardableResult
-    public func removeExpiredValues(referenceDate: Date? = nil, liveLifetimes: [String: Date] = [:]) throws(CacheError) -> [URL] {
+    public func removeExpiredValues(referenceDate: Date? = nil, liveLifetimes: [CacheKey: Date] = [:]) throws(CacheError) -> [URL] {
         let date = referenceDate ?? config.clock.now()
         let nowNanos = FileTimes.nanos(date)
         var removed: [URL] = []
         for file in try cacheFiles() where file.status.times.isExpired(atNanos: nowNanos) {
-            if let lifetime = liveLifetimes[file.name], lifetime > date { continue }
+            if let lifetime = liveLifetimes[CacheKey(file.name)], lifetime > date { continue }
             if try removeFile(named: file.name) { removed.append(url(of: file.name)) }
         }
         return removed
@@ -130,7 +130,7 @@ extension DiskStorage.Backend {
     ///   (file name -> instant; reads answered from memory do not touch the file).
     /// - Returns: the URLs of the removed files, so callers can count evictions.
     @discardableResult
-    public func removeSizeExceededValues(recentAccess: [String: Date] = [:]) throws(CacheError) -> [URL] {
+    public func removeSizeExceededValues(recentAccess: [CacheKey: Date] = [:]) throws(CacheError) -> [URL] {
         try checkReady()
         let limit = config.sizeLimit
         guard limit > 0 else { return [] }
@@ -138,7 +138,7 @@ extension DiskStorage.Backend {
         var total = files.reduce(UInt64(0)) { $0 + $1.status.fileSize }
         guard total > limit else { return [] }
         func lastAccess(_ file: CacheFile) -> Int64 {
-            max(file.status.times.lastAccessNanos, recentAccess[file.name].map(FileTimes.nanos) ?? 0)
+            max(file.status.times.lastAccessNanos, recentAccess[CacheKey(file.name)].map(FileTimes.nanos) ?? 0)
         }
         files.sort { lastAccess($0) < lastAccess($1) }
         let target = limit / 2

@@ -56,14 +56,14 @@ extension DiskStorage.Backend {
 
     /// False only when `key` certainly has no file (the maybeCached set says so): no
     /// system call, safe to ask under a lock on a caller's thread.
-    public func mayHold(key: String, forcedExtension: String?) -> Bool {
+    public func mayHold(key: CacheKey, forcedExtension: String?) -> Bool {
         guard isReady, let name = try? checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
         else { return false }
         return knownNames.mayContain(name)
     }
 
     /// The name of the file `key` is (or would be) stored in.
-    func fileName(forKey key: String, forcedExtension: String?) -> String {
+    func fileName(forKey key: CacheKey, forcedExtension: String?) -> String {
         cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config)
     }
 }

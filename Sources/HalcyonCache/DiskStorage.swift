@@ -214,7 +214,7 @@ extension DiskStorage {
         ///   (with errno: ENOSPC, EACCES, ...), `.cannotSetCacheFileAttribute`.
         @discardableResult
         public func store(
-            value: [UInt8], flags: UInt32 = 0, forKey key: String, expiration: StorageExpiration? = nil,
+            value: [UInt8], flags: UInt32 = 0, forKey key: CacheKey, expiration: StorageExpiration? = nil,
             forcedExtension: String? = nil, referenceDate: Date? = nil, version: UInt64 = 0
         ) throws(CacheError) -> FileMeta? {
             try store(value: value, flags: flags, forKey: key, expiration: expiration, forcedExtension: forcedExtension,
@@ -228,7 +228,7 @@ extension DiskStorage {
         /// `FileTimes.planned`); nil derives it from the expiration (`.date`).
         @discardableResult
         func store(
-            value: [UInt8], flags: UInt32, forKey key: String, expiration: StorageExpiration?,
+            value: [UInt8], flags: UInt32, forKey key: CacheKey, expiration: StorageExpiration?,
             forcedExtension: String?, referenceDate: Date?, version: UInt64, replacing: FileReplacement,
             absolute: Bool? = nil
         ) throws(CacheError) -> FileMeta? {
@@ -362,7 +362,7 @@ extension DiskStorage {
         /// - Returns: the entry, or nil when missing or expired.
         /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`.
         public func value(
-            forKey key: String, forcedExtension: String? = nil, extendingExpiration: ExpirationExtending = .cacheTime
+            forKey key: CacheKey, forcedExtension: String? = nil, extendingExpiration: ExpirationExtending = .cacheTime
         ) throws(CacheError) -> CacheEntry? {
             try value(forKey: key, referenceDate: config.clock.now(), actuallyLoad: true,
                       extendingExpiration: extendingExpiration, forcedExtension: forcedExtension)?.entry
@@ -371,7 +371,7 @@ extension DiskStorage {
         /// Loads a value and its meta (after any extension); nil when missing or expired.
         /// `referenceDate` defaults to `config.clock.now()`.
         public func valueAndMeta(
-            forKey key: String, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
+            forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
             forcedExtension: String? = nil
         ) throws(CacheError) -> (entry: CacheEntry, meta: FileMeta)? {
             guard let found = try value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: true,
@@ -383,7 +383,7 @@ extension DiskStorage {
 
         /// Whether an unexpired entry exists at `referenceDate` (default now). Never
         /// loads the value and never extends; false on any error, not-ready included.
-        public func isCached(forKey key: String, referenceDate: Date? = nil, forcedExtension: String? = nil) -> Bool {
+        public func isCached(forKey key: CacheKey, referenceDate: Date? = nil, forcedExtension: String? = nil) -> Bool {
             let found = try? value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: false,
                                    extendingExpiration: .none, forcedExtension: forcedExtension)
             return found != nil
@@ -391,7 +391,7 @@ extension DiskStorage {
 
         /// The meta of an unexpired entry at `referenceDate` (default now), without
         /// loading the value or extending it; nil when missing or expired.
-        public func meta(forKey key: String, referenceDate: Date? = nil, forcedExtension: String? = nil) throws(CacheError) -> FileMeta? {
+        public func meta(forKey key: CacheKey, referenceDate: Date? = nil, forcedExtension: String? = nil) throws(CacheError) -> FileMeta? {
             try value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: false,
                       extendingExpiration: .none, forcedExtension: forcedExtension)?.meta
         }
@@ -408,7 +408,7 @@ extension DiskStorage {
         ///   `referenceDate`, or not a file this tier wrote); otherwise the entry (nil
         ///   unless `actuallyLoad`) and the meta after extension.
         func value(
-            forKey key: String, referenceDate: Date, actuallyLoad: Bool, extendingExpiration: ExpirationExtending,
+            forKey key: CacheKey, referenceDate: Date, actuallyLoad: Bool, extendingExpiration: ExpirationExtending,
             forcedExtension: String?
         ) throws(CacheError) -> (entry: CacheEntry?, meta: FileMeta)? {
             let config = self.config
@@ -520,7 +520,7 @@ extension DiskStorage {
         /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`,
         ///   `.cannotSetCacheFileAttribute`, `.cannotRemoveCacheFile`.
         public func touch(
-            forKey key: String, expiration: StorageExpiration? = nil, forcedExtension: String? = nil,
+            forKey key: CacheKey, expiration: StorageExpiration? = nil, forcedExtension: String? = nil,
             keepingAbsolute: Bool = false
         ) throws(CacheError) -> FileMeta? {
             let config = self.config
@@ -562,7 +562,7 @@ extension DiskStorage {
         /// - Returns: true when a file was removed.
         /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotRemoveCacheFile`.
         @discardableResult
-        public func remove(forKey key: String, forcedExtension: String? = nil) throws(CacheError) -> Bool {
+        public func remove(forKey key: CacheKey, forcedExtension: String? = nil) throws(CacheError) -> Bool {
             let config = self.config
             try checkReady()
             let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
@@ -586,7 +586,7 @@ extension DiskStorage {
         // MARK: - Names
 
         /// The URL of the file a key is (or would be) stored in. Does not check the key.
-        public func cacheFileURL(forKey key: String, forcedExtension: String? = nil) -> URL {
+        public func cacheFileURL(forKey key: CacheKey, forcedExtension: String? = nil) -> URL {
             url(of: cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config))
         }
 
@@ -598,7 +598,7 @@ extension DiskStorage {
         ///   safe single file name: empty, `.`, `..`, containing `/` or NUL, longer than
         ///   255 bytes (with the path extension, if any), or starting with the reserved
         ///   temporary prefix `.tmp-`.
-        public func validate(key: String) throws(CacheError) {
+        public func validate(key: CacheKey) throws(CacheError) {
             try keyRule.check(key)
         }
 

@@ -51,7 +51,7 @@ extension HybridCache {
     /// One ioQueue job, in order with every other write. `options` as for `store`.
     @discardableResult
     public func add(
-        _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         if let near = shared(key) {
@@ -67,7 +67,7 @@ extension HybridCache {
     /// One ioQueue job, in order with every other write. `options` as for `store`.
     @discardableResult
     public func compareAndStore(
-        _ entry: CacheEntry, forKey key: String, version: UInt64, options: Options = .init(),
+        _ entry: CacheEntry, forKey key: CacheKey, version: UInt64, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
@@ -88,7 +88,7 @@ extension HybridCache {
     /// One ioQueue job, in order with every other write.
     @discardableResult
     public func increment(
-        forKey key: String, by delta: Int64, initial: Int64? = 0, flags: UInt32, options: Options = .init(),
+        forKey key: CacheKey, by delta: Int64, initial: Int64? = 0, flags: UInt32, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
     ) -> CacheTask {
@@ -126,7 +126,7 @@ extension HybridCache {
 
     /// `increment`'s decision on the key's live entry.
     func decideIncrement(
-        forKey key: String, by delta: Int64, initial: Int64?, flags: UInt32, options: Options, live: LiveEntry?
+        forKey key: CacheKey, by delta: Int64, initial: Int64?, flags: UInt32, options: Options, live: LiveEntry?
     ) -> UpdateDecision<IncrementOutcome> {
         let current: Int64
         var flags = flags
@@ -168,7 +168,7 @@ extension HybridCache {
     /// store kept nothing: the key was absent, so the add took place and its entry ended
     /// at once (memcached and Django's `add` with a zero timeout). `version` is then nil.
     func decideConditionalStore(
-        _ entry: CacheEntry, forKey key: String, options: Options, live: LiveEntry?, when condition: (LiveEntry?) -> Bool
+        _ entry: CacheEntry, forKey key: CacheKey, options: Options, live: LiveEntry?, when condition: (LiveEntry?) -> Bool
     ) -> UpdateDecision<ConditionalStoreResult> {
         guard condition(live) else {
             return .answer(ConditionalStoreResult(
@@ -183,7 +183,7 @@ extension HybridCache {
     /// An update's step in its own ioQueue job: decides on the key's live entry, then
     /// applies the store it decided on. ioQueue only, from a job counted in the write book.
     func applyUpdate<T>(
-        forKey key: String, forcedExtension: String?, _ decide: (LiveEntry?) -> UpdateDecision<T>
+        forKey key: CacheKey, forcedExtension: String?, _ decide: (LiveEntry?) -> UpdateDecision<T>
     ) -> Result<T, CacheError> {
         let live: LiveEntry?
         do throws(CacheError) {
@@ -202,7 +202,7 @@ extension HybridCache {
     // MARK: Helpers
 
     private func conditionalStore(
-        _ entry: CacheEntry, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        _ entry: CacheEntry, forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)?,
         when condition: @escaping @Sendable (LiveEntry?) -> Bool
     ) -> CacheTask {
@@ -221,7 +221,7 @@ extension HybridCache {
     /// not ready holds nothing.
     ///
     /// - Important: only on the ioQueue (a write decides on what is there when it runs).
-    func liveEntry(forKey key: String, forcedExtension: String?) throws(CacheError) -> LiveEntry? {
+    func liveEntry(forKey key: CacheKey, forcedExtension: String?) throws(CacheError) -> LiveEntry? {
         scheduler.assertOnQueue()
         if let (entry, meta) = memoryStorage.valueAndMeta(forKey: key, extendingExpiration: ExpirationExtending.none) {
             return LiveEntry(entry: entry, expiresAt: meta.expiration, slides: !meta.isAbsolute)

@@ -41,12 +41,12 @@ extension HybridCache {
     ///
     /// Threading: immutable; any thread.
     public final class DirectStore: Sendable {
-        public let key: String
+        public let key: CacheKey
         public let entry: CacheEntry
         /// `diskExpiration` and `memoryExpiration` apply; see `canCommitDirect`.
         public let options: Options
 
-        public init(key: String, entry: CacheEntry, options: Options) {
+        public init(key: CacheKey, entry: CacheEntry, options: Options) {
             self.key = key
             self.entry = entry
             self.options = options
@@ -68,12 +68,12 @@ extension HybridCache {
             case increment(by: Int64, initial: Int64?, flags: UInt32)
         }
 
-        public let key: String
+        public let key: CacheKey
         public let change: Change
         /// As for the method the change stands for; see `canCommitDirect`.
         public let options: Options
 
-        public init(key: String, change: Change, options: Options) {
+        public init(key: CacheKey, change: Change, options: Options) {
             self.key = key
             self.change = change
             self.options = options
@@ -94,7 +94,7 @@ extension HybridCache {
         case update(DirectUpdate)
 
         /// The key it writes.
-        public var key: String {
+        public var key: CacheKey {
             switch self {
             case .store(let s): s.key
             case .update(let u): u.key
@@ -152,7 +152,7 @@ extension HybridCache {
     /// or the unwritten table holds the key, or no file can exist for it. A key memory
     /// evicts between this and the commit still costs its caller one small read: rare, and
     /// no longer than the one file operation a commit may wait behind (a materializer slice).
-    func decidesWithoutFiles(_ key: String, forcedExtension: String?) -> Bool {
+    func decidesWithoutFiles(_ key: CacheKey, forcedExtension: String?) -> Bool {
         if memoryStorage.isCached(forKey: key) { return true }
         if let wb = writeBehind, wb.holdsUnwritten(key) { return true }
         return !diskStorage.mayHold(key: key, forcedExtension: forcedExtension)
@@ -212,7 +212,7 @@ extension HybridCache {
         var updates: [(index: Int, step: UpdateStep)] = []
         /// What the run's updates decided to store on disk, as the key's live entry will
         /// then be (nil: the key will hold nothing).
-        var decided: [String: LiveEntry?] = [:]
+        var decided: [CacheKey: LiveEntry?] = [:]
 
         init(cache: HybridCache, count: Int) {
             self.cache = cache

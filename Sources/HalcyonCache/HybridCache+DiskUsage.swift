@@ -30,7 +30,7 @@ extension HybridCache {
 
     /// The file `key` has now, expired or not (a store replaces it, a remove deletes it),
     /// for adjusting the account. ioQueue only.
-    func existingFile(forKey key: String, forcedExtension: String?) -> DiskStorage.FileMeta? {
+    func existingFile(forKey key: CacheKey, forcedExtension: String?) -> DiskStorage.FileMeta? {
         try? diskStorage.meta(forKey: key, referenceDate: .distantPast, forcedExtension: forcedExtension)
     }
 

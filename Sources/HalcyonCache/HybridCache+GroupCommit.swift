@@ -243,7 +243,7 @@ extension HybridCache {
 
     /// The journal record of a set of `entry` under `key` with this lifetime (`expiresAt`
     /// `.distantFuture`: never) and original TTL.
-    static func setRecord(key: String, entry: CacheEntry, expiresAt: Date, timeToLive: TimeInterval?) -> Journal.Record {
+    static func setRecord(key: CacheKey, entry: CacheEntry, expiresAt: Date, timeToLive: TimeInterval?) -> Journal.Record {
         .set(
             key: key, flags: entry.flags, version: entry.version, expiresAtNanos: nanos(expiresAt),
             ttlNanos: ttlNanos(timeToLive), value: entry.bytes)
@@ -251,7 +251,7 @@ extension HybridCache {
 
     /// The journal record of a new lifetime of `key` (a touch, a write-back); see
     /// `Journal.Record.lifetime`.
-    static func lifetimeRecord(key: String, expiresAt: Date, timeToLive: TimeInterval?, keepsAbsolute: Bool) -> Journal.Record {
+    static func lifetimeRecord(key: CacheKey, expiresAt: Date, timeToLive: TimeInterval?, keepsAbsolute: Bool) -> Journal.Record {
         .lifetime(key: key, expiresAtNanos: nanos(expiresAt), ttlNanos: ttlNanos(timeToLive), keepsAbsolute: keepsAbsolute)
     }
 

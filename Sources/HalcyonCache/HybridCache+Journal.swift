@@ -63,7 +63,7 @@ extension HybridCache {
         /// Told of each journaled value dropped because its file can never be written (see
         /// `WriteBehind.dropIfNeverWritable`), with its key and the error: on the ioQueue,
         /// or during replay in init. The daemon logs them. It must not call the cache.
-        public var onDroppedEntry: (@Sendable (_ key: String, _ error: CacheError) -> Void)? = nil
+        public var onDroppedEntry: (@Sendable (_ key: CacheKey, _ error: CacheError) -> Void)? = nil
 
         public init(fsync: Journal.FsyncPolicy = .everysec) {
             self.fsync = fsync
@@ -72,7 +72,7 @@ extension HybridCache {
 
     /// A lifetime replay gives a file whose key has no unwritten value.
     struct FileTouch {
-        var key: String
+        var key: CacheKey
         var expiresAt: Date
         var timeToLive: TimeInterval?
         var keepsAbsolute: Bool
@@ -108,11 +108,12 @@ extension HybridCache {
         } catch {
             return nil
         }
-        var deletes = Set<String>()
-        // The key of each file name replay saw set: a `written` record names a file.
-        var keysByName: [String: String] = [:]
+        var deletes = Set<CacheKey>()
+        // The key of each file name replay saw set: a `written` record names a file. File
+        // names are compared as bytes: with plain names a name is its key.
+        var keysByName: [CacheKey: CacheKey] = [:]
         var clearFiles = false
-        var fileTouches: [String: FileTouch] = [:]
+        var fileTouches: [CacheKey: FileTouch] = [:]
         let now = clock.now()
         // A key the folder cannot name a file with (from a daemon that took such keys)
         // is dropped, as the materializer drops it: its set would never reach a file, and
@@ -132,7 +133,7 @@ extension HybridCache {
             switch r.record {
             case .set(let key, let flags, let version, let expiresAtNanos, let ttlNanos, let value):
                 versions.observe(version)
-                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
                 keysByName[name] = key
                 let expiresAt = HybridCache.date(nanos: expiresAtNanos)
                 let ttl: TimeInterval? = ttlNanos < 0 ? nil : Double(ttlNanos) / 1e9
@@ -142,7 +143,7 @@ extension HybridCache {
                     expiresAt: expiresAt, timeToLive: ttl, countedFrom: countedFrom, start: r.start))
                 fileTouches[name] = nil
             case .delete(let key):
-                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
                 table.remove(key)
                 fileTouches[name] = nil
                 deletes.insert(name)
@@ -153,7 +154,7 @@ extension HybridCache {
                 clearFiles = true
             case .touch(let key, let expiresAtNanos):
                 // An older build's touch: the new end, the entry's own time-to-live.
-                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
                 let expiresAt = HybridCache.date(nanos: expiresAtNanos)
                 let updated = table.update(key) { e in
                     if let ttl = e.timeToLive, expiresAt != .distantFuture {
@@ -167,7 +168,7 @@ extension HybridCache {
                     fileTouches[name] = FileTouch(key: key, expiresAt: expiresAt, timeToLive: ttl, keepsAbsolute: false)
                 }
             case .lifetime(let key, let expiresAtNanos, let ttlNanos, let keepsAbsolute):
-                let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
+                let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
                 let expiresAt = HybridCache.date(nanos: expiresAtNanos)
                 let ttl: TimeInterval? = ttlNanos < 0 || expiresAt == .distantFuture ? nil : Double(ttlNanos) / 1e9
                 let updated = table.update(key) { e in
@@ -181,13 +182,13 @@ extension HybridCache {
                 }
             case .written(let name, let version):
                 versions.observe(version)
-                if let key = keysByName[name], let e = table[key], e.entry.version < version { table.remove(key) }
+                if let key = keysByName[CacheKey(name)], let e = table[key], e.entry.version < version { table.remove(key) }
             }
         }
         // Apply what replay found for the files themselves (idempotent: a second crash
         // here replays the same records again).
         if clearFiles { _ = try? diskStorage.removeAll() }
-        for name in deletes { _ = try? diskStorage.removeFile(named: name) }
+        for name in deletes { _ = try? diskStorage.removeFile(named: name.string) }
         for (_, t) in fileTouches {
             _ = try? diskStorage.writeBack(
                 .init(key: t.key, forcedExtension: nil, expiresAt: t.expiresAt, timeToLive: t.timeToLive, extendedAt: now),

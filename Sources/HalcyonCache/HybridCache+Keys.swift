@@ -9,7 +9,7 @@ extension HybridCache {
     public struct KeyPage: Sendable, Equatable {
         /// Live keys starting with the prefix; a page may hold fewer than the limit (even
         /// none) without being the last.
-        public var keys: [String]
+        public var keys: [CacheKey]
         /// Pass back to continue; nil when the listing is complete. Opaque to callers.
         public var cursor: String?
     }
@@ -50,7 +50,7 @@ extension HybridCache {
     ///   - limit: at least 1.
     @discardableResult
     public func listKeys(
-        prefix: String, cursor: String?, limit: Int, callbackQueue: CallbackQueue = .untouch,
+        prefix: CacheKey, cursor: String?, limit: Int, callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<KeyPage, CacheError>) -> Void
     ) -> CacheTask {
         if case .upstream(let after)? = KeyCursor(cursor), let nearCache {
@@ -65,7 +65,7 @@ extension HybridCache {
         return task
     }
 
-    private func keyPage(prefix: String, cursor: String?, limit: Int) -> Result<KeyPage, CacheError> {
+    private func keyPage(prefix: CacheKey, cursor: String?, limit: Int) -> Result<KeyPage, CacheError> {
         let limit = max(1, limit)
         var page = KeyPage(keys: [], cursor: nil)
         var position = KeyCursor(cursor) ?? .disk(after: nil)
@@ -81,7 +81,7 @@ extension HybridCache {
                     // files in place right now, and will start no rewrite until the page ends
                     // (see `materializeSlice`).
                     let (unwritten, listed) = try readingFiles {
-                        () throws(CacheError) -> ([String: String], DiskStorage.KeyPage) in
+                        () throws(CacheError) -> ([CacheKey: String], DiskStorage.KeyPage) in
                         let (unwritten, tableNames) = unwrittenKeysAndNames(prefix: prefix)
                         // Every file, expired or not: a resident copy may vouch for a file whose
                         // own times lag behind the lifetime memory extended.
@@ -91,7 +91,7 @@ extension HybridCache {
                         return (unwritten, listed)
                     }
                     let now = config.disk.clock.now()
-                    var seen = Set<String>()
+                    var seen = Set<CacheKey>()
                     for found in listed.keys where found.expiration > now || memoryStorage.meta(forKey: found.key) != nil
                         || unwritten[found.key] != nil {
                         guard !seen.contains(found.key) else { continue }
@@ -121,14 +121,14 @@ extension HybridCache {
         memoryOnly.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let room = max(1, limit - page.keys.count)
         page.keys.append(contentsOf: memoryOnly.prefix(room))
-        if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last }
+        if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last.string }
         if page.cursor == nil, nearCache?.mayShare(prefix: prefix) == true { page.cursor = "u" }
         return .success(page)
     }
 
     /// The live journaled entries not yet in their files whose keys start with `prefix`.
     /// Empty without a journal.
-    private func unwrittenKeys(prefix: String) -> [String] {
+    private func unwrittenKeys(prefix: CacheKey) -> [CacheKey] {
         guard let writeBehind else { return [] }
         let now = config.disk.clock.now()
         return writeBehind.unwrittenKeys(prefix: prefix, at: now, allKeys: false).live
@@ -138,16 +138,16 @@ extension HybridCache {
     /// (live or not), read under one lock and hashed to names after it. Only inside
     /// `readingFiles`: an entry that joins the table after the lock was let go is not
     /// among the names, but its file is then replaced by rename, never rewritten in place.
-    private func unwrittenKeysAndNames(prefix: String) -> (keys: [String: String], names: Set<String>) {
+    private func unwrittenKeysAndNames(prefix: CacheKey) -> (keys: [CacheKey: String], names: Set<CacheKey>) {
         guard let writeBehind else { return ([:], []) }
         let now = config.disk.clock.now()
         let (live, all) = writeBehind.unwrittenKeys(prefix: prefix, at: now, allKeys: true)
         let liveKeys = Set(live)
-        var keys: [String: String] = [:]
-        var names = Set<String>(minimumCapacity: all.count)
+        var keys: [CacheKey: String] = [:]
+        var names = Set<CacheKey>(minimumCapacity: all.count)
         for key in all {
             let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
-            names.insert(name)
+            names.insert(CacheKey(name))
             if liveKeys.contains(key) { keys[key] = name }
         }
         return (keys, names)
@@ -165,7 +165,7 @@ extension HybridCache {
     /// - Returns (through `completion`): how many keys were removed.
     @discardableResult
     public func removePrefix(
-        _ prefix: String, callbackQueue: CallbackQueue = .untouch,
+        _ prefix: CacheKey, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         if let nearCache, nearCache.mayShare(prefix: prefix) {
@@ -176,13 +176,13 @@ extension HybridCache {
 
     /// `removePrefix` of this host's keys only.
     func removeLocalPrefix(
-        _ prefix: String, callbackQueue: CallbackQueue, completion: (@Sendable (Result<Int, CacheError>) -> Void)?
+        _ prefix: CacheKey, callbackQueue: CallbackQueue, completion: (@Sendable (Result<Int, CacheError>) -> Void)?
     ) -> CacheTask {
         enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
             var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))
             keys.formUnion(unwrittenKeys(prefix: prefix))
             // Files stored with a forced extension: only that extension names them.
-            var forced: [(key: String, forcedExtension: String)] = []
+            var forced: [(key: CacheKey, forcedExtension: String)] = []
             if diskStorage.isReady {
                 var cursor: String?
                 repeat {
@@ -202,7 +202,7 @@ extension HybridCache {
                     }
                 } while cursor != nil
             }
-            var removed = Set<String>()
+            var removed = Set<CacheKey>()
             let targets = keys.map { ($0, String?.none) } + forced.map { ($0.key, Optional($0.forcedExtension)) }
             for (key, forcedExtension) in targets {
                 let live = (try? liveEntry(forKey: key, forcedExtension: forcedExtension)) != nil

@@ -20,7 +20,7 @@ extension HybridCache: WriteBehindFileTier {
 
     func didMaterialize() { enforceDiskSizeLimit() }
 
-    func dropMemoryCopy(key: String, version: UInt64) {
+    func dropMemoryCopy(key: CacheKey, version: UInt64) {
         if memoryStorage.meta(forKey: key)?.version == version { memoryStorage.remove(forKey: key) }
     }
 

@@ -24,7 +24,7 @@ extension HybridCache {
     ///
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
-    public func memoryLookup(forKey key: String, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
+    public func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
         if let near = shared(key) { return memoryLookupShared(near, forKey: key, options: options) }
         switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
         case .memoryHit(let found): return .answered(found)
@@ -38,7 +38,7 @@ extension HybridCache {
     /// (a read queued behind a write that arrived meanwhile still asks it, after the write).
     @discardableResult
     public func retrieveAfterMemoryMiss(
-        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
         retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: true, completion: completion)
@@ -50,7 +50,7 @@ extension HybridCache {
     ///
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
-    public func memoryDescription(forKey key: String, options: Options = .init()) -> EntryDescription? {
+    public func memoryDescription(forKey key: CacheKey, options: Options = .init()) -> EntryDescription? {
         if let near = shared(key), near.writePending(key) { return nil }
         let plan = readPlan(forKey: key, options: options) { memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) }
         guard case .memoryHit(let meta) = plan else { return nil }

@@ -6,14 +6,14 @@ import Foundation
 extension HybridCache {
     /// One element of `storeMany`.
     public struct StoreItem: Sendable {
-        public var key: String
+        public var key: CacheKey
         public var entry: CacheEntry
         /// nil = the disk tier's default.
         public var diskExpiration: StorageExpiration?
         /// nil = the memory tier's default.
         public var memoryExpiration: StorageExpiration?
 
-        public init(key: String, entry: CacheEntry, diskExpiration: StorageExpiration? = nil,
+        public init(key: CacheKey, entry: CacheEntry, diskExpiration: StorageExpiration? = nil,
                     memoryExpiration: StorageExpiration? = nil) {
             self.key = key
             self.entry = entry
@@ -67,7 +67,7 @@ extension HybridCache {
     /// - Returns (through `completion`): per key, in order, whether it held an entry.
     @discardableResult
     public func removeMany(
-        forKeys keys: [String], fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
+        forKeys keys: [CacheKey], fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<[Bool], CacheError>) -> Void)? = nil
     ) -> CacheTask {
@@ -97,7 +97,7 @@ extension HybridCache {
     /// first failure is delivered instead. Not cancellable once asked (the reads are
     /// short); the returned task only reports.
     public func retrieveMany(
-        forKeys keys: [String], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKeys keys: [CacheKey], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
     ) {
         if let nearCache, keys.contains(where: nearCache.shares) {

@@ -36,7 +36,7 @@ extension HybridCache {
     /// a write queued later changes the epochs, so an older disk value never replaces
     /// it. While no write at all is queued, a memory hit takes no lock.
     func readPlan<Found>(
-        forKey key: String, options: Options, memoryAsked: Bool = false, _ lookInMemory: () -> Found?
+        forKey key: CacheKey, options: Options, memoryAsked: Bool = false, _ lookInMemory: () -> Found?
     ) -> ReadPlan<Found> {
         var asked = memoryAsked
         if !asked, !scheduler.mustQueue(key) {
@@ -56,7 +56,7 @@ extension HybridCache {
     }
 
     /// A memory lookup of `key` as `retrieve` makes it (extending per `options`).
-    func memoryRetrieve(forKey key: String, options: Options) -> RetrieveResult? {
+    func memoryRetrieve(forKey key: CacheKey, options: Options) -> RetrieveResult? {
         memoryStorage.valueAndMeta(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration
         ).map { entry, meta in
@@ -77,7 +77,7 @@ extension HybridCache {
     /// `cacheType: .none`.
     @discardableResult
     public func retrieve(
-        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
         retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: false, completion: completion)
@@ -87,7 +87,7 @@ extension HybridCache {
     /// memory (and counted it), so the inline path goes straight on to the disk. A read
     /// that must queue behind a write asks memory again there, after the write.
     func retrieve(
-        forKey key: String, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
+        forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
         if let near = shared(key) { return retrieveShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
@@ -119,7 +119,7 @@ extension HybridCache {
     /// `retrieve`; `.none` when neither does.
     @discardableResult
     public func cachedType(
-        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<CacheType, CacheError>) -> Void
     ) -> CacheTask {
         describeOrType(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
@@ -132,7 +132,7 @@ extension HybridCache {
     /// with `cacheType: .none`.
     @discardableResult
     public func describe(
-        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
     ) -> CacheTask {
         describeOrType(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) { $0 }
@@ -141,7 +141,7 @@ extension HybridCache {
     // MARK: Helpers
 
     private func describeOrType<T: Sendable>(
-        forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<T, CacheError>) -> Void,
         _ transform: @escaping @Sendable (EntryDescription) -> T
     ) -> CacheTask {
@@ -175,7 +175,7 @@ extension HybridCache {
             lastAccessAt: meta.lastAccess, version: meta.version)
     }
 
-    private func describeNow(forKey key: String, options: Options, memoryOnly: Bool) -> Result<EntryDescription, CacheError> {
+    private func describeNow(forKey key: CacheKey, options: Options, memoryOnly: Bool) -> Result<EntryDescription, CacheError> {
         if let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {
             return .success(HybridCache.description(of: meta))
         }
@@ -205,7 +205,7 @@ extension HybridCache {
 
     /// Memory, then disk; for reads queued behind a write (on the ioQueue).
     private func retrieveNow(
-        forKey key: String, options: Options, putBackIf: @escaping (Epochs) -> Bool
+        forKey key: CacheKey, options: Options, putBackIf: @escaping (Epochs) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         if let (entry, meta) = memoryStorage.valueAndMeta(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration)
@@ -225,7 +225,7 @@ extension HybridCache {
     /// goes into the resident copy (or, when memory cannot keep the value, straight into
     /// the write-back set once it is due), like a memory hit's.
     private func retrieveFromDisk(
-        forKey key: String, options: Options, putBackIf: (Epochs) -> Bool
+        forKey key: CacheKey, options: Options, putBackIf: (Epochs) -> Bool
     ) -> Result<RetrieveResult, CacheError> {
         do throws(CacheError) {
             typealias Found = (entry: CacheEntry, meta: DiskStorage.FileMeta)

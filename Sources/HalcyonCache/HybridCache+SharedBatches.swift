@@ -43,7 +43,7 @@ extension HybridCache {
     /// `removeMany` with shared keys, as `storeManySplit`. Removing from memory alone
     /// (`fromDisk: false`) touches no upstream: each key then goes on its own.
     func removeManySplit(
-        _ keys: [String], fromMemory: Bool, fromDisk: Bool, options: Options, callbackQueue: CallbackQueue,
+        _ keys: [CacheKey], fromMemory: Bool, fromDisk: Bool, options: Options, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<[Bool], CacheError>) -> Void)?
     ) -> CacheTask {
         guard let near = nearCache, fromDisk else {

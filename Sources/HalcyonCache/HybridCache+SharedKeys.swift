@@ -9,7 +9,7 @@ extension HybridCache {
     /// `cursor` the upstream's own (nil: the start). Only keys this host would share are
     /// listed (the upstream may hold others, under prefixes not shared).
     func sharedKeyPage(
-        _ near: NearCache, prefix: String, cursor: String?, limit: Int, callbackQueue: CallbackQueue,
+        _ near: NearCache, prefix: CacheKey, cursor: String?, limit: Int, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<KeyPage, CacheError>) -> Void
     ) -> CacheTask {
         let task = makeTask(callbackQueue, .normal, completion)
@@ -32,7 +32,7 @@ extension HybridCache {
 
     /// Whether anyone, on any host, holds the lease on the shared `key` (asked of the
     /// upstream): nil when not.
-    public func sharedLeaseStatus(_ key: String, completion: @escaping @Sendable (Result<SharedLeaseStatus?, CacheError>) -> Void) {
+    public func sharedLeaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<SharedLeaseStatus?, CacheError>) -> Void) {
         guard let near = shared(key) else { return completion(.success(nil)) }
         near.tier.leaseStatus(key) { result in
             completion(HybridCache.mapped(result, near) { held in

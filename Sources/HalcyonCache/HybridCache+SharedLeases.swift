@@ -12,7 +12,7 @@ extension HybridCache {
     public static let longestSharedLease: TimeInterval = 86_400
 
     /// Whether `key` lives in the upstream (`Config.upstream` and its prefixes).
-    public func isShared(_ key: String) -> Bool { shared(key) != nil }
+    public func isShared(_ key: CacheKey) -> Bool { shared(key) != nil }
 
     /// Tries to take the upstream lease on the shared `key` with `token` for `ttl` seconds,
     /// for `owner` (an opaque number, the daemon's connection id: `releaseSharedLeases`
@@ -21,7 +21,7 @@ extension HybridCache {
     /// every copy dropped), and the caller reads and tries again. A caller that gives up
     /// waiting may ignore the call.
     public func acquireSharedLease(
-        _ key: String, token: String, ttl: TimeInterval, owner: UInt64, changed: @escaping @Sendable () -> Void,
+        _ key: CacheKey, token: String, ttl: TimeInterval, owner: UInt64, changed: @escaping @Sendable () -> Void,
         completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void
     ) {
         guard let near = shared(key) else { return completion(.success(true)) }
@@ -45,7 +45,7 @@ extension HybridCache {
 
     /// Gives the upstream lease on the shared `key` back if `token` still holds it; wakes
     /// this host's callers waiting on it. Completes with whether it was held.
-    public func releaseSharedLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void) {
+    public func releaseSharedLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void) {
         guard let near = shared(key) else { return completion(.success(false)) }
         near.leaseGivenBack(key, token: token)
         near.tier.releaseLease(key, token: token) { result in

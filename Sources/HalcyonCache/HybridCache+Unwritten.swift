@@ -39,7 +39,7 @@ import Foundation
 extension HybridCache {
     /// One acknowledged value whose file is not written yet.
     struct Unwritten: Sendable {
-        var key: String
+        var key: CacheKey
         var entry: CacheEntry
         /// The entry's lifetime (`Date.distantFuture`: never) and its original TTL (nil:
         /// reads do not move the lifetime: never, or absolute).
@@ -93,7 +93,7 @@ extension HybridCache {
         case expired
     }
 
-    func unwrittenLookup(forKey key: String, forcedExtension: String?, at now: Date) -> UnwrittenLookup {
+    func unwrittenLookup(forKey key: CacheKey, forcedExtension: String?, at now: Date) -> UnwrittenLookup {
         guard let writeBehind, forcedExtension == nil else { return .absent }
         guard let e = writeBehind.unwritten(forKey: key) else { return .absent }
         return e.isLive(at: now) ? .live(e) : .expired
@@ -109,7 +109,7 @@ extension HybridCache {
     /// out expired) a `delete` record is appended first, or the journal's older set
     /// records of the key would bring it back at replay; if that append fails, nothing
     /// is removed and the failure is the write's.
-    func removeDiskCopy(forKey key: String, forcedExtension: String?, journaled: Bool) throws(CacheError) -> Bool {
+    func removeDiskCopy(forKey key: CacheKey, forcedExtension: String?, journaled: Bool) throws(CacheError) -> Bool {
         var removed = false
         if let writeBehind, forcedExtension == nil {
             if !journaled { _ = try writeBehind.append([.delete(key: key)]) }
@@ -130,7 +130,7 @@ extension HybridCache {
     /// `written` record, which makes replay drop every older value of the file. Before
     /// the write's reply, so a crash before the record only loses a write never
     /// acknowledged.
-    func supersedeUnwritten(forKey key: String, version: UInt64) {
+    func supersedeUnwritten(forKey key: CacheKey, version: UInt64) {
         guard let writeBehind else { return }
         writeBehind.removeUnwritten(key)
         let name = diskStorage.fileName(forKey: key, forcedExtension: nil)
@@ -157,7 +157,7 @@ extension HybridCache {
     /// `keepingAbsolute`: `expiration` is only the default, which an absolute lifetime
     /// does not take (see `DiskStorage.Backend.touch`).
     func touchDiskCopy(
-        forKey key: String, expiration: StorageExpiration, forcedExtension: String?, now: Date, keepingAbsolute: Bool
+        forKey key: CacheKey, expiration: StorageExpiration, forcedExtension: String?, now: Date, keepingAbsolute: Bool
     ) throws(CacheError) -> DiskStorage.FileMeta? {
         if let writeBehind, forcedExtension == nil {
             let url = diskStorage.url(of: diskStorage.fileName(forKey: key, forcedExtension: nil))
@@ -177,7 +177,7 @@ extension HybridCache {
 
     /// Whether `key` may have a disk copy (file, unwritten value, or a record a restart
     /// would replay for a file the size limit evicted), without I/O.
-    func mayHoldDiskCopy(key: String, forcedExtension: String?) -> Bool {
+    func mayHoldDiskCopy(key: CacheKey, forcedExtension: String?) -> Bool {
         if diskStorage.mayHold(key: key, forcedExtension: forcedExtension) { return true }
         guard let writeBehind, forcedExtension == nil, diskStorage.isReady else { return false }
         if writeBehind.holdsUnwritten(key) { return true }

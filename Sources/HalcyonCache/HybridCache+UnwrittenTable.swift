@@ -22,7 +22,7 @@ extension HybridCache {
     ///
     /// Threading: a plain value, kept in `WriteBehind.table` (a `Locked`).
     struct UnwrittenTable {
-        private var index: [String: Int32] = [:]
+        private var index: [CacheKey: Int32] = [:]
         /// Entries by slot; a free slot holds a placeholder until it is reused.
         private var slots: [Unwritten] = []
         /// The slots in journal order of their records.
@@ -31,12 +31,12 @@ extension HybridCache {
 
         var count: Int { index.count }
 
-        subscript(key: String) -> Unwritten? {
+        subscript(key: CacheKey) -> Unwritten? {
             guard let slot = index[key] else { return nil }
             return slots[Int(slot)]
         }
 
-        func contains(_ key: String) -> Bool { index[key] != nil }
+        func contains(_ key: CacheKey) -> Bool { index[key] != nil }
 
         /// Every entry, oldest record first.
         var all: [Unwritten] {
@@ -50,7 +50,7 @@ extension HybridCache {
             return out
         }
 
-        var keys: [String] { Array(index.keys) }
+        var keys: [CacheKey] { Array(index.keys) }
 
         /// Enters `e`, replacing any entry of its key; its record is the newest.
         mutating func put(_ e: Unwritten) {
@@ -69,7 +69,7 @@ extension HybridCache {
 
         /// The entry of `key` now has its record at `start`, the journal's newest
         /// (appended anew: see `WriteBehind.copyForward` and `WriteBehind.rebuild`).
-        mutating func moveStart(_ key: String, to start: Journal.Position) {
+        mutating func moveStart(_ key: CacheKey, to start: Journal.Position) {
             guard let slot = index[key] else { return }
             slots[Int(slot)].start = start
             order.moveToNewest(slot)
@@ -101,7 +101,7 @@ extension HybridCache {
         }
 
         @discardableResult
-        mutating func remove(_ key: String) -> Unwritten? {
+        mutating func remove(_ key: CacheKey) -> Unwritten? {
             guard let slot = index.removeValue(forKey: key) else { return nil }
             let i = Int(slot)
             let old = slots[i]
@@ -113,7 +113,7 @@ extension HybridCache {
         }
 
         /// Removes `key` only if it still holds `version` (the one just written).
-        mutating func remove(_ key: String, ifVersion version: UInt64) {
+        mutating func remove(_ key: CacheKey, ifVersion version: UInt64) {
             guard let slot = index[key], slots[Int(slot)].entry.version == version else { return }
             remove(key)
         }
@@ -122,7 +122,7 @@ extension HybridCache {
             self = UnwrittenTable()
         }
 
-        mutating func update(_ key: String, _ body: (inout Unwritten) -> Void) -> Unwritten? {
+        mutating func update(_ key: CacheKey, _ body: (inout Unwritten) -> Void) -> Unwritten? {
             guard let slot = index[key] else { return nil }
             let i = Int(slot)
             let (start, before) = (slots[i].start, slots[i].bytes)
@@ -133,9 +133,9 @@ extension HybridCache {
         }
 
         /// The live entries whose keys start with `prefix`.
-        func liveKeys(prefix: String, at now: Date) -> [String] {
+        func liveKeys(prefix: CacheKey, at now: Date) -> [CacheKey] {
             index.compactMap { key, slot in
-                slots[Int(slot)].isLive(at: now) && key.utf8.starts(with: prefix.utf8) ? key : nil
+                slots[Int(slot)].isLive(at: now) && key.hasPrefix(prefix) ? key : nil
             }
         }
     }

@@ -8,7 +8,7 @@ import Foundation
 
 extension HybridCache {
     /// The near-cache of shared keys when `key` is one of them.
-    func shared(_ key: String) -> NearCache? {
+    func shared(_ key: CacheKey) -> NearCache? {
         guard let nearCache, nearCache.shares(key) else { return nil }
         return nearCache
     }
@@ -22,7 +22,7 @@ extension HybridCache {
     /// (`extendIfDue`), never locally alone. While the upstream is unreachable a read
     /// without a copy is a miss.
     func retrieveShared(
-        _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        _ near: NearCache, forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
         if !near.writePending(key), let copy = memoryCopy(forKey: key, options: options) {
@@ -43,7 +43,7 @@ extension HybridCache {
 
     /// Memory, then the upstream, for an admitted read.
     private func readShared(
-        _ near: NearCache, forKey key: String, options: Options,
+        _ near: NearCache, forKey key: CacheKey, options: Options,
         _ done: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) {
         if let copy = memoryCopy(forKey: key, options: options) {
@@ -73,7 +73,7 @@ extension HybridCache {
     /// renews a sliding lifetime (`slideIfDue`); `.expirationTime` gives the key the asked
     /// lifetime (`renewIfDue`), and the reply carries the asked end, as a local read's
     /// does; `.none` leaves it.
-    func extendIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ options: Options) -> RetrieveResult {
+    func extendIfDue(_ near: NearCache, _ key: CacheKey, _ hit: RetrieveResult, _ options: Options) -> RetrieveResult {
         switch options.extendingExpiration {
         case ExpirationExtending.none:
             return hit
@@ -87,7 +87,7 @@ extension HybridCache {
 
     /// Renews a shared key's sliding lifetime when a read hit a copy with less than half of
     /// it left (`NearCache.slideDue`): at most one renewal per half lifetime per key and host.
-    private func slideIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult) {
+    private func slideIfDue(_ near: NearCache, _ key: CacheKey, _ hit: RetrieveResult) {
         // A copy with no end has nothing to renew: no lock taken on that hit.
         guard let entry = hit.entry, let expiresAt = hit.expiresAt,
               let sliding = near.slideDue(key, remaining: expiresAt.timeIntervalSince(config.memory.clock.now())) else { return }
@@ -96,7 +96,7 @@ extension HybridCache {
 
     /// Gives a shared key the lifetime a read asked for when `NearCache.renewalDue` says
     /// so: about twice per lifetime per key and host, whatever the read rate.
-    private func renewIfDue(_ near: NearCache, _ key: String, _ hit: RetrieveResult, _ asked: StorageExpiration) -> RetrieveResult {
+    private func renewIfDue(_ near: NearCache, _ key: CacheKey, _ hit: RetrieveResult, _ asked: StorageExpiration) -> RetrieveResult {
         guard let entry = hit.entry else { return hit }
         // A lifetime already over ends the key now, as it ends a local entry.
         let now = config.memory.clock.now()
@@ -114,7 +114,7 @@ extension HybridCache {
     /// The completion of a slide or a renewal: a failure is counted, and the copy follows
     /// the outcome (`NearCache.renewalEnded`).
     private func renewalEnd(
-        _ near: NearCache, _ key: String, _ version: UInt64, sliding: Int64?
+        _ near: NearCache, _ key: CacheKey, _ version: UInt64, sliding: Int64?
     ) -> @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void {
         { result in
             if case .failure(let failure) = result { HybridCache.count(failure, near) }
@@ -123,7 +123,7 @@ extension HybridCache {
     }
 
     /// This host's copy of a shared key, without extending it.
-    private func memoryCopy(forKey key: String, options: Options) -> RetrieveResult? {
+    private func memoryCopy(forKey key: CacheKey, options: Options) -> RetrieveResult? {
         memoryStorage.valueAndMeta(forKey: key, referenceDate: options.referenceDate, extendingExpiration: ExpirationExtending.none)
             .map { entry, meta in
                 RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
@@ -131,7 +131,7 @@ extension HybridCache {
     }
 
     /// `memoryLookup` of a shared key: memory answers only when no write of it is pending.
-    func memoryLookupShared(_ near: NearCache, forKey key: String, options: Options) -> MemoryLookup<RetrieveResult> {
+    func memoryLookupShared(_ near: NearCache, forKey key: CacheKey, options: Options) -> MemoryLookup<RetrieveResult> {
         if near.writePending(key) { return .behindWrite }
         if let copy = memoryCopy(forKey: key, options: options) {
             return .answered(extendIfDue(near, key, copy, options))
@@ -142,7 +142,7 @@ extension HybridCache {
     /// `describe` (and `cachedType`) of a shared key: from the memory copy, else from a
     /// read of the upstream (which then keeps a copy).
     func describeShared(
-        _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        _ near: NearCache, forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
     ) -> CacheTask {
         if !near.writePending(key), let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {
@@ -165,7 +165,7 @@ extension HybridCache {
 
     /// Runs `body` as a write of `key` in the key's order, delivering its result.
     func writeShared<T: Sendable>(
-        _ near: NearCache, _ key: String, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
+        _ near: NearCache, _ key: CacheKey, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
         _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
         _ body: @escaping @Sendable (_ done: @escaping @Sendable (Result<T, CacheError>) -> Void) -> Void
     ) -> CacheTask {
@@ -183,7 +183,7 @@ extension HybridCache {
 
     /// `store` of a shared key: `SET` upstream, then the value is this host's copy.
     func storeShared(
-        _ near: NearCache, _ entry: CacheEntry, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        _ near: NearCache, _ entry: CacheEntry, forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)?
     ) -> CacheTask {
         let lifetime = upstreamLifetime(options)
@@ -212,7 +212,7 @@ extension HybridCache {
 
     /// `add` and `compareAndStore` of a shared key (`version` nil: add).
     func conditionalStoreShared(
-        _ near: NearCache, _ entry: CacheEntry, forKey key: String, version: UInt64?, options: Options,
+        _ near: NearCache, _ entry: CacheEntry, forKey key: CacheKey, version: UInt64?, options: Options,
         callbackQueue: CallbackQueue, completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)?
     ) -> CacheTask {
         let lifetime = upstreamLifetime(options)
@@ -244,7 +244,7 @@ extension HybridCache {
     /// script with the check for a missing key when `initial` is nil, so it is atomic
     /// across hosts either way.
     func incrementShared(
-        _ near: NearCache, forKey key: String, by delta: Int64, initial: Int64?, flags: UInt32, options: Options,
+        _ near: NearCache, forKey key: CacheKey, by delta: Int64, initial: Int64?, flags: UInt32, options: Options,
         callbackQueue: CallbackQueue, completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)?
     ) -> CacheTask {
         let lifetime: Upstream.Lifetime? = options.diskExpiration == nil ? .keep : upstreamLifetime(options)
@@ -268,7 +268,7 @@ extension HybridCache {
     /// `touch` of a shared key: a new lifetime upstream (an expiration already over
     /// removes the key, as `EXPIRE` with a past time does). The copy goes.
     func touchShared(
-        _ near: NearCache, forKey key: String, options: Options, callbackQueue: CallbackQueue,
+        _ near: NearCache, forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)?
     ) -> CacheTask {
         let expiration = options.diskExpiration ?? options.memoryExpiration ?? diskStorage.defaultExpiration
@@ -291,7 +291,7 @@ extension HybridCache {
     /// `remove` of a shared key: from the upstream and this host; `fromDisk: false`
     /// (memory only) drops this host's copy alone.
     func removeShared(
-        _ near: NearCache, forKey key: String, fromMemory: Bool, fromDisk: Bool, options: Options,
+        _ near: NearCache, forKey key: CacheKey, fromMemory: Bool, fromDisk: Bool, options: Options,
         callbackQueue: CallbackQueue, completion: (@Sendable (Result<Bool, CacheError>) -> Void)?
     ) -> CacheTask {
         writeShared(near, key, callbackQueue, options.priority, completion) { [self] done in
@@ -314,7 +314,7 @@ extension HybridCache {
 
     /// `retrieveMany` when some keys are shared: every key through `retrieve`.
     func retrieveManySplit(
-        _ keys: [String], options: Options, callbackQueue: CallbackQueue,
+        _ keys: [CacheKey], options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
     ) {
         _ = gather(keys.count, callbackQueue, options.priority, completion) { index, done in
@@ -361,7 +361,7 @@ extension HybridCache {
     /// (`NearCache.admitPrefix`): it starts after every operation already admitted on a
     /// matching key, and operations on matching keys admitted after it wait for its reply.
     func removePrefixShared(
-        _ near: NearCache, _ prefix: String, callbackQueue: CallbackQueue,
+        _ near: NearCache, _ prefix: CacheKey, callbackQueue: CallbackQueue,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)?
     ) -> CacheTask {
         let task = makeTask(callbackQueue, .normal, completion)

@@ -69,7 +69,7 @@ extension HybridCache {
         case touch(Touch)
         /// Lifetimes that memory extended, written into the disk copies' file times.
         case writeBack([MemoryStorage.WriteBack])
-        case remove(key: String, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?)
+        case remove(key: CacheKey, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?)
         case clear(memory: Bool, disk: Bool)
         case removeExpired(memory: Bool, disk: Bool, referenceDate: Date?)
         case trim
@@ -77,7 +77,7 @@ extension HybridCache {
         case sweep
 
         struct Store: Sendable {
-            var key: String
+            var key: CacheKey
             /// The bytes and the flags (the wire encoding) kept with them.
             var entry: CacheEntry
             var toDisk: Bool
@@ -105,7 +105,7 @@ extension HybridCache {
         }
 
         struct Touch: Sendable {
-            var key: String
+            var key: CacheKey
             /// The new expiration of the entry (its disk copy's).
             var expiration: StorageExpiration
             /// The new memory expiration; nil keeps the memory copy's own.
@@ -433,7 +433,7 @@ extension HybridCache {
     }
 
     private func applyRemove(
-        key: String, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?, journaled: Bool
+        key: CacheKey, fromMemory: Bool, fromDisk: Bool, forcedExtension: String?, journaled: Bool
     ) -> Result<Bool, CacheError> {
         // Memory alone: the disk copy stays, and gets the lifetime memory extended.
         let inMemory = fromMemory && memoryStorage.remove(forKey: key, writingBack: !fromDisk)
@@ -539,19 +539,19 @@ extension HybridCache {
     }
 
     /// File name -> lifetime of every resident copy of a disk entry.
-    private func residentLifetimes() -> [String: Date] {
-        var out: [String: Date] = [:]
+    private func residentLifetimes() -> [CacheKey: Date] {
+        var out: [CacheKey: Date] = [:]
         for e in memoryStorage.residentDiskEntries() {
-            out[diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension)] = e.expiresAt
+            out[CacheKey(diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension))] = e.expiresAt
         }
         return out
     }
 
     /// File name -> last access of every resident copy of a disk entry.
-    private func residentAccesses() -> [String: Date] {
-        var out: [String: Date] = [:]
+    private func residentAccesses() -> [CacheKey: Date] {
+        var out: [CacheKey: Date] = [:]
         for e in memoryStorage.residentDiskEntries() {
-            out[diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension)] = e.lastAccess
+            out[CacheKey(diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension))] = e.lastAccess
         }
         return out
     }

@@ -28,7 +28,7 @@ extension HybridCache {
     ///   - completion: called exactly once, unless nil.
     @discardableResult
     public func store(
-        _ entry: CacheEntry, forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         if let near = shared(key) { return storeShared(near, entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
@@ -55,7 +55,7 @@ extension HybridCache {
     /// The write a store of `entry` under `key` with `options` is. A memory-only entry's
     /// lifetime is its memory expiration, else the expiration the caller gave (a TTL asked
     /// for is never silently replaced by the memory default), else the memory default.
-    func storeOperation(_ entry: CacheEntry, forKey key: String, options: Options) -> WriteOperation {
+    func storeOperation(_ entry: CacheEntry, forKey key: CacheKey, options: Options) -> WriteOperation {
         .store(.init(
             key: key, entry: entry, toDisk: options.toDisk,
             expiration: options.diskExpiration ?? diskStorage.defaultExpiration,
@@ -76,7 +76,7 @@ extension HybridCache {
     /// current whole second.
     @discardableResult
     public func touch(
-        forKey key: String, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         if let near = shared(key) { return touchShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
@@ -97,7 +97,7 @@ extension HybridCache {
     /// - Returns (through `completion`): whether either tier held the key.
     @discardableResult
     public func remove(
-        forKey key: String, fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
+        forKey key: CacheKey, fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Bool, CacheError>) -> Void)? = nil
     ) -> CacheTask {

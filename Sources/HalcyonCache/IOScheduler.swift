@@ -259,13 +259,13 @@ extension HybridCache {
 
         /// Whether a read of `key` must queue behind a write (read-your-writes): the book's
         /// lock only when some write is queued at all.
-        func mustQueue(_ key: String) -> Bool {
+        func mustQueue(_ key: CacheKey) -> Bool {
             guard counted.load(ordering: .sequentiallyConsistent) > 0 else { return false }
             return book.withLock { $0.mustQueue(key) }
         }
 
         /// `mustQueue` of each key, under one hold of the lock.
-        func mustQueue(_ keys: [String]) -> [Bool] {
+        func mustQueue(_ keys: [CacheKey]) -> [Bool] {
             guard counted.load(ordering: .sequentiallyConsistent) > 0 else {
                 return [Bool](repeating: false, count: keys.count)
             }
@@ -275,7 +275,7 @@ extension HybridCache {
         /// Whether `key` must queue, and the epochs a read that does not queue compares
         /// later (its put-back into memory must not overwrite a write made meanwhile),
         /// under one hold of the lock.
-        func readStamp(forKey key: String) -> (mustQueue: Bool, epochs: Epochs) {
+        func readStamp(forKey key: CacheKey) -> (mustQueue: Bool, epochs: Epochs) {
             book.withLock { ($0.mustQueue(key), Epochs(all: $0.epoch, inline: $0.inlineEpoch)) }
         }
 
@@ -293,7 +293,7 @@ extension HybridCache {
         /// Runs `body` (a write applied on the caller's thread) with the book held, when no
         /// write to `key` nor a direct group is queued or running and `mayRunInline`
         /// agrees; returns nil (nothing ran) otherwise: then enqueue the write.
-        func runInlineWrite<T>(forKey key: String, _ mayRunInline: () -> Bool, _ body: () -> T) -> T? {
+        func runInlineWrite<T>(forKey key: CacheKey, _ mayRunInline: () -> Bool, _ body: () -> T) -> T? {
             book.withLock { book -> T? in
                 guard !book.mustQueue(key), book.directCommits == 0, mayRunInline() else { return nil }
                 book.epoch &+= 1
@@ -384,7 +384,7 @@ extension HybridCache {
     /// Only `IOScheduler` holds one.
     struct WriteBook {
         /// Writes queued or running per key; absent = 0.
-        var perKey: [String: Int] = [:]
+        var perKey: [CacheKey: Int] = [:]
         /// Whole-cache writes (clear, removeExpired, trim) queued or running.
         var wholeCache = 0
         /// Bumped by every write at enqueue and every inline write.
@@ -400,7 +400,7 @@ extension HybridCache {
         /// slip between a commit's table put and its memory insert (see `store`).
         var directCommits = 0
 
-        func mustQueue(_ key: String) -> Bool {
+        func mustQueue(_ key: CacheKey) -> Bool {
             wholeCache > 0 || perKey[key] != nil
         }
 
@@ -418,7 +418,7 @@ extension HybridCache {
 
         /// Uncounts a write once its effects are in place (or it was skipped).
         mutating func unregister(_ scope: WriteScope) {
-            func release(_ key: String) {
+            func release(_ key: CacheKey) {
                 let left = (perKey[key] ?? 1) - 1
                 perKey[key] = left > 0 ? left : nil
             }
@@ -433,9 +433,9 @@ extension HybridCache {
 
     /// What a write blocks until it has run.
     enum WriteScope {
-        case key(String)
+        case key(CacheKey)
         /// Several keys written by one job (setMany): each is counted as a key write.
-        case keys([String])
+        case keys([CacheKey])
         case wholeCache
         /// A set of a direct commit: bumps the epoch, keeps inline stores queued while it
         /// runs, and is not counted in `writesQueued` (see `WriteBook.directCommits`).

@@ -110,15 +110,15 @@ public final class Leases: Sendable {
     }
 
     private struct State {
-        var holders: [String: Holder] = [:]
-        var waiters: [String: [Waiter]] = [:]
+        var holders: [CacheKey: Holder] = [:]
+        var waiters: [CacheKey: [Waiter]] = [:]
         var waiting = 0
         var nextID: UInt64 = 0
         /// Bumped by every `written` that finds a lease held or a caller parked.
         var epoch: UInt64 = 0
         /// The epoch of the last write that ended a lease or woke callers, per key: tells a
         /// caller whose read raced with that write to read again. Bounded (cleared when large).
-        var lastWrite: [String: UInt64] = [:]
+        var lastWrite: [CacheKey: UInt64] = [:]
         var stats = Stats(held: 0, waiting: 0, granted: 0, expired: 0, refused: 0, timedOut: 0)
     }
 
@@ -152,7 +152,7 @@ public final class Leases: Sendable {
     /// seconds (then `wake` is called exactly once, on another thread), or be told it is
     /// held. `observed` is `epoch` as read before the miss.
     public func acquire(
-        key: String, owner: UInt64, ttl: TimeInterval, wait: TimeInterval, observed: UInt64,
+        key: CacheKey, owner: UInt64, ttl: TimeInterval, wait: TimeInterval, observed: UInt64,
         wake: @escaping @Sendable (Wake) -> Void
     ) -> Acquire {
         update { s -> Acquire in
@@ -182,7 +182,7 @@ public final class Leases: Sendable {
 
     /// Whether `key`'s lease is held, without taking it or joining its queue (a lock's
     /// `locked()`): nil when no one holds it.
-    public func status(key: String) -> Status? {
+    public func status(key: CacheKey) -> Status? {
         guard inUse.load(ordering: .acquiring) > 0 else { return nil }
         return state.withLock { s in
             guard let holder = s.holders[key] else { return nil }
@@ -194,7 +194,7 @@ public final class Leases: Sendable {
     /// the key's current lease. Any caller holding the token may give it back, whichever
     /// owner (connection) took it: the token is the proof of holding.
     @discardableResult
-    public func release(key: String, token: String) -> Bool {
+    public func release(key: CacheKey, token: String) -> Bool {
         let (released, handOff) = update { s -> (Bool, (@Sendable () -> Void)?) in
             guard let holder = s.holders[key], holder.token == token else { return (false, nil) }
             holder.timer?.cancel()
@@ -219,7 +219,7 @@ public final class Leases: Sendable {
     /// woken to read the value. With no lease held and nobody parked it changes nothing
     /// a caller can observe (the epoch only matters where a write is recorded in
     /// `lastWrite`), so it returns at once.
-    public func written(key: String) {
+    public func written(key: CacheKey) {
         guard inUse.load(ordering: .acquiring) > 0 else { return }
         let woken = update { s -> [Waiter] in
             s.epoch &+= 1
@@ -262,7 +262,7 @@ public final class Leases: Sendable {
 
     // MARK: Under the lock
 
-    private func grant(key: String, owner: UInt64, ttl: TimeInterval, in s: inout State) -> String {
+    private func grant(key: CacheKey, owner: UInt64, ttl: TimeInterval, in s: inout State) -> String {
         s.nextID &+= 1
         let token = "\(s.nextID)-\(String(UInt64.random(in: 0 ... .max), radix: 16))"
         var timer: DispatchWorkItem?
@@ -281,7 +281,7 @@ public final class Leases: Sendable {
 
     /// The lease of `key` ended without a value: the first parked caller becomes the
     /// holder. Returns the wake to call once the lock is released.
-    private func handOn(key: String, in s: inout State) -> (@Sendable () -> Void)? {
+    private func handOn(key: CacheKey, in s: inout State) -> (@Sendable () -> Void)? {
         guard var list = s.waiters[key], !list.isEmpty else { return nil }
         let next = list.removeFirst()
         s.waiters[key] = list.isEmpty ? nil : list
@@ -296,7 +296,7 @@ public final class Leases: Sendable {
     /// cancelled). False when it is no longer parked: its `wake` has been called, or is
     /// about to be.
     @discardableResult
-    public func withdraw(key: String, waiter id: UInt64) -> Bool {
+    public func withdraw(key: CacheKey, waiter id: UInt64) -> Bool {
         update { s -> Bool in
             guard var list = s.waiters[key], let index = list.firstIndex(where: { $0.id == id }) else { return false }
             let w = list.remove(at: index)
@@ -309,7 +309,7 @@ public final class Leases: Sendable {
 
     // MARK: Timers (on timerQueue)
 
-    private func leaseEnded(key: String, token: String) {
+    private func leaseEnded(key: CacheKey, token: String) {
         let handOff = update { s -> (@Sendable () -> Void)? in
             guard let holder = s.holders[key], holder.token == token else { return nil }
             s.holders[key] = nil
@@ -319,7 +319,7 @@ public final class Leases: Sendable {
         handOff?()
     }
 
-    private func waitEnded(key: String, id: UInt64) {
+    private func waitEnded(key: CacheKey, id: UInt64) {
         let waiter = update { s -> Waiter? in
             guard var list = s.waiters[key], let index = list.firstIndex(where: { $0.id == id }) else { return nil }
             let w = list.remove(at: index)

@@ -17,7 +17,7 @@ extension MemoryStorage {
     /// leaves memory at the earlier of the two. For an entry without a disk copy both are
     /// the same instant (its memory expiration is its lifetime).
     struct Node {
-        var key: String
+        var key: CacheKey
         var entry: CacheEntry
         /// The entry's original time-to-live, which a `.cacheTime` read counts again from
         /// the read's instant; nil = a read does not move the lifetime: it never expires
@@ -83,7 +83,7 @@ extension MemoryStorage {
 
     /// The mutable state of one shard. Only used inside the shard's lock.
     struct LRUState {
-        private(set) var index: [String: Int32] = [:]
+        private(set) var index: [CacheKey: Int32] = [:]
         private var nodes: [Node] = []
         /// The nodes' slots from the least recently used (the next eviction victim) to the
         /// most recently used.
@@ -108,7 +108,7 @@ extension MemoryStorage {
             return tail == SlotOrder.none ? nil : (tail, nodes[Int(tail)].lastAccess)
         }
 
-        func slot(forKey key: String) -> Int32? { index[key] }
+        func slot(forKey key: CacheKey) -> Int32? { index[key] }
 
         /// Inserts or replaces `node.key`, makes it the most recently used. Returns the
         /// change in cost and count.
@@ -170,6 +170,6 @@ extension MemoryStorage {
         }
 
         /// Every node, for whole-tier passes (flush, clear).
-        var allSlots: Dictionary<String, Int32>.Values { index.values }
+        var allSlots: Dictionary<CacheKey, Int32>.Values { index.values }
     }
 }

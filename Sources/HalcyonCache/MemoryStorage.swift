@@ -151,7 +151,7 @@ public enum MemoryStorage {
     /// tier writes it into the file's times (expiration `expiresAt`, last access
     /// `extendedAt`, so the file keeps `timeToLive` for its own slides).
     public struct WriteBack: Sendable, Equatable {
-        public var key: String
+        public var key: CacheKey
         public var forcedExtension: String?
         /// The memory node it came from; a newer node of the key supersedes it.
         public var generation: UInt64
@@ -160,7 +160,7 @@ public enum MemoryStorage {
         public var extendedAt: Date
 
         public init(
-            key: String, forcedExtension: String?, generation: UInt64 = 0, expiresAt: Date, timeToLive: TimeInterval?,
+            key: CacheKey, forcedExtension: String?, generation: UInt64 = 0, expiresAt: Date, timeToLive: TimeInterval?,
             extendedAt: Date
         ) {
             self.key = key
@@ -212,7 +212,7 @@ public enum MemoryStorage {
         private let globalCount = Atomic<Int>(0)
         private let generations = Atomic<UInt64>(0)
         /// The pending write-backs by key ("write-back set").
-        private let pending = Locked<[String: WriteBack]>([:])
+        private let pending = Locked<[CacheKey: WriteBack]>([:])
         /// Called (no lock held) when the write-back set stops being empty. The closure
         /// lives in a `let` of a non-generic class (`WriteBackHandler`), never as the
         /// `Value` of `Locked`: see `WriteBackHandler`.
@@ -249,7 +249,7 @@ public enum MemoryStorage {
         }
 
         @inline(__always)
-        private func shard(for key: String) -> Shard {
+        private func shard(for key: CacheKey) -> Shard {
             shards[key.hashValue & shardMask]
         }
 
@@ -273,7 +273,7 @@ public enum MemoryStorage {
         ///   is removed too, so a reader never sees a value older than this write.
         @discardableResult
         public func store(
-            _ entry: CacheEntry, forKey key: String, expiration: StorageExpiration? = nil, absolute: Bool? = nil
+            _ entry: CacheEntry, forKey key: CacheKey, expiration: StorageExpiration? = nil, absolute: Bool? = nil
         ) -> Bool {
             let expiration = expiration ?? config.expiration
             let now = clock.now()
@@ -297,7 +297,7 @@ public enum MemoryStorage {
         /// - Returns: false when nothing was stored (lifetime or residency already over,
         ///   or the entry alone exceeds `totalCostLimit`); an older entry is removed then.
         @discardableResult
-        public func store(_ entry: CacheEntry, forKey key: String, residency: StorageExpiration?, mirroring mirror: Mirror) -> Bool {
+        public func store(_ entry: CacheEntry, forKey key: CacheKey, residency: StorageExpiration?, mirroring mirror: Mirror) -> Bool {
             let residency = residency ?? config.expiration
             let now = clock.now()
             let residentUntil = residency.estimatedExpirationSince(now)
@@ -340,7 +340,7 @@ public enum MemoryStorage {
         /// - Returns: the new lifetime, or nil when the key is absent or gone (or was
         ///   removed because the new lifetime is already over).
         @discardableResult
-        public func touch(forKey key: String, expiration residency: StorageExpiration? = nil, mirroring mirror: Mirror? = nil) -> Date? {
+        public func touch(forKey key: CacheKey, expiration residency: StorageExpiration? = nil, mirroring mirror: Mirror? = nil) -> Date? {
             let now = clock.now()
             let generation = nextGeneration()
             var departed: WriteBack?
@@ -385,7 +385,7 @@ public enum MemoryStorage {
         ///   departure. False (default) drops any pending write-back of `key` too: the
         ///   caller is replacing or removing the disk copy.
         @discardableResult
-        public func remove(forKey key: String, writingBack: Bool = false) -> Bool {
+        public func remove(forKey key: CacheKey, writingBack: Bool = false) -> Bool {
             let now = clock.now()
             let removed = shard(for: key).state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
                 guard let slot = state.slot(forKey: key) else { return nil }
@@ -406,7 +406,7 @@ public enum MemoryStorage {
         /// its lifetime was ended now by its owner (a touch with a lifetime already over).
         /// Drops any pending write-back of `key`. Returns whether an entry was there.
         @discardableResult
-        public func expire(forKey key: String) -> Bool {
+        public func expire(forKey key: CacheKey) -> Bool {
             let cost = shard(for: key).state.withLock { state -> Int? in
                 guard let slot = state.slot(forKey: key) else { return nil }
                 state.expirations += 1
@@ -424,7 +424,7 @@ public enum MemoryStorage {
         /// by the shorter of its time-to-live and its residency span. Drops any pending
         /// write-back (there is no file to write it to). Returns whether a copy was there.
         @discardableResult
-        public func detachFromDisk(forKey key: String) -> Bool {
+        public func detachFromDisk(forKey key: CacheKey) -> Bool {
             let now = clock.now()
             let found = shard(for: key).state.withLock { state -> Bool in
                 guard let slot = state.slot(forKey: key) else { return false }
@@ -585,7 +585,7 @@ public enum MemoryStorage {
         }
 
         /// Whether a write-back of `key` is pending.
-        public func hasPendingWriteBack(forKey key: String) -> Bool {
+        public func hasPendingWriteBack(forKey key: CacheKey) -> Bool {
             pending.withLock { $0[key] != nil }
         }
 
@@ -593,14 +593,14 @@ public enum MemoryStorage {
         /// departed ones skipped), without touching, reordering or counting any. With
         /// `memoryOnly`, only entries without a disk copy. Unordered. For `cache.keys` and
         /// `cache.removePrefix`.
-        public func keys(prefix: String, memoryOnly: Bool) -> [String] {
+        public func keys(prefix: CacheKey, memoryOnly: Bool) -> [CacheKey] {
             let now = clock.now()
-            var out: [String] = []
+            var out: [CacheKey] = []
             for shard in shards {
                 shard.state.withLock { state in
                     for slot in state.allSlots {
                         let node = state[slot]
-                        guard node.key.utf8.starts(with: prefix.utf8), node.leavesAt > now,
+                        guard node.key.hasPrefix(prefix), node.leavesAt > now,
                               !memoryOnly || node.diskExpiresAt == nil
                         else { continue }
                         out.append(node.key)
@@ -612,8 +612,8 @@ public enum MemoryStorage {
 
         /// The resident entries that have a disk copy: key, file extension, lifetime and
         /// last access, so that disk maintenance can judge a file by what memory knows.
-        public func residentDiskEntries() -> [(key: String, forcedExtension: String?, expiresAt: Date, lastAccess: Date)] {
-            var out: [(key: String, forcedExtension: String?, expiresAt: Date, lastAccess: Date)] = []
+        public func residentDiskEntries() -> [(key: CacheKey, forcedExtension: String?, expiresAt: Date, lastAccess: Date)] {
+            var out: [(key: CacheKey, forcedExtension: String?, expiresAt: Date, lastAccess: Date)] = []
             for shard in shards {
                 shard.state.withLock { state in
                     for slot in state.allSlots where state[slot].diskExpiresAt != nil {
@@ -635,7 +635,7 @@ public enum MemoryStorage {
             if wasEmpty, let handler = writeBackHandler.withLock({ $0 }) { handler.call() }
         }
 
-        private func dropPending(forKey key: String, olderThan generation: UInt64) {
+        private func dropPending(forKey key: CacheKey, olderThan generation: UInt64) {
             pending.withLock { set in
                 // Most often empty: no hash of the key then.
                 guard !set.isEmpty else { return }
@@ -669,7 +669,7 @@ public enum MemoryStorage {
         ///
         /// - Parameter extendingExpiration: what the read does to the lifetime;
         ///   default `.cacheTime` (the original time-to-live restarts from now).
-        public func value(forKey key: String, extendingExpiration: ExpirationExtending = .cacheTime) -> CacheEntry? {
+        public func value(forKey key: CacheKey, extendingExpiration: ExpirationExtending = .cacheTime) -> CacheEntry? {
             valueAndMeta(forKey: key, extendingExpiration: extendingExpiration)?.entry
         }
 
@@ -680,7 +680,7 @@ public enum MemoryStorage {
         ///   an entry whose lifetime ends at or before it is a miss (and stays, unextended).
         ///   Residency is always judged now. Extensions count from now.
         public func valueAndMeta(
-            forKey key: String, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime
+            forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime
         ) -> (entry: CacheEntry, meta: Meta)? {
             let now = clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
@@ -749,14 +749,14 @@ public enum MemoryStorage {
         }
 
         /// Whether a live entry is under `key`. Never extends, never reorders, never counts.
-        public func isCached(forKey key: String) -> Bool {
+        public func isCached(forKey key: CacheKey) -> Bool {
             meta(forKey: key) != nil
         }
 
         /// The meta of the live entry under `key`, judged at `referenceDate` (default now;
         /// residency always now). Never extends, never reorders, never counts; a departed
         /// entry is removed (and its lifetime queued for write-back).
-        public func meta(forKey key: String, referenceDate: Date? = nil) -> Meta? {
+        public func meta(forKey key: CacheKey, referenceDate: Date? = nil) -> Meta? {
             let now = clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
             let found = shard(for: key).state.withLock { state -> Meta? in

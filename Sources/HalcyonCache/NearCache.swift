@@ -10,9 +10,9 @@ public struct UpstreamConfig: Sendable {
     /// The shared store.
     public var tier: any Upstream.Tier
     /// Only keys starting with one of these are shared; empty = every key.
-    public var prefixes: [String]
+    public var prefixes: [CacheKey]
 
-    public init(tier: any Upstream.Tier, prefixes: [String] = []) {
+    public init(tier: any Upstream.Tier, prefixes: [CacheKey] = []) {
         self.tier = tier
         self.prefixes = prefixes
     }
@@ -88,38 +88,38 @@ final class NearCache: Upstream.Observer, Sendable {
     /// write of (`admitted`: they had operations when it came) and the keys whose first
     /// operation came after it (`held`: they wait for it).
     struct PrefixRemoval {
-        var prefix: String
-        var admitted: Set<String>
-        var held: Set<String> = []
+        var prefix: CacheKey
+        var admitted: Set<CacheKey>
+        var held: Set<CacheKey> = []
     }
 
     struct State {
-        var keys: [String: KeyState] = [:]
+        var keys: [CacheKey: KeyState] = [:]
         /// The greatest flush seen.
         var flushedAt: UInt64 = 0
         var stats = UpstreamStats()
         /// Callers waiting for a lease key to change (its holder released it, it expired,
         /// a flush), by lease key, with the data key they wait for.
-        var leaseWatches: [String: [(key: String, wake: @Sendable () -> Void)]] = [:]
+        var leaseWatches: [CacheKey: [(key: CacheKey, wake: @Sendable () -> Void)]] = [:]
         /// Lease attempts on their way: while any is, invalidations are remembered in
         /// `recentChanges`, so an attempt whose `held` reply comes after the release's
         /// invalidation sees it. Emptied when no attempt is on its way.
         var leaseAttempts = 0
-        var recentChanges: [String: UInt64] = [:]
+        var recentChanges: [CacheKey: UInt64] = [:]
         /// Shared leases taken through this host, by key: the token and the owner (a
         /// connection) that took it, so they can be given back when the owner goes away.
-        var leaseHolders: [String: (token: String, owner: UInt64)] = [:]
+        var leaseHolders: [CacheKey: (token: String, owner: UInt64)] = [:]
         /// The sliding lifetime (milliseconds) of the copies written with one, and the keys
         /// whose slide is on its way upstream.
-        var slides: [String: Int64] = [:]
-        var sliding: Set<String> = []
+        var slides: [CacheKey: Int64] = [:]
+        var sliding: Set<CacheKey> = []
         /// Prefix removals admitted and not finished, by id.
         var prefixRemovals: [UInt64: PrefixRemoval] = [:]
         var lastPrefixRemoval: UInt64 = 0
     }
 
     let tier: any Upstream.Tier
-    let prefixes: [String]
+    let prefixes: [CacheKey]
     let memory: MemoryStorage.Backend
     private let state = Locked(State())
 
@@ -130,12 +130,12 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     /// Whether `key` is shared.
-    func shares(_ key: String) -> Bool {
+    func shares(_ key: CacheKey) -> Bool {
         prefixes.isEmpty || prefixes.contains { key.hasPrefix($0) }
     }
 
     /// Whether some shared key may start with `prefix`.
-    func mayShare(prefix: String) -> Bool {
+    func mayShare(prefix: CacheKey) -> Bool {
         prefixes.isEmpty || prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) }
     }
 
@@ -148,7 +148,7 @@ final class NearCache: Upstream.Observer, Sendable {
     // MARK: Order
 
     /// Whether a write of `key` is running or waiting: a read must then queue.
-    func writePending(_ key: String) -> Bool {
+    func writePending(_ key: CacheKey) -> Bool {
         state.withLock { state in
             state.keys[key]?.writePending ?? state.prefixRemovals.values.contains { key.hasPrefix($0.prefix) }
         }
@@ -156,7 +156,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// Runs `start` when the key's order allows (now, on this thread, or later, on the
     /// thread that finishes the operation ahead). Each admitted operation must `finish`.
-    func admit(_ key: String, write: Bool, _ start: @escaping @Sendable () -> Void) {
+    func admit(_ key: CacheKey, write: Bool, _ start: @escaping @Sendable () -> Void) {
         if state.withLock({ enqueue(key, write: write, start, &$0) }) { start() }
     }
 
@@ -164,13 +164,13 @@ final class NearCache: Upstream.Observer, Sendable {
     /// `admit`ted as a write; all are queued under one lock, so two such groups always
     /// queue in the same order on the keys they share and can never wait on each other.
     /// Each distinct key must `finish` (as a write).
-    func admitWrites(_ keys: Set<String>, _ start: @escaping @Sendable () -> Void) {
+    func admitWrites(_ keys: Set<CacheKey>, _ start: @escaping @Sendable () -> Void) {
         let ready = state.withLock { admitWrites(keys, start, &$0) }
         if ready { start() }
     }
 
     /// `admitWrites` inside the lock; true when `start` must run now (after the lock).
-    private func admitWrites(_ keys: Set<String>, _ start: @escaping @Sendable () -> Void, _ state: inout State) -> Bool {
+    private func admitWrites(_ keys: Set<CacheKey>, _ start: @escaping @Sendable () -> Void, _ state: inout State) -> Bool {
         guard !keys.isEmpty else { return true }
         let left = Locked(keys.count)
         let one: @Sendable () -> Void = {
@@ -190,7 +190,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// `prefix` has finished; from this call until `finishPrefix(id)`, every operation on
     /// such a key, including keys with nothing running now, waits for it. So a prefix
     /// removal sees exactly the writes before it on its connection, and no write after it.
-    func admitPrefix(_ prefix: String, _ start: @escaping @Sendable (UInt64) -> Void) {
+    func admitPrefix(_ prefix: CacheKey, _ start: @escaping @Sendable (UInt64) -> Void) {
         let (id, ready) = state.withLock { state -> (UInt64, Bool) in
             state.lastPrefixRemoval += 1
             let id = state.lastPrefixRemoval
@@ -214,7 +214,7 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     /// Admits now (true) or queues `start` (false); inside the lock.
-    private func enqueue(_ key: String, write: Bool, _ start: @escaping @Sendable () -> Void, _ state: inout State) -> Bool {
+    private func enqueue(_ key: CacheKey, write: Bool, _ start: @escaping @Sendable () -> Void, _ state: inout State) -> Bool {
         var entry: KeyState
         if let existing = state.keys[key] {
             entry = existing
@@ -239,7 +239,7 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     /// Ends an admitted operation and starts what may follow it.
-    func finish(_ key: String, write: Bool) {
+    func finish(_ key: CacheKey, write: Bool) {
         let next = state.withLock { state in
             release(key, &state) { entry in
                 if write { entry.writing = false } else { entry.readers -= 1 }
@@ -250,7 +250,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// Applies `change` to `key`'s entry and admits what may start now (returned, to run
     /// after the lock); an idle entry goes. Inside the lock.
-    private func release(_ key: String, _ state: inout State, _ change: (inout KeyState) -> Void) -> [@Sendable () -> Void] {
+    private func release(_ key: CacheKey, _ state: inout State, _ change: (inout KeyState) -> Void) -> [@Sendable () -> Void] {
         guard var entry = state.keys[key] else { return [] }
         change(&entry)
         var starting: [@Sendable () -> Void] = []
@@ -276,7 +276,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// until invalidated or evicted), unless an invalidation or flush numbered after
     /// `sequence` has been seen; then any older copy goes instead. `sliding`: the sliding
     /// lifetime it was written with (`Upstream.Lifetime.sliding`), which reads renew.
-    func keep(_ key: String, _ entry: CacheEntry, timeToLive: Int64?, sequence: UInt64, sliding: Int64? = nil) {
+    func keep(_ key: CacheKey, _ entry: CacheEntry, timeToLive: Int64?, sequence: UInt64, sliding: Int64? = nil) {
         state.withLock { state in
             let invalidated = state.keys[key]?.invalidatedAt ?? 0
             guard sequence >= state.flushedAt, sequence >= invalidated else {
@@ -295,18 +295,18 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     /// Records the sliding lifetime `key`'s copy renews (none: nil), within `slidesBound`.
-    private func remember(_ sliding: Int64?, of key: String, _ state: inout State) {
+    private func remember(_ sliding: Int64?, of key: CacheKey, _ state: inout State) {
         if sliding != nil, state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
         state.slides[key] = sliding
     }
 
     /// Drops this host's copy of `key` (a write whose outcome is not known, a change the
     /// reply did not describe).
-    func drop(_ key: String) {
+    func drop(_ key: CacheKey) {
         state.withLock { remove(key, &$0) }
     }
 
-    private func remove(_ key: String, _ state: inout State) {
+    private func remove(_ key: CacheKey, _ state: inout State) {
         _ = memory.remove(forKey: key)
         state.slides[key] = nil
     }
@@ -336,7 +336,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// lifetime to renew upstream now, or nil. Due when less than half
     /// of the sliding lifetime is left and no renewal of the key is on its way, so a key
     /// read steadily is renewed at most once per half lifetime, per host.
-    func slideDue(_ key: String, remaining: TimeInterval) -> Int64? {
+    func slideDue(_ key: CacheKey, remaining: TimeInterval) -> Int64? {
         state.withLock { state in
             guard let sliding = state.slides[key], !state.sliding.contains(key),
                   remaining * 1000 < Double(sliding) / 2 else { return nil }
@@ -354,7 +354,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// asked lifetime left. The disk tier writes its file times back by the same halves,
     /// so that a key read this way at any rate costs about two renewals per lifetime
     /// rather than a round trip per read.
-    func renewalDue(_ key: String, asked: Upstream.Lifetime, askedEnd: Date, copyEnd: Date, now: Date) -> Bool {
+    func renewalDue(_ key: CacheKey, asked: Upstream.Lifetime, askedEnd: Date, copyEnd: Date, now: Date) -> Bool {
         let wanted = askedEnd.timeIntervalSince(now), left = copyEnd.timeIntervalSince(now)
         let shortens = wanted < left - max(0.010, wanted / 20)
         return state.withLock { state in
@@ -374,7 +374,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// before this reply on the same connection), lives as long as the key now, and its
     /// reads renew `sliding`. Otherwise they renew nothing more (a new copy brings its own
     /// sliding lifetime).
-    func renewalEnded(_ key: String, version: UInt64, sliding: Int64?, _ renewal: Upstream.Renewal?) {
+    func renewalEnded(_ key: CacheKey, version: UInt64, sliding: Int64?, _ renewal: Upstream.Renewal?) {
         state.withLock { state in
             state.sliding.remove(key)
             guard case .renewed(let timeToLive)? = renewal else {
@@ -396,13 +396,13 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     /// `owner` took `key`'s lease with `token` through this host.
-    func leaseTaken(_ key: String, token: String, owner: UInt64) {
+    func leaseTaken(_ key: CacheKey, token: String, owner: UInt64) {
         state.withLock { $0.leaseHolders[key] = (token, owner) }
     }
 
     /// A release of `key`'s lease by `token` was asked for: it is no longer this host's to
     /// give back when its owner goes.
-    func leaseGivenBack(_ key: String, token: String) {
+    func leaseGivenBack(_ key: CacheKey, token: String) {
         state.withLock { state in
             if state.leaseHolders[key]?.token == token { state.leaseHolders[key] = nil }
         }
@@ -410,7 +410,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// `owner` went away: its shared leases, for the caller to give back. (A grant still on
     /// its way to it is given back by the caller that asked, which has been cancelled.)
-    func ownerGone(_ owner: UInt64) -> [(key: String, token: String)] {
+    func ownerGone(_ owner: UInt64) -> [(key: CacheKey, token: String)] {
         state.withLock { state in
             let held = state.leaseHolders.filter { $0.value.owner == owner }
             for key in held.keys { state.leaseHolders[key] = nil }
@@ -420,7 +420,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// After a `held` reply numbered `sequence`: `wake` runs once when `leaseKey` next
     /// changes (or at once, when it changed after the reply already, or a flush came).
-    func watch(leaseKey: String, of key: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
+    func watch(leaseKey: CacheKey, of key: CacheKey, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             defer { endAttempt(&state) }
             if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return true }
@@ -442,7 +442,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// Wakes this host's callers waiting on `key`'s lease (its release through this host,
     /// which the upstream does not announce back).
-    func leaseEnded(for key: String) {
+    func leaseEnded(for key: CacheKey) {
         let woken = state.withLock { state -> [@Sendable () -> Void] in
             var woken: [@Sendable () -> Void] = []
             for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key }) {
@@ -455,7 +455,7 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     /// Callers waiting on `key`'s lease now.
-    func leaseWaiters(for key: String) -> Int {
+    func leaseWaiters(for key: CacheKey) -> Int {
         state.withLock { $0.leaseWatches.values.reduce(0) { $0 + $1.filter { $0.key == key }.count } }
     }
 

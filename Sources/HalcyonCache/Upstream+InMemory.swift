@@ -32,8 +32,8 @@ extension Upstream {
         }
 
         struct State {
-            var entries: [String: Stored] = [:]
-            var leases: [String: (token: String, expiresAt: Date)] = [:]
+            var entries: [CacheKey: Stored] = [:]
+            var leases: [CacheKey: (token: String, expiresAt: Date)] = [:]
             var sequence: UInt64 = 0
             var reachable = true
             var observers: [any Observer] = []
@@ -49,7 +49,7 @@ extension Upstream {
         }
 
         /// The name of the key a lease on `key` is kept under.
-        public static func leaseKey(_ key: String) -> String { "\(key)\u{0}lease" }
+        public static func leaseKey(_ key: CacheKey) -> CacheKey { key + "\u{0}lease" }
 
         public func observe(_ observer: any Observer) {
             state.withLock { $0.observers.append(observer) }
@@ -68,7 +68,7 @@ extension Upstream {
 
         /// A write by someone else (another host, `redis-cli`): `entry` with a fresh
         /// version, or a removal when nil; announced like any change.
-        public func externalWrite(_ key: String, _ entry: CacheEntry?, lifetime: Lifetime = .never) {
+        public func externalWrite(_ key: CacheKey, _ entry: CacheEntry?, lifetime: Lifetime = .never) {
             mutate(key) { state, now in
                 if let entry {
                     state.entries[key] = Stored(entry: self.versioned(entry), expiresAt: self.expiry(lifetime, now: now, previous: nil),
@@ -81,13 +81,13 @@ extension Upstream {
         }
 
         /// Another host takes the lease on `key` (whoever holds it now or not).
-        public func externalAcquireLease(_ key: String, token: String, lifetime: Int64) {
+        public func externalAcquireLease(_ key: CacheKey, token: String, lifetime: Int64) {
             let now = clock.now()
             state.withLock { $0.leases[key] = (token, now.addingTimeInterval(Double(max(lifetime, 1)) / 1000)) }
         }
 
         /// Another host releases the lease on `key`; announced as an invalidation of its lease key.
-        public func externalReleaseLease(_ key: String) {
+        public func externalReleaseLease(_ key: CacheKey) {
             let (observers, event) = state.withLock { state -> ([any Observer], Event?) in
                 guard state.leases.removeValue(forKey: key) != nil else { return ([], nil) }
                 state.sequence += 1
@@ -113,7 +113,7 @@ extension Upstream {
 
         // MARK: Tier
 
-        public func get(_ key: String, completion: @escaping @Sendable (Result<Entry?, Failure>) -> Void) {
+        public func get(_ key: CacheKey, completion: @escaping @Sendable (Result<Entry?, Failure>) -> Void) {
             completion(read { state, now in
                 guard let stored = self.live(key, in: &state, now: now) else { return nil }
                 return Entry(entry: stored.entry, timeToLive: self.ttl(stored, now: now), sequence: state.sequence,
@@ -122,26 +122,26 @@ extension Upstream {
         }
 
         public func set(
-            _ key: String, _ entry: CacheEntry, lifetime: Lifetime, completion: @escaping @Sendable (Result<Written, Failure>) -> Void
+            _ key: CacheKey, _ entry: CacheEntry, lifetime: Lifetime, completion: @escaping @Sendable (Result<Written, Failure>) -> Void
         ) {
             completion(store(key, entry, lifetime: lifetime) { _ in true })
         }
 
         public func add(
-            _ key: String, _ entry: CacheEntry, lifetime: Lifetime, completion: @escaping @Sendable (Result<Written, Failure>) -> Void
+            _ key: CacheKey, _ entry: CacheEntry, lifetime: Lifetime, completion: @escaping @Sendable (Result<Written, Failure>) -> Void
         ) {
             completion(store(key, entry, lifetime: lifetime) { $0 == nil })
         }
 
         public func compareAndSet(
-            _ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Lifetime,
+            _ key: CacheKey, _ entry: CacheEntry, version: UInt64, lifetime: Lifetime,
             completion: @escaping @Sendable (Result<Written, Failure>) -> Void
         ) {
             completion(store(key, entry, lifetime: lifetime) { $0?.entry.version == version })
         }
 
         public func increment(
-            _ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Lifetime,
+            _ key: CacheKey, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Lifetime,
             completion: @escaping @Sendable (Result<Incremented, Failure>) -> Void
         ) {
             completion(mutateIfReachable(key) { state, now -> (Incremented, Bool) in
@@ -164,7 +164,7 @@ extension Upstream {
             })
         }
 
-        public func touch(_ key: String, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
+        public func touch(_ key: CacheKey, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
             completion(mutateIfReachable(key) { state, now in
                 guard var stored = self.live(key, in: &state, now: now) else { return (false, false) }
                 stored.expiresAt = self.expiry(lifetime, now: now, previous: stored)
@@ -174,7 +174,7 @@ extension Upstream {
             })
         }
 
-        public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void) {
+        public func slide(_ key: CacheKey, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void) {
             completion(mutateIfReachable(key) { state, now -> (Renewal, Bool) in
                 guard var stored = self.live(key, in: &state, now: now), stored.entry.version == version, stored.sliding == lifetime
                 else { return (.changed, false) }
@@ -184,7 +184,7 @@ extension Upstream {
             })
         }
 
-        public func renew(_ key: String, version: UInt64, lifetime: Lifetime, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void) {
+        public func renew(_ key: CacheKey, version: UInt64, lifetime: Lifetime, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void) {
             completion(mutateIfReachable(key) { state, now -> (Renewal, Bool) in
                 guard var stored = self.live(key, in: &state, now: now), stored.entry.version == version else { return (.changed, false) }
                 stored.expiresAt = self.expiry(lifetime, now: now, previous: stored)
@@ -194,7 +194,7 @@ extension Upstream {
             })
         }
 
-        public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
+        public func remove(_ key: CacheKey, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
             completion(mutateIfReachable(key) { state, now in
                 let existed = self.live(key, in: &state, now: now) != nil
                 state.entries[key] = nil
@@ -202,7 +202,7 @@ extension Upstream {
             })
         }
 
-        public func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Failure>) -> Void) {
+        public func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Failure>) -> Void) {
             let now = clock.now()
             let result = state.withLock { state -> (Result<Int, Failure>, [any Observer], Event?) in
                 guard state.reachable else { return (.failure(.unavailable("unreachable")), [], nil) }
@@ -215,17 +215,17 @@ extension Upstream {
         }
 
         /// The cursor is the last key listed; keys come in byte order.
-        public func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<KeyPage, Failure>) -> Void) {
+        public func listKeys(prefix: CacheKey, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<KeyPage, Failure>) -> Void) {
             completion(read { state, now in
                 let keys = state.entries.filter { $0.key.hasPrefix(prefix) && ($0.value.expiresAt ?? .distantFuture) > now }.map(\.key)
                     .filter { key in cursor.map { $0.utf8.lexicographicallyPrecedes(key.utf8) } ?? true }
                     .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
                 let page = Array(keys.prefix(max(1, limit)))
-                return KeyPage(keys: page, cursor: keys.count > page.count ? page.last : nil)
+                return KeyPage(keys: page, cursor: keys.count > page.count ? page.last?.string : nil)
             })
         }
 
-        public func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Failure>) -> Void) {
+        public func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<Int64??, Failure>) -> Void) {
             completion(read { state, now -> Int64?? in
                 guard let held = state.leases[key], held.expiresAt > now else { return nil }
                 return .some(max(1, Int64((held.expiresAt.timeIntervalSince(now) * 1000).rounded(.up))))
@@ -233,7 +233,7 @@ extension Upstream {
         }
 
         public func acquireLease(
-            _ key: String, token: String, lifetime: Int64, completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void
+            _ key: CacheKey, token: String, lifetime: Int64, completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void
         ) {
             let now = clock.now()
             completion(state.withLock { state -> Result<LeaseAttempt, Failure> in
@@ -247,7 +247,7 @@ extension Upstream {
             })
         }
 
-        public func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
+        public func releaseLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void) {
             let now = clock.now()
             let result = state.withLock { state -> (Result<Bool, Failure>, [any Observer], Event?) in
                 guard state.reachable else { return (.failure(.unavailable("unreachable")), [], nil) }
@@ -267,7 +267,7 @@ extension Upstream {
             return entry
         }
 
-        private func live(_ key: String, in state: inout State, now: Date) -> Stored? {
+        private func live(_ key: CacheKey, in state: inout State, now: Date) -> Stored? {
             guard let stored = state.entries[key] else { return nil }
             if let expiresAt = stored.expiresAt, expiresAt <= now {
                 state.entries[key] = nil
@@ -299,7 +299,7 @@ extension Upstream {
 
         /// A conditional store: `condition` sees the live entry.
         private func store(
-            _ key: String, _ entry: CacheEntry, lifetime: Lifetime, when condition: @escaping (Stored?) -> Bool
+            _ key: CacheKey, _ entry: CacheEntry, lifetime: Lifetime, when condition: @escaping (Stored?) -> Bool
         ) -> Result<Written, Failure> {
             mutateIfReachable(key) { state, now in
                 let live = self.live(key, in: &state, now: now)
@@ -315,7 +315,7 @@ extension Upstream {
             }
         }
 
-        private func mutateIfReachable<T>(_ key: String, _ body: @escaping (inout State, Date) -> (T, Bool)) -> Result<T, Failure> {
+        private func mutateIfReachable<T>(_ key: CacheKey, _ body: @escaping (inout State, Date) -> (T, Bool)) -> Result<T, Failure> {
             var unreachable = false
             let value: T? = mutate(key, announced: false) { state, now in
                 guard state.reachable else {
@@ -332,7 +332,7 @@ extension Upstream {
         /// Runs `body` under the lock; when it reports a change and `announced`, announces
         /// an invalidation of `key` after the lock is released.
         @discardableResult
-        private func mutate<T>(_ key: String, announced: Bool = true, _ body: (inout State, Date) -> (T, Bool)) -> T {
+        private func mutate<T>(_ key: CacheKey, announced: Bool = true, _ body: (inout State, Date) -> (T, Bool)) -> T {
             let now = clock.now()
             let (value, observers, event) = state.withLock { state -> (T, [any Observer], Event?) in
                 let (value, changed) = body(&state, now)

@@ -103,17 +103,17 @@ public enum Upstream {
         /// Another holder has it for about this many more milliseconds. The lease key is
         /// watched from now on: its release or expiry arrives as an invalidation of
         /// `leaseKey` (numbered after `sequence`), the wake-up signal for waiters.
-        case held(timeToLive: Int64?, leaseKey: String, sequence: UInt64)
+        case held(timeToLive: Int64?, leaseKey: CacheKey, sequence: UInt64)
     }
 
     /// One write of `writeMany`.
     public enum Write: Sendable, Equatable {
         /// `set`: stores `entry` (bytes and flags; its version is assigned).
-        case set(String, CacheEntry, Lifetime)
+        case set(CacheKey, CacheEntry, Lifetime)
         /// `remove`: its `Written.stored` says whether the key existed.
-        case remove(String)
+        case remove(CacheKey)
 
-        public var key: String {
+        public var key: CacheKey {
             switch self {
             case .set(let key, _, _), .remove(let key): return key
             }
@@ -124,11 +124,11 @@ public enum Upstream {
     public struct KeyPage: Sendable, Equatable {
         /// Keys starting with the prefix (Halcyon's own metadata and lease keys left out);
         /// fewer than the limit, even none, does not mean the end.
-        public var keys: [String]
+        public var keys: [CacheKey]
         /// Pass back for the next page; nil at the end. Opaque: the tier's own form.
         public var cursor: String?
 
-        public init(keys: [String], cursor: String?) {
+        public init(keys: [CacheKey], cursor: String?) {
             self.keys = keys
             self.cursor = cursor
         }
@@ -146,7 +146,7 @@ public enum Upstream {
     /// What an observer hears, in sequence order.
     public enum Event: Sendable, Equatable {
         /// These keys changed through another host or client, expired or were evicted.
-        case invalidated(keys: [String], sequence: UInt64)
+        case invalidated(keys: [CacheKey], sequence: UInt64)
         /// Every shared copy must go: the tier lost a connection (so it may have missed
         /// invalidations) or the store was flushed.
         case flushed(sequence: UInt64)
@@ -187,52 +187,52 @@ public enum Upstream {
         /// Adds `observer`; events start at the next one.
         func observe(_ observer: any Observer)
         /// The entry under `key`, nil when there is none.
-        func get(_ key: String, completion: @escaping @Sendable (Result<Entry?, Failure>) -> Void)
+        func get(_ key: CacheKey, completion: @escaping @Sendable (Result<Entry?, Failure>) -> Void)
         /// Stores `entry` (bytes and flags; its version is assigned).
-        func set(_ key: String, _ entry: CacheEntry, lifetime: Lifetime,
+        func set(_ key: CacheKey, _ entry: CacheEntry, lifetime: Lifetime,
                  completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
         /// Stores `entry` only when `key` holds nothing.
-        func add(_ key: String, _ entry: CacheEntry, lifetime: Lifetime,
+        func add(_ key: CacheKey, _ entry: CacheEntry, lifetime: Lifetime,
                  completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
         /// Stores `entry` only when `key`'s version is `version`.
-        func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Lifetime,
+        func compareAndSet(_ key: CacheKey, _ entry: CacheEntry, version: UInt64, lifetime: Lifetime,
                            completion: @escaping @Sendable (Result<Written, Failure>) -> Void)
         /// Adds `delta` to the decimal integer under `key` (`initial` when none; with
         /// `initial` nil a missing key is `.missing`, decided in the same atomic step as the
         /// increment), storing the sum with `flags`; `lifetime` applies to a new key, and to
         /// an existing one unless it is `.keep`.
-        func increment(_ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Lifetime,
+        func increment(_ key: CacheKey, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Lifetime,
                        completion: @escaping @Sendable (Result<Incremented, Failure>) -> Void)
         /// Gives `key` a new lifetime; false when there is no such key.
-        func touch(_ key: String, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        func touch(_ key: CacheKey, lifetime: Lifetime, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
         /// Removes `key`; false when there was none.
-        func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        func remove(_ key: CacheKey, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
         /// Gives `key` its sliding lifetime again, `lifetime` milliseconds from now, if it
         /// still holds the value of `version` written with that sliding lifetime (and no
         /// other client has set its lifetime since).
-        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void)
+        func slide(_ key: CacheKey, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void)
         /// Gives `key` the lifetime a read asked for (`ExpirationExtending.expirationTime`),
         /// from now, if it still holds the value of `version`; `lifetime`'s sliding span
         /// (none for `.milliseconds` and `.never`) becomes the one later reads renew.
-        func renew(_ key: String, version: UInt64, lifetime: Lifetime, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void)
+        func renew(_ key: CacheKey, version: UInt64, lifetime: Lifetime, completion: @escaping @Sendable (Result<Renewal, Failure>) -> Void)
         /// Several `set`s and `remove`s as one step: sent together, completing once every
         /// one has taken effect (or failed), with one outcome per write, in order. Writes
         /// of one key take effect in their order.
         func writeMany(_ writes: [Write], completion: @escaping @Sendable ([Result<Written, Failure>]) -> Void)
         /// Removes every key that starts with `prefix`; how many.
-        func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
+        func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
         /// A page of at most `limit` keys starting with `prefix` (every node of a cluster),
         /// from `cursor` (nil: the start). A key present for the whole listing appears
         /// once; keys written meanwhile may or may not.
-        func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<KeyPage, Failure>) -> Void)
+        func listKeys(prefix: CacheKey, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<KeyPage, Failure>) -> Void)
         /// Whether `key`'s lease is held by anyone, on any host: nil when not, else the
         /// milliseconds it has left (nil inside: no end).
-        func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Failure>) -> Void)
+        func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<Int64??, Failure>) -> Void)
         /// Takes the lease on `key` with `token` for `lifetime` milliseconds (`SET NX PX`).
-        func acquireLease(_ key: String, token: String, lifetime: Int64,
+        func acquireLease(_ key: CacheKey, token: String, lifetime: Int64,
                           completion: @escaping @Sendable (Result<LeaseAttempt, Failure>) -> Void)
         /// Ends the lease on `key` if `token` still holds it (compare-and-delete); whether it did.
-        func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
+        func releaseLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, Failure>) -> Void)
     }
 }
 

@@ -81,13 +81,13 @@ extension HybridCache {
         /// cache unless a newer memory-only value of the key was stored without a record
         /// (`store(toDisk: false)` inline). So while a key's name is here, such a store is
         /// queued, and journals its delete. Dropped as the checkpoint passes them.
-        private let evicted = Locked([String: Journal.Position]())
+        private let evicted = Locked([CacheKey: Journal.Position]())
 
         /// Notes files the size limit just removed (see `evicted`). ioQueue only.
         func noteEvicted(names: [String]) {
             guard !names.isEmpty else { return }
             let end = writer.position
-            evicted.withLock { for name in names { $0[name] = end } }
+            evicted.withLock { for name in names { $0[CacheKey(name)] = end } }
         }
 
         /// Whether the file `name` was evicted with records of its key perhaps still to
@@ -95,7 +95,7 @@ extension HybridCache {
         func mayReplayEvicted(name: @autoclosure () -> String) -> Bool {
             guard !evicted.withLock({ $0.isEmpty }) else { return false }
             // The name (a SHA-256) is computed outside the lock.
-            let name = name()
+            let name = CacheKey(name())
             return evicted.withLock { $0[name] != nil }
         }
 
@@ -379,12 +379,12 @@ extension HybridCache {
         var offQueueReaderCount: Int { offQueueReaders.load(ordering: .sequentiallyConsistent) }
 
         /// The unwritten entry of `key`, live or not. Any thread.
-        func unwritten(forKey key: String) -> Unwritten? {
+        func unwritten(forKey key: CacheKey) -> Unwritten? {
             table.withLock { $0[key] }
         }
 
         /// Whether the table holds an entry of `key`. Any thread.
-        func holdsUnwritten(_ key: String) -> Bool {
+        func holdsUnwritten(_ key: CacheKey) -> Bool {
             table.withLock { $0.contains(key) }
         }
 
@@ -400,7 +400,7 @@ extension HybridCache {
 
         /// Removes the entry of `key`; whether there was one. Queue only.
         @discardableResult
-        func removeUnwritten(_ key: String) -> Bool {
+        func removeUnwritten(_ key: CacheKey) -> Bool {
             table.withLock { $0.remove(key) } != nil
         }
 
@@ -414,7 +414,7 @@ extension HybridCache {
 
         /// Changes the entry of `key` with `change`; the changed entry, nil without one.
         /// Queue only.
-        func updateUnwritten(_ key: String, _ change: (inout Unwritten) -> Void) -> Unwritten? {
+        func updateUnwritten(_ key: CacheKey, _ change: (inout Unwritten) -> Void) -> Unwritten? {
             table.withLock { $0.update(key, change) }
         }
 
@@ -424,7 +424,7 @@ extension HybridCache {
         /// `expiration` `.distantPast` when the touch expired it (the entry is removed).
         /// Queue only.
         func touchUnwritten(
-            _ key: String, expiration: StorageExpiration, now: Date, keepingAbsolute: Bool, url: URL
+            _ key: CacheKey, expiration: StorageExpiration, now: Date, keepingAbsolute: Bool, url: URL
         ) -> DiskStorage.FileMeta?? {
             let expired = expiration.isExpired || Lifetime.end(of: expiration, from: now) <= now
             return table.withLock { table -> DiskStorage.FileMeta?? in
@@ -448,7 +448,7 @@ extension HybridCache {
 
         /// The live keys of the table that start with `prefix`, and (when `allKeys`)
         /// every key it holds, live or not, read under one hold of its lock. Any thread.
-        func unwrittenKeys(prefix: String, at now: Date, allKeys: Bool) -> (live: [String], all: [String]) {
+        func unwrittenKeys(prefix: CacheKey, at now: Date, allKeys: Bool) -> (live: [CacheKey], all: [CacheKey]) {
             table.withLock { ($0.liveKeys(prefix: prefix, at: now), allKeys ? $0.keys : []) }
         }
 
@@ -581,7 +581,7 @@ protocol WriteBehindFileTier: AnyObject, Sendable {
     /// Files were written: the size limit may evict some.
     func didMaterialize()
     /// The memory copy of `key` goes with a dropped entry of the same `version`.
-    func dropMemoryCopy(key: String, version: UInt64)
+    func dropMemoryCopy(key: CacheKey, version: UInt64)
     func noteMaintenanceError()
     /// The store whose materializer writes into this tier (held strongly by the tier).
     var writeBehind: HybridCache.WriteBehind? { get }

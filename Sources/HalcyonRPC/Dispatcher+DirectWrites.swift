@@ -19,7 +19,7 @@ extension Dispatcher {
         /// The bytes of the value it may store (the transport bounds a group by them).
         public var valueSize: Int { write.valueSize }
         /// The key it writes.
-        public var key: String { write.key }
+        public var key: CacheKey { write.key }
     }
 
     /// A method's direct write, from its checked params and the connection's options.
@@ -70,11 +70,11 @@ extension Dispatcher {
     /// What a memory-answered read of `request` depends on, for a transport holding
     /// direct writes not committed yet: nil when `request` has no memory answer (commit
     /// first), `.some(nil)` when its answer reads no key (`server.ping`), else the key.
-    public func memoryAnswerKey(_ request: RPCRequest) -> String?? {
+    public func memoryAnswerKey(_ request: RPCRequest) -> CacheKey?? {
         guard request.route?.memoryAnswer != nil else { return nil }
         guard let key = request.paramsNode?.view["key"] else { return .some(nil) }
         // A key that is not a string is refused by the answer itself, writing nothing.
-        return .some(key.string ?? "")
+        return .some(key.withStringBytes { CacheKey(utf8: $0) } ?? "")
     }
 
     /// A committed direct write: what its reply says.

@@ -97,11 +97,12 @@ public struct Params: Sendable {
 
     /// A required cache key: a non-empty string (`emptyKey`) of at most
     /// `Params.maxKeyBytes` UTF-8 bytes (`keyTooLong`) that `keyRule` accepts (`invalidKey`).
-    public func key(_ name: String = "key") throws(RPCError) -> String {
+    /// The key is the string's bytes as sent, never normalized (`CacheKey`).
+    public func key(_ name: String = "key") throws(RPCError) -> CacheKey {
         let member = try require(name)
         guard let length = member.stringByteCount else { throw .wrongType(name, expected: "string") }
         try Params.checkKeyLength(length, param: name)
-        let key = member.string ?? ""
+        let key = member.withStringBytes { CacheKey(utf8: $0) } ?? ""
         guard keyRule.accepts(key) else { throw .invalidKey(param: name) }
         return key
     }

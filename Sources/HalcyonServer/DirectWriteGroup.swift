@@ -126,7 +126,7 @@ extension DirectWriteGroup {
         /// Their keys: a memory read of another key need not wait for them. An array: it
         /// is appended to on every write and searched only by a read that follows writes
         /// in the same burst, over at most `maxCount` keys; a set hashed every key.
-        private var keys: [String] = []
+        private var keys: [CacheKey] = []
 
         init(group: DirectWriteGroup) {
             self.group = group

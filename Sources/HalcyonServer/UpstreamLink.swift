@@ -73,7 +73,7 @@ final class UpstreamLink: Sendable {
     }
 
     /// What the hybrid cache is given.
-    var cacheConfig: UpstreamConfig { UpstreamConfig(tier: tier, prefixes: prefixes) }
+    var cacheConfig: UpstreamConfig { UpstreamConfig(tier: tier, prefixes: prefixes.map { CacheKey($0) }) }
 
     /// The last sample.
     var facts: UpstreamFacts { sample.withLock { $0 } }

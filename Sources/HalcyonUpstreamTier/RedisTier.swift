@@ -36,7 +36,7 @@ public final class RedisTier: Upstream.Tier {
             let translated: Upstream.Event
             switch event {
             case .invalidated(let keys, let sequence):
-                translated = .invalidated(keys: keys.map { String(buffer: $0) }, sequence: sequence)
+                translated = .invalidated(keys: keys.map { CacheKey(utf8: $0.readableBytesView) }, sequence: sequence)
             case .flushed(_, let sequence):
                 translated = .flushed(sequence: sequence)
             }
@@ -62,7 +62,7 @@ public final class RedisTier: Upstream.Tier {
 
     // MARK: Tier
 
-    public func get(_ key: String, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
+    public func get(_ key: CacheKey, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
         run(Script.read, valueKey: key, []) { (reply: RESP3Value, sequence: UInt64) throws -> Upstream.Entry? in
             guard let parts = reply.array, parts.count >= 4, let bytes = parts[0].bytes,
                   let version = parts[2].string.flatMap(UInt64.init), let flags = parts[3].string.flatMap(UInt32.init)
@@ -78,21 +78,21 @@ public final class RedisTier: Upstream.Tier {
     }
 
     public func set(
-        _ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+        _ key: CacheKey, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
         run(Script.set, valueKey: key, RedisTier.storeArguments(entry, lifetime), read: RedisTier.written).whenSuccess(completion)
     }
 
     public func add(
-        _ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+        _ key: CacheKey, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
         run(Script.add, valueKey: key, RedisTier.storeArguments(entry, lifetime), read: RedisTier.written).whenSuccess(completion)
     }
 
     public func compareAndSet(
-        _ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Upstream.Lifetime,
+        _ key: CacheKey, _ entry: CacheEntry, version: UInt64, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void
     ) {
         run(Script.compareAndSet, valueKey: key,
@@ -102,13 +102,13 @@ public final class RedisTier: Upstream.Tier {
     }
 
     public func increment(
-        _ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Upstream.Lifetime,
+        _ key: CacheKey, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Upstream.Lifetime,
         completion: @escaping @Sendable (Result<Upstream.Incremented, Upstream.Failure>) -> Void
     ) {
         // An empty initial tells the script to refuse a missing key instead of creating it.
         let arguments: [ByteBuffer] = [.init(string: String(delta)), .init(string: initial.map { String($0) } ?? ""), .init(string: String(flags)),
                                        RedisTier.argument(lifetime)]
-        execute(Script.increment, keys: [key, KeyLayout.meta(key)], arguments).map { result -> Result<Upstream.Incremented, Upstream.Failure> in
+        execute(Script.increment, keys: [key.string, KeyLayout.meta(key.string)], arguments).map { result -> Result<Upstream.Incremented, Upstream.Failure> in
             switch result {
             case .success(let pair):
                 let (reply, sequence) = pair
@@ -129,18 +129,18 @@ public final class RedisTier: Upstream.Tier {
         }.whenSuccess(completion)
     }
 
-    public func touch(_ key: String, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+    public func touch(_ key: CacheKey, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
         run(Script.touch, valueKey: key, [RedisTier.argument(lifetime == .keep ? .never : lifetime), RedisTier.slideArgument(lifetime)]) { (reply: RESP3Value, _: UInt64) -> Bool in
             reply.array?.first?.int64 == 1
         }.whenSuccess(completion)
     }
 
-    public func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+    public func slide(_ key: CacheKey, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
         run(Script.slide, valueKey: key, [.init(string: String(version)), .init(string: String(lifetime))], read: RedisTier.renewal)
             .whenSuccess(completion)
     }
 
-    public func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+    public func renew(_ key: CacheKey, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
         let arguments = [ByteBuffer(string: String(version)), RedisTier.argument(lifetime == .keep ? .never : lifetime), RedisTier.slideArgument(lifetime)]
         run(Script.renew, valueKey: key, arguments, read: RedisTier.renewal).whenSuccess(completion)
     }
@@ -151,7 +151,7 @@ public final class RedisTier: Upstream.Tier {
         return .renewed(timeToLive: RedisTier.timeToLive(parts[1]))
     }
 
-    public func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+    public func remove(_ key: CacheKey, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
         run(Script.remove, valueKey: key, []) { (reply: RESP3Value, _: UInt64) -> Bool in (reply.int64 ?? 0) > 0 }.whenSuccess(completion)
     }
 
@@ -161,7 +161,7 @@ public final class RedisTier: Upstream.Tier {
     /// writes; within a round every key is distinct.
     public func writeMany(_ writes: [Upstream.Write], completion: @escaping @Sendable ([Result<Upstream.Written, Upstream.Failure>]) -> Void) {
         var rounds: [[Int]] = []
-        var seen: [String: Int] = [:]
+        var seen: [CacheKey: Int] = [:]
         for (index, write) in writes.enumerated() {
             let round = seen[write.key, default: 0]
             seen[write.key] = round + 1
@@ -179,9 +179,9 @@ public final class RedisTier: Upstream.Tier {
         let calls = round.map { index -> (Script, [String], [ByteBuffer]) in
             switch writes[index] {
             case .set(let key, let entry, let lifetime):
-                return (Script.set, [key, KeyLayout.meta(key)], RedisTier.storeArguments(entry, lifetime))
+                return (Script.set, [key.string, KeyLayout.meta(key.string)], RedisTier.storeArguments(entry, lifetime))
             case .remove(let key):
-                return (Script.remove, [key, KeyLayout.meta(key)], [])
+                return (Script.remove, [key.string, KeyLayout.meta(key.string)], [])
             }
         }
         executeMany(calls).whenSuccess { outcomes in
@@ -200,8 +200,8 @@ public final class RedisTier: Upstream.Tier {
         }
     }
 
-    public func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
-        let pattern = ByteBuffer(string: RedisTier.globEscaped(prefix) + "*")
+    public func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+        let pattern = ByteBuffer(bytes: RedisTier.globEscaped(prefix) + [UInt8(ascii: "*")])
         client.primaries().flatMap { nodes in
             EventLoopFuture.whenAllSucceed(nodes.map { self.removeMatching(pattern, on: $0, cursor: "0", removed: 0) },
                                            on: self.client.eventLoop)
@@ -216,26 +216,26 @@ public final class RedisTier: Upstream.Tier {
     /// reply may hold more than `limit` keys, so a page lists them in byte order up to
     /// the limit and the next page repeats the same SCAN step and goes on after the last
     /// key listed. A resharding or failover during the listing may repeat or miss keys.
-    public func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
+    public func listKeys(prefix: CacheKey, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
         let position = cursor.flatMap(RedisTier.ScanPosition.init) ?? RedisTier.ScanPosition(node: 0, scan: "0", after: nil)
         let limit = max(1, limit)
         client.primaries().flatMap { nodes -> EventLoopFuture<Upstream.KeyPage> in
             let nodes = nodes.sorted { $0.description < $1.description }
             guard position.node < nodes.count else { return self.client.eventLoop.makeSucceededFuture(.init(keys: [], cursor: nil)) }
-            let pattern = ByteBuffer(string: RedisTier.globEscaped(prefix) + "*")
+            let pattern = ByteBuffer(bytes: RedisTier.globEscaped(prefix) + [UInt8(ascii: "*")])
             return self.client.send([.init(string: "SCAN"), .init(string: position.scan), .init(string: "MATCH"), pattern,
                                      .init(string: "COUNT"), .init(string: String(limit))], route: .node(nodes[position.node]))
                 .flatMapThrowing { reply -> Upstream.KeyPage in
                     guard let parts = reply.array, parts.count == 2, let next = parts[0].string, let found = parts[1].array else {
                         throw RedisError.unexpectedReply("SCAN: \(reply)")
                     }
-                    let keys = found.compactMap(\.string).filter(RedisTier.isValueKey)
+                    let keys = found.compactMap(\.bytes).map { CacheKey(utf8: $0.readableBytesView) }.filter(RedisTier.isValueKey)
                         .filter { key in position.after.map { $0.utf8.lexicographicallyPrecedes(key.utf8) } ?? true }
-                        .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                        .sorted()
                     let page = Array(keys.prefix(limit))
                     let following: RedisTier.ScanPosition?
                     if keys.count > page.count {
-                        following = .init(node: position.node, scan: position.scan, after: page.last)
+                        following = .init(node: position.node, scan: position.scan, after: page.last?.string)
                     } else if next != "0" {
                         following = .init(node: position.node, scan: next, after: nil)
                     } else if position.node + 1 < nodes.count {
@@ -274,12 +274,13 @@ public final class RedisTier: Upstream.Tier {
     }
 
     /// Whether a key Redis holds is a value, not Halcyon's metadata or lease key beside one.
-    static func isValueKey(_ key: String) -> Bool {
-        !key.contains("}" + KeyLayout.metaInfix) && !key.contains("}" + KeyLayout.leaseInfix)
+    static func isValueKey(_ key: CacheKey) -> Bool {
+        key.utf8.firstRange(of: ("}" + KeyLayout.metaInfix).utf8) == nil
+            && key.utf8.firstRange(of: ("}" + KeyLayout.leaseInfix).utf8) == nil
     }
 
-    public func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
-        let leaseKey = ByteBuffer(string: KeyLayout.lease(key))
+    public func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
+        let leaseKey = ByteBuffer(string: KeyLayout.lease(key.string))
         client.send([.init(string: "PTTL"), leaseKey], route: .key(leaseKey))
             .map { reply -> Result<Int64??, Upstream.Failure> in
                 guard let ms = reply.int64 else { return .failure(.refused("unexpected reply to PTTL: \(reply)")) }
@@ -294,23 +295,23 @@ public final class RedisTier: Upstream.Tier {
     }
 
     public func acquireLease(
-        _ key: String, token: String, lifetime: Int64,
+        _ key: CacheKey, token: String, lifetime: Int64,
         completion: @escaping @Sendable (Result<Upstream.LeaseAttempt, Upstream.Failure>) -> Void
     ) {
-        let leaseKey = KeyLayout.lease(key)
+        let leaseKey = KeyLayout.lease(key.string)
         execute(Script.acquireLease, keys: [leaseKey], [.init(string: token), .init(string: String(max(lifetime, 1)))])
             .map { result -> Result<Upstream.LeaseAttempt, Upstream.Failure> in
                 result.mapError(RedisTier.failure).map { pair -> Upstream.LeaseAttempt in
                     let (reply, sequence) = pair
                     guard let parts = reply.array, parts.first?.int64 == 0 else { return .acquired }
-                    return .held(timeToLive: parts.count > 1 ? RedisTier.timeToLive(parts[1]) : nil, leaseKey: leaseKey,
+                    return .held(timeToLive: parts.count > 1 ? RedisTier.timeToLive(parts[1]) : nil, leaseKey: CacheKey(leaseKey),
                                  sequence: sequence)
                 }
             }.whenSuccess(completion)
     }
 
-    public func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
-        execute(Script.releaseLease, keys: [KeyLayout.lease(key)], [.init(string: token)])
+    public func releaseLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        execute(Script.releaseLease, keys: [KeyLayout.lease(key.string)], [.init(string: token)])
             .map { result -> Result<Bool, Upstream.Failure> in
                 result.mapError(RedisTier.failure).map { pair in (pair.0.int64 ?? 0) > 0 }
             }
@@ -321,10 +322,10 @@ public final class RedisTier: Upstream.Tier {
 
     /// Runs `script` on `valueKey` and its metadata key and reads the reply with `read`.
     private func run<T: Sendable>(
-        _ script: Script, valueKey: String, _ arguments: [ByteBuffer],
+        _ script: Script, valueKey: CacheKey, _ arguments: [ByteBuffer],
         read: @escaping @Sendable (RESP3Value, UInt64) throws -> T
     ) -> EventLoopFuture<Result<T, Upstream.Failure>> {
-        execute(script, keys: [valueKey, KeyLayout.meta(valueKey)], arguments).map { result -> Result<T, Upstream.Failure> in
+        execute(script, keys: [valueKey.string, KeyLayout.meta(valueKey.string)], arguments).map { result -> Result<T, Upstream.Failure> in
             result.mapError(RedisTier.failure).flatMap { pair in
                 Result { try read(pair.0, pair.1) }.mapError(RedisTier.failure)
             }
@@ -378,7 +379,7 @@ public final class RedisTier: Upstream.Tier {
                 }
                 // Halcyon's own metadata and lease keys match only a prefix that starts with "{";
                 // they go with their value key.
-                let values = keys.compactMap(\.string).filter(RedisTier.isValueKey)
+                let values = keys.compactMap(\.string).filter { RedisTier.isValueKey(CacheKey($0)) }
                 // One page's removals go out together (one write to the node).
                 return self.executeMany(values.map { (Script.remove, [$0, KeyLayout.meta($0)], []) }).flatMapThrowing { outcomes in
                     try outcomes.reduce(0) { $0 + Int(try $1.get().0.int64 ?? 0) }
@@ -430,12 +431,14 @@ public final class RedisTier: Upstream.Tier {
         return redis.isUnavailable ? .unavailable(redis.description) : .refused(redis.description)
     }
 
-    /// `text` with the glob characters of `SCAN MATCH` escaped.
-    static func globEscaped(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if "*?[]\\".contains(character) { escaped.append("\\") }
-            escaped.append(character)
+    /// `prefix`'s bytes with the glob characters of `SCAN MATCH` escaped, byte by byte (a
+    /// `[` followed by a combining mark is one `Character`, and still a glob byte).
+    static func globEscaped(_ prefix: CacheKey) -> [UInt8] {
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(prefix.count + 1)
+        for byte in prefix.utf8 {
+            if "*?[]\\".utf8.contains(byte) { escaped.append(UInt8(ascii: "\\")) }
+            escaped.append(byte)
         }
         return escaped
     }

@@ -19,13 +19,13 @@ struct AbsoluteExpirationTests {
         return options
     }
 
-    static func get(_ cache: HybridCache, _ key: String, _ options: HybridCache.Options = .init()) async throws
+    static func get(_ cache: HybridCache, _ key: CacheKey, _ options: HybridCache.Options = .init()) async throws
         -> HybridCache.RetrieveResult
     {
         try await result { cache.retrieve(forKey: key, options: options, completion: $0) }.get()
     }
 
-    static func touch(_ cache: HybridCache, _ key: String, _ expiration: StorageExpiration? = nil) async throws
+    static func touch(_ cache: HybridCache, _ key: CacheKey, _ expiration: StorageExpiration? = nil) async throws
         -> HybridCache.TouchResult
     {
         var options = HybridCache.Options()
@@ -154,7 +154,7 @@ struct AbsoluteExpirationTests {
             f.cache.store(utf8Bytes("1").entry, forKey: "s", options: HybridCacheLifetimeTests.ttl(100), completion: $0)
         }.get()
         f.clock.advance(by: 10)
-        for key in ["a", "s"] {
+        for key in ["a", "s"] as [CacheKey] {
             _ = try await result { f.cache.increment(forKey: key, by: 1, flags: 0, completion: $0) }.get()
         }
         f.clock.advance(by: 10)

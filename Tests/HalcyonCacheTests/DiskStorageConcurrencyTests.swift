@@ -32,14 +32,14 @@ struct DiskStorageConcurrencyTests {
             for round in 0..<rounds {
                 let size = sizes[(writer + round) % sizes.count]
                 let mine = Self.value(writer: writer, round: round, size: size)
-                let shared = "shared-\(round % 3)"
+                let shared: CacheKey = "shared-\(round % 3)"
                 do {
                     try disk.store(value: mine, flags: UInt32(writer), forKey: shared)
                     try disk.store(value: mine, flags: UInt32(round), forKey: "own-\(writer)")
                     if let read = try disk.value(forKey: "own-\(writer)"), read != CacheEntry(bytes: mine, flags: UInt32(round)) {
                         fail("own key read back a different value")
                     }
-                    for key in ["shared-0", "shared-1", "shared-2"] {
+                    for key in ["shared-0", "shared-1", "shared-2"] as [CacheKey] {
                         if let read = try disk.value(forKey: key, extendingExpiration: round % 2 == 0 ? .cacheTime : .none),
                            !allowedValues.contains(read.bytes) {
                             fail("torn or foreign value under \(key): \(read.bytes.prefix(8))")
@@ -75,7 +75,7 @@ struct DiskStorageConcurrencyTests {
                 if worker == 0 {
                     _ = try? disk.removeAll()
                 } else {
-                    let key = "w\(worker)-\(round)"
+                    let key: CacheKey = "w\(worker)-\(round)"
                     _ = try? disk.store(value: [UInt8(worker)], forKey: key)
                 }
             }
@@ -84,7 +84,7 @@ struct DiskStorageConcurrencyTests {
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: disk.directoryPath))
         for worker in 1..<4 {
             for round in 0..<100 {
-                let key = "w\(worker)-\(round)"
+                let key: CacheKey = "w\(worker)-\(round)"
                 let onDisk = names.contains(disk.cacheFileURL(forKey: key).lastPathComponent)
                 #expect(disk.isCached(forKey: key) == onDisk, "\(key)")
             }

@@ -156,9 +156,9 @@ struct DiskStorageFormatTests {
     @Test func keyListingPagesThroughEveryLiveKeyOnceWithoutValues() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
-        var expected: [String: UInt64] = [:]
+        var expected: [CacheKey: UInt64] = [:]
         for i in 0..<25 {
-            let key = (i % 2 == 0 ? "user:" : "item:") + String(i) + String(repeating: "x", count: i * 20)  // some keys > 208 bytes
+            let key = CacheKey((i % 2 == 0 ? "user:" : "item:") + String(i) + String(repeating: "x", count: i * 20))  // some keys > 208 bytes
             try disk.store(value: [UInt8](repeating: UInt8(i), count: i), forKey: key, expiration: .days(1), version: UInt64(100 + i))
             expected[key] = UInt64(100 + i)
         }
@@ -166,7 +166,7 @@ struct DiskStorageFormatTests {
         folder.clock.advance(by: 10)  // "gone" has expired
 
         let fresh = folder.backend()
-        var seen: [String: UInt64] = [:]
+        var seen: [CacheKey: UInt64] = [:]
         var cursor: String?
         var pages = 0
         repeat {

@@ -21,7 +21,7 @@ func diskInode(_ url: URL) -> (inode: UInt64, size: Int, isRegular: Bool, links:
 @Suite("DiskStorage in-place rewrite")
 struct DiskStorageInPlaceTests {
     static func rewrite(
-        _ disk: DiskStorage.Backend, _ key: String, _ value: String, flags: UInt32 = 0,
+        _ disk: DiskStorage.Backend, _ key: CacheKey, _ value: String, flags: UInt32 = 0,
         expiration: StorageExpiration = .seconds(100), version: UInt64 = 2
     ) throws -> DiskStorage.FileMeta? {
         try disk.store(

@@ -46,7 +46,7 @@ struct DiskStorageTrimTests {
         // Down to <= 700 bytes: 4 files (600 bytes) stay; the 6 least recent go, oldest first.
         #expect(removed == (2...7).map { disk.cacheFileURL(forKey: "k\($0)") })
         #expect(try disk.totalSize() == 600)
-        for key in ["k0", "k1", "k8", "k9"] { #expect(disk.isCached(forKey: key, referenceDate: diskT0)) }
+        for key in ["k0", "k1", "k8", "k9"] as [CacheKey] { #expect(disk.isCached(forKey: key, referenceDate: diskT0)) }
         // Under the limit: nothing to do.
         #expect(try disk.removeSizeExceededValues().isEmpty)
     }

@@ -31,7 +31,7 @@ final class JournalCacheFixture: Sendable {
         maxUnwritten: UInt64 = 64 << 20, backlogWait: Double = 2, directValueSize: Int = 1 << 20,
         memoryCostLimit: Int = 1 << 20, diskSizeLimit: UInt64 = 0, segmentSize: UInt64 = 16 << 20,
         held: Locked<Bool>? = nil, plainNames: Bool = false, materializerRest: DispatchTimeInterval = .milliseconds(25),
-        onDroppedEntry: (@Sendable (String, CacheError) -> Void)? = nil
+        onDroppedEntry: (@Sendable (CacheKey, CacheError) -> Void)? = nil
     ) -> HybridCache {
         var memory = MemoryStorage.Config(totalCostLimit: memoryCostLimit)
         memory.clock = clock
@@ -57,18 +57,18 @@ final class JournalCacheFixture: Sendable {
     var folder: String { root.appendingPathComponent("test").path }
     var journalFolder: String { folder + ".journal" }
 
-    func fileExists(_ cache: HybridCache, _ key: String) -> Bool {
+    func fileExists(_ cache: HybridCache, _ key: CacheKey) -> Bool {
         FileManager.default.fileExists(atPath: cache.diskStorage.cacheFileURL(forKey: key).path)
     }
 }
 
 @Suite("HybridCache journal")
 struct HybridCacheJournalTests {
-    static func store(_ cache: HybridCache, _ key: String, _ value: String) async throws -> HybridCache.StoreResult {
+    static func store(_ cache: HybridCache, _ key: CacheKey, _ value: String) async throws -> HybridCache.StoreResult {
         try await result { cache.store(CacheEntry(bytes: Array(value.utf8)), forKey: key, completion: $0) }.get()
     }
 
-    static func read(_ cache: HybridCache, _ key: String) async throws -> String? {
+    static func read(_ cache: HybridCache, _ key: CacheKey) async throws -> String? {
         let r = try await result { cache.retrieve(forKey: key, completion: $0) }.get()
         return r.entry.map { String(decoding: $0.bytes, as: UTF8.self) }
     }
@@ -250,7 +250,7 @@ struct HybridCacheJournalTests {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
         let first = f.open(held: f.frozen)
-        for key in ["many", "cas", "incr"] { _ = try await Self.store(first, key, "1") }
+        for key in ["many", "cas", "incr"] as [CacheKey] { _ = try await Self.store(first, key, "1") }
         _ = try await result {
             first.storeMany([.init(key: "many", entry: CacheEntry(bytes: Array("2".utf8)))], completion: $0)
         }.get()
@@ -261,21 +261,21 @@ struct HybridCacheJournalTests {
         #expect(swapped.stored)
         _ = try await result { first.increment(forKey: "incr", by: 1, flags: 0, completion: $0) }.get()
         // They went to the journal, not to their files (the materializer is held).
-        for key in ["many", "cas", "incr"] { #expect(!f.fileExists(first, key), "\(key)") }
+        for key in ["many", "cas", "incr"] as [CacheKey] { #expect(!f.fileExists(first, key), "\(key)") }
 
-        for key in ["many", "cas", "incr"] {
+        for key in ["many", "cas", "incr"] as [CacheKey] {
             // Memory forgets the key; the disk copy (table, then file) answers.
             _ = try await result { first.remove(forKey: key, fromMemory: true, fromDisk: false, completion: $0) }.get()
             #expect(try await Self.read(first, key) == "2", "\(key), live")
         }
         // A restart after kill -9: the journal still holds the "1" records.
         let second = f.open()
-        for key in ["many", "cas", "incr"] {
+        for key in ["many", "cas", "incr"] as [CacheKey] {
             #expect(try await Self.read(second, key) == "2", "\(key), after replay")
         }
         await Self.materialize(second)
         let third = f.open()
-        for key in ["many", "cas", "incr"] {
+        for key in ["many", "cas", "incr"] as [CacheKey] {
             #expect(try await Self.read(third, key) == "2", "\(key), after the replayed entries were written")
         }
     }
@@ -288,10 +288,10 @@ struct HybridCacheJournalTests {
         f.held.withLock { $0 = true }
         let first = f.open(held: f.frozen)
         func entry(_ text: String) -> CacheEntry { CacheEntry(bytes: Array(text.utf8)) }
-        func store(_ key: String, _ text: String) -> HybridCache.DirectWrite {
+        func store(_ key: CacheKey, _ text: String) -> HybridCache.DirectWrite {
             .store(.init(key: key, entry: entry(text), options: .init()))
         }
-        func update(_ key: String, _ change: HybridCache.DirectUpdate.Change) -> HybridCache.DirectWrite {
+        func update(_ key: CacheKey, _ change: HybridCache.DirectUpdate.Change) -> HybridCache.DirectWrite {
             .update(.init(key: key, change: change, options: .init()))
         }
         let outcomes = first.commitDirect([
@@ -337,7 +337,7 @@ struct HybridCacheJournalTests {
         #expect(try await Self.read(first, "n") == "100")
 
         // kill -9 and a restart: nothing reached a file; the journal gives back every value.
-        for key in ["n", "fresh", "text", "counter"] { #expect(!f.fileExists(first, key), "\(key)") }
+        for key in ["n", "fresh", "text", "counter"] as [CacheKey] { #expect(!f.fileExists(first, key), "\(key)") }
         let second = f.open()
         #expect(try await Self.read(second, "n") == "100")
         #expect(try await Self.read(second, "fresh") == "11")
@@ -411,7 +411,7 @@ struct HybridCacheJournalTests {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
         let first = f.open(held: f.frozen)
-        for key in ["p:1", "p:2", "q"] { _ = try await Self.store(first, key, "old") }
+        for key in ["p:1", "p:2", "q"] as [CacheKey] { _ = try await Self.store(first, key, "old") }
         let removed = try await result { first.removePrefix("p:", completion: $0) }.get()
         #expect(removed == 2)
         var memoryOnly = HybridCache.Options()
@@ -520,7 +520,7 @@ struct HybridCacheJournalTests {
         let f = JournalCacheFixture()
         f.held.withLock { $0 = true }
         let cache = f.open(maxUnwritten: 16 << 10, backlogWait: 0.2)
-        var acknowledged: [String: String] = [:]
+        var acknowledged: [CacheKey: String] = [:]
         var refusal: CacheError?
         for i in 0..<400 {
             let value = String(repeating: "v", count: 200) + "\(i)"
@@ -606,7 +606,7 @@ struct HybridCacheJournalDiskFullTests {
         let cache = HybridCache(config: config)
 
         let value = String(repeating: "x", count: 20_000)
-        var stored: [String] = []
+        var stored: [CacheKey] = []
         var failure: CacheError?
         for i in 0..<40 {
             do {

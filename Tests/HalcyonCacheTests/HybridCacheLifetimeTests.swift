@@ -18,19 +18,19 @@ struct HybridCacheLifetimeTests {
         return options
     }
 
-    static func store(_ f: HybridCacheFixture, _ key: String, _ options: HybridCache.Options, bytes: Int = 1) async throws
+    static func store(_ f: HybridCacheFixture, _ key: CacheKey, _ options: HybridCache.Options, bytes: Int = 1) async throws
         -> HybridCache.StoreResult
     {
         try await result { f.cache.store(CacheEntry(bytes: [UInt8](repeating: 7, count: bytes)), forKey: key, options: options, completion: $0) }.get()
     }
 
-    static func get(_ f: HybridCacheFixture, _ key: String, _ options: HybridCache.Options = .init()) async throws
+    static func get(_ f: HybridCacheFixture, _ key: CacheKey, _ options: HybridCache.Options = .init()) async throws
         -> HybridCache.RetrieveResult
     {
         try await result { f.cache.retrieve(forKey: key, options: options, completion: $0) }.get()
     }
 
-    static func fileExpiry(_ f: HybridCacheFixture, _ key: String) throws -> Date? {
+    static func fileExpiry(_ f: HybridCacheFixture, _ key: CacheKey) throws -> Date? {
         try f.cache.diskStorage.meta(forKey: key, referenceDate: .distantPast)?.expiration
     }
 

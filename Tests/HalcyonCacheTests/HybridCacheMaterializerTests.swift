@@ -23,7 +23,7 @@ struct HybridCacheMaterializerTests {
         }
     }
 
-    static func fileValue(_ cache: HybridCache, _ key: String) throws -> String? {
+    static func fileValue(_ cache: HybridCache, _ key: CacheKey) throws -> String? {
         try cache.diskStorage.value(forKey: key, extendingExpiration: .none).map { String(decoding: $0.bytes, as: UTF8.self) }
     }
 
@@ -83,7 +83,7 @@ struct HybridCacheMaterializerTests {
 
     /// The bytes of a complete format-2 file for `key` and `value`, as another backend
     /// writes it.
-    static func fileBytes(key: String, value: String, version: UInt64) throws -> [UInt8] {
+    static func fileBytes(key: CacheKey, value: String, version: UInt64) throws -> [UInt8] {
         let folder = DiskTestFolder()
         let other = folder.backend()
         try other.store(value: Array(value.utf8), forKey: key, expiration: .never, version: version)

@@ -19,7 +19,7 @@ struct HybridCacheReadYourWritesTests {
         let group = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<120 {
-                let key = "t\(thread)-\(i % 4)"
+                let key: CacheKey = "t\(thread)-\(i % 4)"
                 let value = utf8Bytes("\(thread):\(i):" + String(repeating: "x", count: i % 50))
                 var write = HybridCache.Options()
                 write.memoryExpiration = i % 5 == 0 ? .seconds(1) : nil
@@ -66,7 +66,7 @@ struct HybridCacheReadYourWritesTests {
         let group = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<100 {
-                let key = "shared-\(i % 3)"
+                let key: CacheKey = "shared-\(i % 3)"
                 // Numbered and enqueued under one lock, so queue order is number order.
                 let mine = sequence.withLock { n in
                     n += 1

@@ -295,7 +295,7 @@ struct HybridCacheTests {
             var options = HybridCache.Options()
             options.priority = priority
             group.enter()
-            cache.retrieve(forKey: name, options: options, callbackQueue: .operationQueue(deliveries)) { _ in
+            cache.retrieve(forKey: CacheKey(name), options: options, callbackQueue: .operationQueue(deliveries)) { _ in
                 order.append(name)
                 group.leave()
             }

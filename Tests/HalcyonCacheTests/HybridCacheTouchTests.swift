@@ -12,7 +12,7 @@ import Testing
 struct HybridCacheTouchTests {
     typealias L = HybridCacheLifetimeTests
 
-    static func touch(_ cache: HybridCache, _ key: String, _ options: HybridCache.Options) async throws
+    static func touch(_ cache: HybridCache, _ key: CacheKey, _ options: HybridCache.Options) async throws
         -> HybridCache.TouchResult
     {
         try await result { cache.touch(forKey: key, options: options, completion: $0) }.get()

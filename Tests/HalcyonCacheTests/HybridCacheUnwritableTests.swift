@@ -12,12 +12,12 @@ import Testing
 struct HybridCacheUnwritableTests {
     /// The keys and errors `onDroppedEntry` was told of.
     final class Reports: Sendable {
-        let entries = Locked<[(key: String, error: CacheError)]>([])
-        var hook: @Sendable (String, CacheError) -> Void { { key, error in self.entries.withLock { $0.append((key, error)) } } }
-        var keys: [String] { entries.withLock { $0.map(\.key) } }
+        let entries = Locked<[(key: CacheKey, error: CacheError)]>([])
+        var hook: @Sendable (CacheKey, CacheError) -> Void { { key, error in self.entries.withLock { $0.append((key, error)) } } }
+        var keys: [CacheKey] { entries.withLock { $0.map(\.key) } }
     }
 
-    static let badKeys = ["a/b", ".", "..", String(repeating: "k", count: 256), "a\u{0}b", "../escape"]
+    static let badKeys: [CacheKey] = ["a/b", ".", "..", CacheKey(String(repeating: "k", count: 256)), "a\u{0}b", "../escape"]
 
     @Test func keysThatCannotNameAFileAreDroppedAndTheRestDrain() async throws {
         let f = JournalCacheFixture()

@@ -30,51 +30,51 @@ struct HybridCacheUpstreamTests {
             if now { work() }
         }
         func observe(_ observer: any Upstream.Observer) { inner.observe(observer) }
-        func get(_ key: String, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
+        func get(_ key: CacheKey, completion: @escaping @Sendable (Result<Upstream.Entry?, Upstream.Failure>) -> Void) {
             run { self.inner.get(key, completion: completion) }
         }
-        func set(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+        func set(_ key: CacheKey, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
                  completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
             run { self.inner.set(key, entry, lifetime: lifetime, completion: completion) }
         }
-        func add(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
+        func add(_ key: CacheKey, _ entry: CacheEntry, lifetime: Upstream.Lifetime,
                  completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
             run { self.inner.add(key, entry, lifetime: lifetime, completion: completion) }
         }
-        func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64, lifetime: Upstream.Lifetime,
+        func compareAndSet(_ key: CacheKey, _ entry: CacheEntry, version: UInt64, lifetime: Upstream.Lifetime,
                            completion: @escaping @Sendable (Result<Upstream.Written, Upstream.Failure>) -> Void) {
             run { self.inner.compareAndSet(key, entry, version: version, lifetime: lifetime, completion: completion) }
         }
-        func increment(_ key: String, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Upstream.Lifetime,
+        func increment(_ key: CacheKey, by delta: Int64, initial: Int64?, flags: UInt32, lifetime: Upstream.Lifetime,
                        completion: @escaping @Sendable (Result<Upstream.Incremented, Upstream.Failure>) -> Void) {
             run { self.inner.increment(key, by: delta, initial: initial, flags: flags, lifetime: lifetime, completion: completion) }
         }
-        func touch(_ key: String, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        func touch(_ key: CacheKey, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
             run { self.inner.touch(key, lifetime: lifetime, completion: completion) }
         }
-        func remove(_ key: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        func remove(_ key: CacheKey, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
             run { self.inner.remove(key, completion: completion) }
         }
-        func slide(_ key: String, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+        func slide(_ key: CacheKey, version: UInt64, lifetime: Int64, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
             run { self.inner.slide(key, version: version, lifetime: lifetime, completion: completion) }
         }
-        func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
+        func renew(_ key: CacheKey, version: UInt64, lifetime: Upstream.Lifetime, completion: @escaping @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void) {
             run { self.inner.renew(key, version: version, lifetime: lifetime, completion: completion) }
         }
-        func listKeys(prefix: String, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
+        func listKeys(prefix: CacheKey, cursor: String?, limit: Int, completion: @escaping @Sendable (Result<Upstream.KeyPage, Upstream.Failure>) -> Void) {
             run { self.inner.listKeys(prefix: prefix, cursor: cursor, limit: limit, completion: completion) }
         }
-        func leaseStatus(_ key: String, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
+        func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
             run { self.inner.leaseStatus(key, completion: completion) }
         }
-        func removePrefix(_ prefix: String, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+        func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
             run { self.inner.removePrefix(prefix, completion: completion) }
         }
-        func acquireLease(_ key: String, token: String, lifetime: Int64,
+        func acquireLease(_ key: CacheKey, token: String, lifetime: Int64,
                           completion: @escaping @Sendable (Result<Upstream.LeaseAttempt, Upstream.Failure>) -> Void) {
             run { self.inner.acquireLease(key, token: token, lifetime: lifetime, completion: completion) }
         }
-        func releaseLease(_ key: String, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
+        func releaseLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void) {
             run { self.inner.releaseLease(key, token: token, completion: completion) }
         }
     }
@@ -90,13 +90,13 @@ struct HybridCacheUpstreamTests {
         cache = HybridCache(config: config)
     }
 
-    func get(_ key: String) async throws -> HybridCache.RetrieveResult {
+    func get(_ key: CacheKey) async throws -> HybridCache.RetrieveResult {
         try await withCheckedThrowingContinuation { continuation in
             cache.retrieve(forKey: key) { continuation.resume(with: $0) }
         }
     }
 
-    func set(_ key: String, _ text: String) async throws -> HybridCache.StoreResult {
+    func set(_ key: CacheKey, _ text: String) async throws -> HybridCache.StoreResult {
         try await withCheckedThrowingContinuation { continuation in
             cache.store(CacheEntry(bytes: Array(text.utf8)), forKey: key) { continuation.resume(with: $0) }
         }
@@ -237,7 +237,7 @@ struct HybridCacheUpstreamTests {
     @Test func storeManyOfSharedKeysKeepsEachKeysOrder() async throws {
         gate.close()
         let order = Locked<[String]>([])
-        let items = { (tag: UInt8, keys: [String]) in keys.map { HybridCache.StoreItem(key: $0, entry: CacheEntry(bytes: [tag])) } }
+        let items = { (tag: UInt8, keys: [CacheKey]) in keys.map { HybridCache.StoreItem(key: $0, entry: CacheEntry(bytes: [tag])) } }
         cache.store(CacheEntry(bytes: [0]), forKey: "s:m:a") { _ in order.withLock { $0.append("single") } }
         cache.storeMany(items(1, ["s:m:a", "s:m:b"])) { _ in order.withLock { $0.append("first") } }
         // The same keys in the other order: queued behind the first, never waiting on each other.
@@ -251,7 +251,7 @@ struct HybridCacheUpstreamTests {
         }
         #expect(results.map(\.stored) == [true, true])
         #expect(order.withLock { $0 } == ["single", "first", "second"])
-        for key in ["s:m:a", "s:m:b"] {
+        for key in ["s:m:a", "s:m:b"] as [CacheKey] {
             let read = try await get(key)
             #expect(read.entry?.bytes == [2] && read.cacheType == .memory)
         }
@@ -269,7 +269,7 @@ struct HybridCacheUpstreamTests {
     }
 
     @Test func anOwnersSharedLeasesEndWhenItGoes() async throws {
-        func acquire(_ key: String, _ token: String, owner: UInt64) async throws -> Bool {
+        func acquire(_ key: CacheKey, _ token: String, owner: UInt64) async throws -> Bool {
             try await withCheckedThrowingContinuation { continuation in
                 cache.acquireSharedLease(key, token: token, ttl: 60, owner: owner, changed: {}) { continuation.resume(with: $0) }
             }
@@ -303,17 +303,17 @@ struct HybridCacheUpstreamTests {
             cache = HybridCache(config: config)
         }
 
-        func read(_ key: String, _ extending: ExpirationExtending = .cacheTime) async throws -> HybridCache.RetrieveResult {
+        func read(_ key: CacheKey, _ extending: ExpirationExtending = .cacheTime) async throws -> HybridCache.RetrieveResult {
             var options = HybridCache.Options()
             options.extendingExpiration = extending
             return try await withCheckedThrowingContinuation { c in cache.retrieve(forKey: key, options: options) { c.resume(with: $0) } }
         }
 
-        func upstreamEntry(_ key: String) async throws -> Upstream.Entry? {
+        func upstreamEntry(_ key: CacheKey) async throws -> Upstream.Entry? {
             try await withCheckedThrowingContinuation { c in upstream.get(key) { c.resume(with: $0) } }
         }
 
-        func store(_ key: String, _ expiration: StorageExpiration) async throws {
+        func store(_ key: CacheKey, _ expiration: StorageExpiration) async throws {
             var options = HybridCache.Options()
             options.diskExpiration = expiration
             _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<HybridCache.StoreResult, Error>) in
@@ -324,7 +324,7 @@ struct HybridCacheUpstreamTests {
         var renewals: Int? { cache.stats().upstream?.slides }
 
         /// Whether `key` lives `milliseconds` upstream, give or take the PTTL's rounding.
-        func upstreamLifetime(_ key: String, isAbout milliseconds: Int64) async throws -> Bool {
+        func upstreamLifetime(_ key: CacheKey, isAbout milliseconds: Int64) async throws -> Bool {
             guard let left = try await upstreamEntry(key)?.timeToLive else { return false }
             return abs(left - milliseconds) <= 1
         }

@@ -15,7 +15,7 @@ struct HybridCacheWriteBackCostTests {
         let f = HybridCacheFixture(memoryCostLimit: 1 << 24, memoryExpiration: .never)
         var options = HybridCache.Options()
         options.diskExpiration = .seconds(ttl)
-        let keys = (0..<1_000).map { "hot\($0)" }
+        let keys = (0..<1_000).map { CacheKey("hot\($0)") }
         for key in keys {
             _ = try await result { f.cache.store(CacheEntry(bytes: [1]), forKey: key, options: options, completion: $0) }.get()
         }

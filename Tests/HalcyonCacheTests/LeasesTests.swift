@@ -30,7 +30,7 @@ extension Leases.Acquire {
 
     /// A lease table with `limits` whose `key` is held by owner 1, with its epoch; nil
     /// (recorded) when the first caller is not granted the lease.
-    static func heldLease(_ key: String, waitersPerKey: Int = 1, waiters: Int = 16384, wakes: Wakes) -> (Leases, UInt64)? {
+    static func heldLease(_ key: CacheKey, waitersPerKey: Int = 1, waiters: Int = 16384, wakes: Wakes) -> (Leases, UInt64)? {
         var limits = Leases.Limits()
         limits.waitersPerKey = waitersPerKey
         limits.waiters = waiters

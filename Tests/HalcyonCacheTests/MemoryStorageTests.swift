@@ -117,7 +117,7 @@ struct MemoryStorageTests {
 
     @Test(arguments: designs) func costLimitEvictsLeastRecentlyUsed(shards: Int) {
         let (memory, clock) = Self.make(shards: shards, costLimit: 30)
-        for key in ["a", "b", "c"] {
+        for key in ["a", "b", "c"] as [CacheKey] {
             memory.store(Self.entry(10), forKey: key)
             clock.advance(by: 1)
         }
@@ -229,11 +229,11 @@ struct MemoryStorageTests {
     /// nothing; one whose file has at most half of the remaining lifetime left is queued.
     @Test(arguments: designs) func departuresFollowTheWriteBackThreshold(shards: Int) {
         let (memory, clock) = Self.make(shards: shards, costLimit: 8)
-        for key in ["a", "b", "c", "d"] {
+        for key in ["a", "b", "c", "d"] as [CacheKey] {
             memory.store(Self.entry(2), forKey: key, residency: .never, mirroring: Self.mirror(clock, ttl: 100))
         }
         clock.advance(by: 9)
-        for key in ["a", "b", "c", "d"] {  // 10-13 s ahead of the files: not due
+        for key in ["a", "b", "c", "d"] as [CacheKey] {  // 10-13 s ahead of the files: not due
             clock.advance(by: 1)
             _ = memory.value(forKey: key)
         }
@@ -331,13 +331,13 @@ struct MemoryStorageTests {
         let torn = Recorder<String>()
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<2_000 {
-                let key = "k\((i * 7 + thread) % 500)"
+                let key: CacheKey = "k\((i * 7 + thread) % 500)"
                 switch i % 4 {
                 case 0, 1: memory.store(Self.entry(i % 20 + 1, UInt8(thread)), forKey: key)
                 case 2:
                     if let value = memory.value(forKey: key) {
                         // Never a torn value: every byte is the writer's.
-                        if Set(value.bytes).count != 1 { torn.append(key) }
+                        if Set(value.bytes).count != 1 { torn.append(key.string) }
                     }
                 default: memory.remove(forKey: key)
                 }

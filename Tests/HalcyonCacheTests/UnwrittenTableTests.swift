@@ -13,14 +13,14 @@ struct UnwrittenTableTests {
     static let now = Date(timeIntervalSince1970: 1_000_000)
 
     /// An entry of `key` live for a minute from `now`, its record at `offset` of `segment`.
-    static func entry(_ key: String, _ offset: UInt64, segment: UInt64 = 1, size: Int = 10, version: UInt64 = 1) -> HybridCache.Unwritten {
+    static func entry(_ key: CacheKey, _ offset: UInt64, segment: UInt64 = 1, size: Int = 10, version: UInt64 = 1) -> HybridCache.Unwritten {
         HybridCache.Unwritten(
             key: key, entry: CacheEntry(bytes: [UInt8](repeating: 7, count: size), version: version),
             expiresAt: now.addingTimeInterval(60), timeToLive: 60, countedFrom: now,
             start: Journal.Position(segment: segment, offset: offset))
     }
 
-    static func order(_ t: Table) -> [String] { t.all.map(\.key) }
+    static func order(_ t: Table) -> [CacheKey] { t.all.map(\.key) }
 
     @Test func aSetOfAKeyMovesItToTheNewestEndAndReplacesItsBytes() {
         var t = Table()
@@ -39,7 +39,7 @@ struct UnwrittenTableTests {
 
     @Test func aCopiedForwardRecordMovesItsEntryToTheNewestEnd() {
         var t = Table()
-        for (i, key) in ["a", "b", "c"].enumerated() { t.put(Self.entry(key, UInt64(i + 1) * 10)) }
+        for (i, key) in (["a", "b", "c"] as [CacheKey]).enumerated() { t.put(Self.entry(key, UInt64(i + 1) * 10)) }
         t.moveStart("a", to: Journal.Position(segment: 2, offset: 5))
         #expect(Self.order(t) == ["b", "c", "a"])
         #expect(t["a"]?.start == Journal.Position(segment: 2, offset: 5))
@@ -49,7 +49,7 @@ struct UnwrittenTableTests {
 
     @Test func removalsUnlinkAndFreedSlotsJoinAtTheNewestEnd() {
         var t = Table()
-        for (i, key) in ["a", "b", "c", "d"].enumerated() { t.put(Self.entry(key, UInt64(i + 1) * 10)) }
+        for (i, key) in (["a", "b", "c", "d"] as [CacheKey]).enumerated() { t.put(Self.entry(key, UInt64(i + 1) * 10)) }
         #expect(t.remove("a")?.key == "a")
         #expect(t.remove("c")?.key == "c")
         #expect(t.remove("c") == nil)

@@ -17,7 +17,7 @@ final class Collected: Upstream.Observer {
 
     func invalidation(of key: String, timeout: TimeInterval = 5) -> Upstream.Event? {
         log.wait(timeout: timeout) { event in
-            if case .invalidated(let keys, _) = event { return keys.contains(key) }
+            if case .invalidated(let keys, _) = event { return keys.contains(CacheKey(key)) }
             return false
         }
     }
@@ -25,52 +25,52 @@ final class Collected: Upstream.Observer {
 
 extension Upstream.Tier {
     func get(_ key: String) async -> Result<Upstream.Entry?, Upstream.Failure> {
-        await withCheckedContinuation { continuation in get(key) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in get(CacheKey(key)) { continuation.resume(returning: $0) } }
     }
     func set(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime = .never) async -> Result<Upstream.Written, Upstream.Failure> {
-        await withCheckedContinuation { continuation in set(key, entry, lifetime: lifetime) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in set(CacheKey(key), entry, lifetime: lifetime) { continuation.resume(returning: $0) } }
     }
     func add(_ key: String, _ entry: CacheEntry, lifetime: Upstream.Lifetime = .never) async -> Result<Upstream.Written, Upstream.Failure> {
-        await withCheckedContinuation { continuation in add(key, entry, lifetime: lifetime) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in add(CacheKey(key), entry, lifetime: lifetime) { continuation.resume(returning: $0) } }
     }
     func compareAndSet(_ key: String, _ entry: CacheEntry, version: UInt64) async -> Result<Upstream.Written, Upstream.Failure> {
         await withCheckedContinuation { continuation in
-            compareAndSet(key, entry, version: version, lifetime: .keep) { continuation.resume(returning: $0) }
+            compareAndSet(CacheKey(key), entry, version: version, lifetime: .keep) { continuation.resume(returning: $0) }
         }
     }
     func increment(_ key: String, by delta: Int64, initial: Int64? = 0, lifetime: Upstream.Lifetime = .keep) async -> Result<Upstream.Incremented, Upstream.Failure> {
         await withCheckedContinuation { continuation in
-            increment(key, by: delta, initial: initial, flags: 3, lifetime: lifetime) { continuation.resume(returning: $0) }
+            increment(CacheKey(key), by: delta, initial: initial, flags: 3, lifetime: lifetime) { continuation.resume(returning: $0) }
         }
     }
     func touch(_ key: String, lifetime: Upstream.Lifetime) async -> Result<Bool, Upstream.Failure> {
-        await withCheckedContinuation { continuation in touch(key, lifetime: lifetime) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in touch(CacheKey(key), lifetime: lifetime) { continuation.resume(returning: $0) } }
     }
     func renew(_ key: String, version: UInt64, lifetime: Upstream.Lifetime) async -> Result<Upstream.Renewal, Upstream.Failure> {
-        await withCheckedContinuation { continuation in renew(key, version: version, lifetime: lifetime) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in renew(CacheKey(key), version: version, lifetime: lifetime) { continuation.resume(returning: $0) } }
     }
     func remove(_ key: String) async -> Result<Bool, Upstream.Failure> {
-        await withCheckedContinuation { continuation in remove(key) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in remove(CacheKey(key)) { continuation.resume(returning: $0) } }
     }
     func removePrefix(_ prefix: String) async -> Result<Int, Upstream.Failure> {
-        await withCheckedContinuation { continuation in removePrefix(prefix) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in removePrefix(CacheKey(prefix)) { continuation.resume(returning: $0) } }
     }
     func acquireLease(_ key: String, token: String, lifetime: Int64) async -> Result<Upstream.LeaseAttempt, Upstream.Failure> {
         await withCheckedContinuation { continuation in
-            acquireLease(key, token: token, lifetime: lifetime) { continuation.resume(returning: $0) }
+            acquireLease(CacheKey(key), token: token, lifetime: lifetime) { continuation.resume(returning: $0) }
         }
     }
     func writeMany(_ writes: [Upstream.Write]) async -> [Result<Upstream.Written, Upstream.Failure>] {
         await withCheckedContinuation { continuation in writeMany(writes) { continuation.resume(returning: $0) } }
     }
     func listKeys(prefix: String, cursor: String?, limit: Int) async -> Result<Upstream.KeyPage, Upstream.Failure> {
-        await withCheckedContinuation { continuation in listKeys(prefix: prefix, cursor: cursor, limit: limit) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in listKeys(prefix: CacheKey(prefix), cursor: cursor, limit: limit) { continuation.resume(returning: $0) } }
     }
     func leaseStatus(_ key: String) async -> Result<Int64??, Upstream.Failure> {
-        await withCheckedContinuation { continuation in leaseStatus(key) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in leaseStatus(CacheKey(key)) { continuation.resume(returning: $0) } }
     }
     func releaseLease(_ key: String, token: String) async -> Result<Bool, Upstream.Failure> {
-        await withCheckedContinuation { continuation in releaseLease(key, token: token) { continuation.resume(returning: $0) } }
+        await withCheckedContinuation { continuation in releaseLease(CacheKey(key), token: token) { continuation.resume(returning: $0) } }
     }
 }
 
@@ -246,6 +246,35 @@ struct RedisTierTests {
         #expect(try await tier.get(other).get() != nil)
     }
 
+    /// A prefix is bytes, and so is its glob escape: `[` followed by a combining mark is one
+    /// `Character` and still the byte `SCAN MATCH` reads as a class; a listing's order and
+    /// prefix are those of the bytes.
+    @Test func prefixesAndListingsAreBytes() async throws {
+        let (tier, _) = try await start(.standalone)
+        defer { _ = tier.shutdown() }
+        let base = unique("bytes") + ":"
+        let marked = base + "[\u{301}"
+        for key in [marked + "1", marked + "2", base + "caf\u{E9}", base + "cafe\u{301}"] {
+            _ = try await tier.set(key, CacheEntry(bytes: Array(key.utf8))).get()
+        }
+        var listed: [CacheKey] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let page = try await tier.listKeys(prefix: base + "cafe", cursor: cursor, limit: 100).get()
+            listed += page.keys
+            cursor = page.cursor
+            pages += 1
+        } while cursor != nil && pages < 1000
+        #expect(listed == [CacheKey(base + "cafe\u{301}")])
+        #expect(try await tier.get(base + "caf\u{E9}").get()?.entry.bytes == Array((base + "caf\u{E9}").utf8))
+        #expect(try await tier.get(base + "cafe\u{301}").get()?.entry.bytes == Array((base + "cafe\u{301}").utf8))
+        #expect(try await tier.removePrefix(marked).get() == 2)
+        #expect(try await tier.get(marked + "1").get() == nil)
+        #expect(try await tier.removePrefix(base + "caf\u{E9}").get() == 1)
+        #expect(try await tier.get(base + "cafe\u{301}").get() != nil)
+    }
+
     @Test(arguments: Deployment.allCases)
     func writeManyIsOneWritePerNode(deployment: Deployment) async throws {
         let (tier, _) = try await start(deployment)
@@ -256,10 +285,10 @@ struct RedisTierTests {
             #expect(Set(try keys.map { try SharedServers.cluster.node(serving: $0).port }).count == 3)
         }
         // The first batch may find the scripts missing on a node (NOSCRIPT, sent again whole).
-        _ = await tier.writeMany(keys.map { .set($0, CacheEntry(bytes: [0]), .never) } + keys.map { .remove($0) })
+        _ = await tier.writeMany(keys.map { .set(CacheKey($0), CacheEntry(bytes: [0]), .never) } + keys.map { .remove(CacheKey($0)) })
         let before = try await tier.client.stats().get()
         let writes: [Upstream.Write] = keys.enumerated().map { index, key in
-            .set(key, CacheEntry(bytes: Array("v\(index)".utf8), flags: 1), index == 0 ? .milliseconds(60_000) : .never)
+            .set(CacheKey(key), CacheEntry(bytes: Array("v\(index)".utf8), flags: 1), index == 0 ? .milliseconds(60_000) : .never)
         }
         let results = await tier.writeMany(writes)
         let after = try await tier.client.stats().get()
@@ -275,8 +304,8 @@ struct RedisTierTests {
         #expect(after.batchedCommands - before.batchedCommands == keys.count)
         // Removals, and a key named twice keeps its order: set, remove, set again.
         let twice = keys[3]
-        let mixed = await tier.writeMany([.remove(keys[1]), .remove(unique("none")), .set(twice, CacheEntry(bytes: [1]), .never),
-                                          .remove(twice), .set(twice, CacheEntry(bytes: [2]), .never)])
+        let mixed = await tier.writeMany([.remove(CacheKey(keys[1])), .remove(CacheKey(unique("none"))), .set(CacheKey(twice), CacheEntry(bytes: [1]), .never),
+                                          .remove(CacheKey(twice)), .set(CacheKey(twice), CacheEntry(bytes: [2]), .never)])
         #expect(try mixed.map { try $0.get().stored } == [true, false, true, true, true])
         #expect(try await tier.get(keys[1]).get() == nil)
         #expect(try await tier.get(twice).get()?.entry.bytes == [2])
@@ -289,7 +318,7 @@ struct RedisTierTests {
         defer { _ = tier.shutdown() }
         let prefix = unique("list") + ":"
         let keys = Set((0..<45).map { "\(prefix)\($0)" })
-        _ = await tier.writeMany(keys.map { .set($0, CacheEntry(bytes: [1]), .never) })
+        _ = await tier.writeMany(keys.map { .set(CacheKey($0), CacheEntry(bytes: [1]), .never) })
         _ = await tier.acquireLease("\(prefix)0", token: "t", lifetime: 30_000)   // its lease key is not listed
         _ = try await tier.set(unique("other"), CacheEntry(bytes: [1])).get()
         var listed: [String] = []
@@ -298,7 +327,7 @@ struct RedisTierTests {
         repeat {
             let page = try await tier.listKeys(prefix: prefix, cursor: cursor, limit: 4).get()
             #expect(page.keys.count <= 4)
-            listed += page.keys
+            listed += page.keys.map(\.string)
             cursor = page.cursor
             pages += 1
         } while cursor != nil && pages < 1000
@@ -342,7 +371,7 @@ struct RedisTierTests {
         let count = observer.log.all.count
         try redisCLI(try deployment.cli(for: key) + ["SET", key, "x"])
         let later = observer.log.wait(timeout: 5) { event in
-            if case .invalidated(let keys, let sequence) = event { return keys.contains(key) && sequence > mine.sequence }
+            if case .invalidated(let keys, let sequence) = event { return keys.contains(CacheKey(key)) && sequence > mine.sequence }
             return false
         }
         #expect(later != nil, "after \(count) events")
@@ -360,11 +389,11 @@ struct RedisTierTests {
             Issue.record("a held lease was granted again")
             return
         }
-        #expect(isRemainder(ttl.map(Int.init), of: 30_000, since: leasedAt) && leaseKey == KeyLayout.lease(key))
+        #expect(isRemainder(ttl.map(Int.init), of: 30_000, since: leasedAt) && leaseKey == CacheKey(KeyLayout.lease(key)))
         // Only the token's owner can release it.
         #expect(try await !waiter.releaseLease(key, token: "B").get())
         #expect(try await holder.releaseLease(key, token: "A").get())
-        let woken = observer.invalidation(of: leaseKey)
+        let woken = observer.invalidation(of: leaseKey.string)
         #expect(woken != nil && woken!.sequence > sequence)
         // A lifetime long enough that the holder's next try surely finds it held on a busy
         // machine, short enough that its end comes within the wait below.
@@ -376,7 +405,7 @@ struct RedisTierTests {
             Issue.record("lease B not held")
             return
         }
-        #expect(holderEvents.invalidation(of: leaseKey, timeout: 10) != nil)
+        #expect(holderEvents.invalidation(of: leaseKey.string, timeout: 10) != nil)
         #expect(try await holder.acquireLease(key, token: "A", lifetime: 1000).get() == .acquired)
     }
 

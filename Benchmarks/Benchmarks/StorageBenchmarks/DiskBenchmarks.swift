@@ -16,7 +16,7 @@ import HalcyonCache
 final class DiskFixture: @unchecked Sendable {
     let folder: TemporaryFolder
     let backend: DiskStorage.Backend
-    let keys: [String]
+    let keys: [CacheKey]
     let value: [UInt8]
     var next = 0
 
@@ -32,7 +32,7 @@ final class DiskFixture: @unchecked Sendable {
     }
 
     /// The next key, round robin: every key is rewritten or reread in turn.
-    func nextKey() -> String {
+    func nextKey() -> CacheKey {
         let key = keys[next]
         next = next + 1 == keys.count ? 0 : next + 1
         return key

@@ -1,6 +1,7 @@
 // Shared helpers: temporary folders, keys and values, and running a body on N
 // threads at once. Nothing here is measured by itself.
 import Foundation
+import HalcyonCache
 
 /// A fresh folder under the system temp folder, removed by `remove()`.
 /// Threading: create and remove on the benchmark's thread; not shared.
@@ -19,8 +20,8 @@ struct TemporaryFolder {
 }
 
 /// Keys are built once, so String formatting is not part of what is measured.
-func makeKeys(_ count: Int, prefix: String = "key:") -> [String] {
-    (0..<count).map { "\(prefix)\($0)" }
+func makeKeys(_ count: Int, prefix: String = "key:") -> [CacheKey] {
+    (0..<count).map { CacheKey("\(prefix)\($0)") }
 }
 
 /// Printable bytes, like the values the load generator sends.

@@ -17,7 +17,7 @@ let operationsPerIteration = 1_000_000
 /// Threading: the backend is thread-safe; the fixture itself is immutable.
 final class MemoryFixture: Sendable {
     let backend: MemoryStorage.Backend
-    let keys: [String]
+    let keys: [CacheKey]
     let entry: CacheEntry
 
     init(shardCount: Int, keyCount: Int = 10_000) {

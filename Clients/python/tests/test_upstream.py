@@ -18,6 +18,7 @@ import socket
 import statistics
 import subprocess
 import time
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional, Tuple
@@ -263,6 +264,72 @@ def test_remove_prefix_and_many_keys(hosts: List[Daemon], redis_server: Redis) -
         assert b.call("cache.removePrefix", {"prefix": prefix})["removed"] == 5
         assert redis_server.cli("EXISTS", f"{prefix}0") == "0"
         wait_until("A's copies are gone", lambda: get(a, f"{prefix}1") == {"found": False}, 2)
+
+
+#: Canonically equal, different UTF-8: NFC and NFD "café", the Ångström sign and Å,
+#: precomposed and conjoining Hangul. The client sends a str's UTF-8 as it is.
+CANONICAL_PAIRS = [("caf\u00e9", "cafe\u0301"), ("\u212b", "\u00c5"), ("\ud55c", "\u1112\u1161\u11ab")]
+
+
+def all_keys(c: halcyon.Client, prefix: str) -> set:
+    """Every key under ``prefix``, page by page (a page may be empty before the end)."""
+    listed: set = set()
+    cursor = None
+    for _ in range(1000):
+        page = c.call("cache.keys", {"prefix": prefix, "limit": 100, **({"cursor": cursor} if cursor else {})})
+        listed.update(page["keys"])
+        cursor = page["cursor"]
+        if cursor is None:
+            return listed
+    raise AssertionError("the listing did not end")
+
+
+@pytest.mark.parametrize("pair", CANONICAL_PAIRS, ids=["e-acute", "angstrom", "hangul"])
+def test_canonically_equal_keys_are_two_keys_on_every_host_and_in_redis(
+        hosts: List[Daemon], redis_server: Redis, pair: Any) -> None:
+    first, second = pair
+    assert unicodedata.normalize("NFC", first) == unicodedata.normalize("NFC", second)
+    assert first.encode() != second.encode()
+    base = unique("bytes") + ":"
+    k1, k2 = base + first, base + second
+    n1, n2 = base + "n:" + first, base + "n:" + second
+    l1, l2 = base + "l:" + first, base + "l:" + second
+    with client(hosts[0]) as a, client(hosts[1]) as b:
+        a.call("cache.set", {"key": k1, "value": "one"})
+        b.call("cache.set", {"key": k2, "value": "two"})
+        # Redis holds both, each under its own bytes.
+        assert redis_server.cli("GET", k1) == "one"
+        assert redis_server.cli("GET", k2) == "two"
+        for c in (a, b):
+            assert get(c, k1)["value"] == "one"
+            assert get(c, k2)["value"] == "two"
+            # Twice: the second read answers from the host's memory.
+            assert get(c, k1)["value"] == "one"
+            assert [e["value"] for e in c.call("cache.getMany", {"keys": [k2, k1]})["entries"]] == ["two", "one"]
+        # Two counters; add and cas each see their own key.
+        assert a.call("cache.incr", {"key": n1, "by": 1})["value"] == 1
+        assert b.call("cache.incr", {"key": n2, "by": 5})["value"] == 5
+        assert a.call("cache.add", {"key": base + "add:" + first, "value": "x"})["stored"] is True
+        assert b.call("cache.add", {"key": base + "add:" + second, "value": "y"})["stored"] is True
+        assert a.call("cache.cas", {"key": k1, "value": "no", "version": get(a, k2)["version"]})["stored"] is False
+        assert b.call("cache.setMany", {"entries": [{"key": k1, "value": "1"}, {"key": k2, "value": "2"}]})["stored"] == 2
+        for c in (a, b):
+            wait_until("both writes are seen", lambda: get(c, k1).get("value") == "1" and get(c, k2).get("value") == "2", 2)
+        assert {k1, k2, n1, n2} <= all_keys(a, base)
+        # A lease on each key, taken through different hosts.
+        assert "lease" in a.call("cache.lease", {"key": l1, "ttl": {"seconds": 30}})
+        assert "lease" in b.call("cache.lease", {"key": l2, "ttl": {"seconds": 30}})
+        # Removing one leaves the other, on both hosts and in Redis.
+        assert a.call("cache.remove", {"key": k1})["removed"] is True
+        assert redis_server.cli("EXISTS", k2) == "1"
+        for c in (a, b):
+            wait_until("the removal is seen", lambda: get(c, k1) == {"found": False}, 2)
+            assert get(c, k2)["value"] == "2"
+        assert b.call("cache.removeMany", {"keys": [n2]})["removed"] == 1
+        assert get(a, n1)["value"] == 1
+        # A prefix is bytes: the whole of one key is no prefix of the other.
+        assert b.call("cache.removePrefix", {"prefix": k2})["removed"] == 1
+        assert redis_server.cli("EXISTS", base + "add:" + first) == "1"
 
 
 def test_remove_prefix_keeps_its_place_among_pipelined_writes(hosts: List[Daemon], redis_server: Redis) -> None:

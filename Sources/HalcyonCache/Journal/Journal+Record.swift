@@ -11,25 +11,25 @@ extension Journal {
         /// `.date`; with `expiresAtNanos` that instant). Journals of older builds never
         /// wrote -1 with a real instant (their `.date` sets carry the span left), so they
         /// replay as they always did.
-        case set(key: String, flags: UInt32, version: UInt64, expiresAtNanos: Int64, ttlNanos: Int64, value: [UInt8])
+        case set(key: CacheKey, flags: UInt32, version: UInt64, expiresAtNanos: Int64, ttlNanos: Int64, value: [UInt8])
         /// A removed key.
-        case delete(key: String)
+        case delete(key: CacheKey)
         /// Every key removed.
         case clear
         /// A new expiration for an existing key (-1: never), keeping its time-to-live.
         /// Written by older builds only; still replayed.
-        case touch(key: String, expiresAtNanos: Int64)
+        case touch(key: CacheKey, expiresAtNanos: Int64)
         /// A new lifetime for an existing key: its end (-1: never) and its time-to-live
         /// as in `set` (-1: never or absolute). `keepsAbsolute`: the touch named no
         /// expiration, so a key whose lifetime is absolute keeps it. What every touch and
         /// write-back journals now (record type 6, beside the older `touch`).
-        case lifetime(key: String, expiresAtNanos: Int64, ttlNanos: Int64, keepsAbsolute: Bool)
+        case lifetime(key: CacheKey, expiresAtNanos: Int64, ttlNanos: Int64, keepsAbsolute: Bool)
         /// The per-key file `name` was written directly (a value too large to journal),
         /// with `version`: replay drops any older unwritten value of that file.
         case written(name: String, version: UInt64)
 
         /// The key the record is about; nil for `clear` and `written` (which names a file).
-        public var key: String? {
+        public var key: CacheKey? {
             switch self {
             case .set(let key, _, _, _, _, _), .delete(let key), .touch(let key, _), .lifetime(let key, _, _, _): return key
             case .clear, .written: return nil
@@ -182,19 +182,19 @@ extension Journal {
                 let keyLength = Int(LittleEndian.get(body, at: 28, width: 4))
                 guard body.count - 32 >= keyLength else { return nil }
                 return .set(
-                    key: String(decoding: body[32..<32 + keyLength], as: UTF8.self),
+                    key: CacheKey(utf8: body[32..<32 + keyLength]),
                     flags: UInt32(LittleEndian.get(body, at: 0, width: 4)),
                     version: LittleEndian.get(body, at: 4, width: 8),
                     expiresAtNanos: Int64(bitPattern: LittleEndian.get(body, at: 12, width: 8)),
                     ttlNanos: Int64(bitPattern: LittleEndian.get(body, at: 20, width: 8)),
                     value: Array(body[(32 + keyLength)...]))
             case .delete:
-                return .delete(key: String(decoding: body, as: UTF8.self))
+                return .delete(key: CacheKey(utf8: body))
             case .clear:
                 return body.isEmpty ? .clear : nil
             case .touch:
                 guard body.count >= 8 else { return nil }
-                return .touch(key: String(decoding: body[8...], as: UTF8.self),
+                return .touch(key: CacheKey(utf8: body[8...]),
                               expiresAtNanos: Int64(bitPattern: LittleEndian.get(body, at: 0, width: 8)))
             case .written:
                 guard body.count >= 8 else { return nil }
@@ -203,7 +203,7 @@ extension Journal {
             case .lifetime:
                 guard body.count >= 17, body[0] & ~1 == 0 else { return nil }
                 return .lifetime(
-                    key: String(decoding: body[17...], as: UTF8.self),
+                    key: CacheKey(utf8: body[17...]),
                     expiresAtNanos: Int64(bitPattern: LittleEndian.get(body, at: 1, width: 8)),
                     ttlNanos: Int64(bitPattern: LittleEndian.get(body, at: 9, width: 8)),
                     keepsAbsolute: body[0] & 1 != 0)

@@ -52,7 +52,7 @@ extension Dispatcher {
 
         /// What `cache.incr` takes.
         struct IncrParams: Sendable {
-            var key: String
+            var key: CacheKey
             var by: Int64
             /// Where a missing key starts; nil with `create: false` (a missing key is refused).
             var initial: Int64?
@@ -131,7 +131,7 @@ extension MethodCall {
     static let casParams = ParamNames(storeParams.names + ["version"])
 
     /// The key, the entry and the options of a set-shaped request, read in cache.set's order.
-    func storeRequest() throws(RPCError) -> (key: String, entry: CacheEntry, options: HybridCache.Options) {
+    func storeRequest() throws(RPCError) -> (key: CacheKey, entry: CacheEntry, options: HybridCache.Options) {
         let s = try Dispatcher.WriteMethods.SetParams(params, options)
         return (s.key, s.entry, s.options)
     }

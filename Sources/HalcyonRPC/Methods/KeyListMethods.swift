@@ -13,7 +13,7 @@ extension Dispatcher {
     enum KeyListMethods {
         /// `cache.keys`
         static func keys(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            let prefix = try call.params.string("prefix") ?? ""
+            let prefix = CacheKey(try call.params.string("prefix") ?? "")
             let cursor = try call.params.string("cursor")
             guard HybridCache.isValidKeyCursor(cursor) else {
                 throw .invalidParams(reason: .invalidCursor, param: "cursor",
@@ -34,7 +34,7 @@ extension Dispatcher {
                     w.beginObject()
                     w.key("keys")
                     w.beginArray()
-                    for key in page.keys { w.string(key) }
+                    for key in page.keys { w.string(key.string) }
                     w.endArray()
                     w.key("cursor")
                     if let next = page.cursor { w.string(next) } else { w.null() }
@@ -51,7 +51,7 @@ extension Dispatcher {
                                      message: "'prefix' must not be empty (cache.clear removes everything)")
             }
             let responder = call.responder
-            return dispatcher.cache.removePrefix(prefix, callbackQueue: call.callbackQueue) { result in
+            return dispatcher.cache.removePrefix(CacheKey(prefix), callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (count, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }

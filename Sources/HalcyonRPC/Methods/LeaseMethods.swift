@@ -113,7 +113,7 @@ struct LeaseAttempt: Sendable {
     }
 
     let dispatcher: Dispatcher
-    let key: String
+    let key: CacheKey
     let owner: UInt64
     let ttl: TimeInterval
     /// When the caller stops waiting for another holder.

@@ -97,10 +97,10 @@ extension Dispatcher {
 
     /// The `keys` member of a multi-key call: an array of at most `--max-batch` keys,
     /// each checked as `Params.key` checks a `key` (a bad one named `keys[i]`).
-    func keyList(_ params: Params) throws(RPCError) -> [String] {
+    func keyList(_ params: Params) throws(RPCError) -> [CacheKey] {
         guard let list = try params.require("keys").owned.array else { throw .wrongType("keys", expected: "array") }
         try checkBatch(list.count, param: "keys")
-        var keys: [String] = []
+        var keys: [CacheKey] = []
         keys.reserveCapacity(list.count)
         for (index, member) in list.enumerated() {
             keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]", rule: params.keyRule))
@@ -109,11 +109,11 @@ extension Dispatcher {
     }
 
     /// One key of a list, checked as `Params.key` checks a `key` member.
-    static func keyElement(_ member: JSONValue, param: String, rule: DiskStorage.KeyRule) throws(RPCError) -> String {
-        guard let length = member.withStringBytes({ $0.count }), let key = member.string else {
+    static func keyElement(_ member: JSONValue, param: String, rule: DiskStorage.KeyRule) throws(RPCError) -> CacheKey {
+        guard let key = member.withStringBytes({ CacheKey(utf8: $0) }) else {
             throw .wrongType(param, expected: "string")
         }
-        try Params.checkKeyLength(length, param: param)
+        try Params.checkKeyLength(key.count, param: param)
         guard rule.accepts(key) else { throw .invalidKey(param: param) }
         return key
     }

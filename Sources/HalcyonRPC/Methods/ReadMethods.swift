@@ -12,7 +12,7 @@ extension Dispatcher {
         /// What `cache.get` asks, read from its params over the call's options; shared by
         /// the handler and the memory answer so they cannot drift apart.
         struct GetQuery {
-            let key: String
+            let key: CacheKey
             let encoding: ValueEncoding?
             let options: HybridCache.Options
 

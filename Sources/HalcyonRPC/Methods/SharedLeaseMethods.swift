@@ -15,7 +15,7 @@ import HalcyonJSON
 /// or a cancel comes first.
 struct SharedLeaseAttempt: Sendable {
     let dispatcher: Dispatcher
-    let key: String
+    let key: CacheKey
     /// The connection taking the lease: its close gives the lease back.
     let owner: UInt64
     let ttl: TimeInterval
@@ -95,7 +95,7 @@ struct SharedLeaseAttempt: Sendable {
 
 extension Dispatcher.LeaseMethods {
     /// `cache.releaseLease` of a shared key: compare-and-delete upstream.
-    static func releaseShared(_ dispatcher: Dispatcher, _ call: MethodCall, key: String, token: String) -> CacheTask? {
+    static func releaseShared(_ dispatcher: Dispatcher, _ call: MethodCall, key: CacheKey, token: String) -> CacheTask? {
         let responder = call.responder
         dispatcher.cache.releaseSharedLease(key, token: token) { result in
             responder.finish(result) { (released, w) throws(RPCError) in
@@ -107,7 +107,7 @@ extension Dispatcher.LeaseMethods {
 
     /// `cache.leaseStatus` of a shared key: the upstream lease, whichever host holds it;
     /// `waiters` counts this host's callers waiting for it.
-    static func leaseStatusShared(_ dispatcher: Dispatcher, _ call: MethodCall, key: String) -> CacheTask? {
+    static func leaseStatusShared(_ dispatcher: Dispatcher, _ call: MethodCall, key: CacheKey) -> CacheTask? {
         let responder = call.responder
         dispatcher.cache.sharedLeaseStatus(key) { result in
             responder.finish(result) { (status, w) throws(RPCError) in

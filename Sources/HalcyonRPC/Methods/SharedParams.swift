@@ -15,14 +15,14 @@ extension MethodCall {
     /// options: what cache.isCached and cache.describe take.
     ///
     /// Threading: like the call itself, on the connection's event loop thread.
-    func keyAndLookupOptions() throws(RPCError) -> (key: String, options: HybridCache.Options) {
+    func keyAndLookupOptions() throws(RPCError) -> (key: CacheKey, options: HybridCache.Options) {
         try Self.keyAndLookupOptions(params, options)
     }
 
     /// `keyAndLookupOptions()` for params and options read outside a call (the memory answers).
     static func keyAndLookupOptions(
         _ params: Params, _ options: HybridCache.Options
-    ) throws(RPCError) -> (key: String, options: HybridCache.Options) {
+    ) throws(RPCError) -> (key: CacheKey, options: HybridCache.Options) {
         let key = try params.key()
         var options = options
         options.forcedExtension = try params.string("forcedExtension")

@@ -29,7 +29,7 @@ extension Dispatcher {
         /// What a `cache.set` line asks for, read from its params over the connection's
         /// options (the queued and the direct path read it here, so they refuse alike).
         struct SetParams {
-            var key: String
+            var key: CacheKey
             var entry: CacheEntry
             var options: HybridCache.Options
             /// The lease the writer holds (a shared key's is given back upstream).
