@@ -457,9 +457,9 @@ public enum MemoryStorage {
         /// before it or whose residency is over now (counted as expirations). For the
         /// copies of shared keys, which a clear or a removal of expired entries counts
         /// apart from the host's own. Returns their keys.
-        public func removeMemoryOnly(where matches: (String) -> Bool, departedAt date: Date? = nil) -> [String] {
+        public func removeMemoryOnly(where matches: (CacheKey) -> Bool, departedAt date: Date? = nil) -> [CacheKey] {
             let now = clock.now()
-            var keys: [String] = []
+            var keys: [CacheKey] = []
             for shard in shards {
                 let (count, cost) = shard.state.withLock { state -> (Int, Int) in
                     let candidates = date.map { state.departingSlots(lifetimeAt: $0, now: now) } ?? Array(state.allSlots)

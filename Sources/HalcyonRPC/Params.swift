@@ -121,14 +121,14 @@ public struct Params: Sendable {
     /// The longest key accepted, in UTF-8 bytes (Docs/PROTOCOL.md §4).
     public static let maxKeyBytes = 4096
 
-    /// An optional string.
     /// Refuses an entry no tier could keep (`valueTooLarge`, naming `param`).
-    public func checkEntrySize(key: String, valueBytes: Int, toDisk: Bool, param: String = "value") throws(RPCError) {
-        if let (tier, limit) = entryLimits.exceeded(keyBytes: key.utf8.count, valueBytes: valueBytes, toDisk: toDisk) {
+    public func checkEntrySize(key: CacheKey, valueBytes: Int, toDisk: Bool, param: String = "value") throws(RPCError) {
+        if let (tier, limit) = entryLimits.exceeded(keyBytes: key.count, valueBytes: valueBytes, toDisk: toDisk) {
             throw .valueTooLarge(param: param, tier: tier, limit: limit)
         }
     }
 
+    /// An optional string.
     public func string(_ name: String) throws(RPCError) -> String? {
         guard let member = value(name) else { return nil }
         guard let text = member.string else { throw .wrongType(name, expected: "string") }

@@ -111,14 +111,14 @@ struct HybridCacheUpstreamTests {
     ) async throws -> T {
         gate.close()
         let order = Locked<[String]>([])
-        cache.store(CacheEntry(bytes: [1]), forKey: prefix + "before") { _ in order.withLock { $0.append("before") } }
+        cache.store(CacheEntry(bytes: [1]), forKey: "\(prefix)before") { _ in order.withLock { $0.append("before") } }
         let result: T = try await withCheckedThrowingContinuation { continuation in
             operation { result in
                 order.withLock { $0.append(name) }
                 continuation.resume(with: result)
             }
-            cache.store(CacheEntry(bytes: [2]), forKey: prefix + "after") { _ in order.withLock { $0.append("after") } }
-            #expect(cache.memoryLookup(forKey: prefix + "old").isBehindWrite)
+            cache.store(CacheEntry(bytes: [2]), forKey: "\(prefix)after") { _ in order.withLock { $0.append("after") } }
+            #expect(cache.memoryLookup(forKey: "\(prefix)old").isBehindWrite)
             #expect(order.withLock { $0 }.isEmpty)
             gate.release()
         }
