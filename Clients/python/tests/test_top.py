@@ -98,10 +98,13 @@ class Pane:
     def __init__(self) -> None:
         assert TMUX is not None
         self.server = f"halcyon-top-{uuid.uuid4().hex[:12]}"
-        env = {**os.environ, "PS1": "$ ", "TERM": "xterm-256color"}
+        env = {**os.environ, "TERM": "xterm-256color"}
         subprocess.run([TMUX, "-L", self.server, "-f", "/dev/null", "new-session", "-d", "-s", "top",
                         "-x", "80", "-y", "24", "bash --norc --noprofile"],
                        check=True, env=env, timeout=30)
+        # bash may ignore a PS1 from the environment: set the prompt the checks look for.
+        self.type("PS1='$ '")
+        self.clear()
 
     def tmux(self, *args: str) -> str:
         assert TMUX is not None
@@ -115,6 +118,10 @@ class Pane:
 
     def key(self, name: str) -> None:
         self.tmux("send-keys", "-t", "top", name)
+
+    def clear(self) -> None:
+        self.tmux("send-keys", "-t", "top", "-l", "clear")
+        self.tmux("send-keys", "-t", "top", "Enter")
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "top")
@@ -159,21 +166,35 @@ def refreshed_screens(pane: Pane, count: int, seconds: float = 20.0) -> List[str
     return screens
 
 
+def exit_status(pane: Pane) -> int:
+    """Waits for the view to end (the shell's prompt back on the main screen, the view's
+    rows gone) and returns its exit status as the shell saw it. A command list after the
+    view (`top; echo $?`) would not do: bash drops the rest of a list whose command was
+    ended by SIGINT."""
+    def ended() -> bool:
+        screen = pane.screen().rstrip()
+        return "METHOD" not in screen and "lost the daemon" not in screen and screen.endswith("$")
+    wait_for("the view to end", ended)
+    pane.type('echo "ex""it=$?"')
+    answer = wait_for("the exit status", lambda: re.search(r"^exit=(\d+)$", pane.screen(), re.MULTILINE))
+    return int(answer.group(1))  # type: ignore[attr-defined]
+
+
 def stty_settings(pane: Pane) -> List[str]:
-    """The shell's terminal modes, read in the pane after the view has ended."""
-    marker = uuid.uuid4().hex[:8]
-    pane.type(f"stty -a | tr ' ' '\\n' | grep -E -x -e '-?(icanon|echo)' | tr '\\n' ' '; echo stty-{marker}")
-    screen = str(wait_for("stty's answer", lambda: (lambda s: s if re.search(rf"^.*stty-{marker}$", s, re.MULTILINE)
-                                                      and f"echo stty-{marker}" in s else None)(pane.screen())))
-    line = [l for l in screen.splitlines() if l.endswith(f"stty-{marker}") and "echo stty" not in l][-1]
-    return line.split()[:-1]
+    """The shell's terminal modes (canonical mode and echo), read in the pane after the
+    view has ended. The answer line starts with ``modes=``, which the typed command line
+    does not contain (it spells ``mo""des=``)."""
+    pane.clear()
+    pane.type("stty -a | tr ' ;' '\\n\\n' | grep -E -x -e '-?(icanon|echo)' | paste -sd, | sed \"s/^/mo\"\"des=/\"")
+    answer = wait_for("stty's answer", lambda: re.search(r"^modes=(\S+)$", pane.screen(), re.MULTILINE))
+    return str(answer.group(1)).split(",")  # type: ignore[attr-defined]
 
 
 @needs_tmux
 def test_top_shows_the_load_rate_and_q_gives_the_terminal_back(
         pane: Pane, fresh_daemon: Daemon, halcyon_bin: str) -> None:
     with PacedLoad(fresh_daemon.socket, RATE) as load:
-        pane.type(f"{halcyon_bin} --socket {fresh_daemon.socket} top; echo top-exit=$?")
+        pane.type(f"{halcyon_bin} --socket {fresh_daemon.socket} top")
         # The first refresh after a second sample shows rates; a window is all under
         # load once the load has run for more than an interval.
         wait_for("the view's method table", lambda: "METHOD" in pane.screen())
@@ -198,16 +219,14 @@ def test_top_shows_the_load_rate_and_q_gives_the_terminal_back(
     assert method_rate(screen, "server.metrics") is None, screen
 
     pane.key("q")
-    wait_for("top to exit on q", lambda: "top-exit=0" in pane.screen())
-    after = pane.screen()
-    assert "METHOD" not in after, f"the alternate screen was not left:\n{after}"
+    assert exit_status(pane) == 0
     assert stty_settings(pane) == ["icanon", "echo"]
 
 
 @needs_tmux
 def test_a_killed_daemon_shows_a_clear_line_and_ctrl_c_restores_the_terminal(
         pane: Pane, fresh_daemon: Daemon, halcyon_bin: str) -> None:
-    pane.type(f"{halcyon_bin} --socket {fresh_daemon.socket} top --interval 0.5; echo top-exit=$?")
+    pane.type(f"{halcyon_bin} --socket {fresh_daemon.socket} top --interval 0.5")
     refreshed_screens(pane, 1)
     assert fresh_daemon.proc is not None
     fresh_daemon.proc.send_signal(signal.SIGKILL)
@@ -221,7 +240,7 @@ def test_a_killed_daemon_shows_a_clear_line_and_ctrl_c_restores_the_terminal(
     # The view keeps trying, and Ctrl-C (SIGINT) ends it with the terminal restored and
     # the process ended by the signal, as the shell sees it (128 + 2).
     pane.key("C-c")
-    wait_for("top to end on Ctrl-C", lambda: "top-exit=130" in pane.screen())
+    assert exit_status(pane) == 128 + signal.SIGINT
     assert stty_settings(pane) == ["icanon", "echo"]
 
 
