@@ -80,8 +80,9 @@ enum TopScreen {
                          "in flight \(count(sample.inFlight))", "connections \(count(sample.connections))"])
         row("latency", ["p50 \(latency(view.p50))", "p99 \(latency(view.p99))"])
         if view.readRate > 0 {
-            row("reads", ["\(rate(view.readRate))/s", "memory \(percent(view.memoryShare))",
-                          "disk \(percent(view.diskShare))", "miss \(percent(view.missShare))"])
+            var shares = ["\(rate(view.readRate))/s", "memory \(percent(view.memoryShare))", "disk \(percent(view.diskShare))"]
+            if view.upstreamShare != nil { shares.append("upstream \(percent(view.upstreamShare))") }
+            row("reads", shares + ["miss \(percent(view.missShare))"])
         } else {
             row("reads", ["none"])
         }
@@ -130,6 +131,9 @@ enum TopScreen {
             "p50=\(latency(view.p50))", "p99=\(latency(view.p99))",
             "reads=\(rate(view.readRate))/s",
             "memory_hits=\(percent(view.memoryShare))", "disk_hits=\(percent(view.diskShare))",
+        ]
+        if view.upstreamShare != nil { fields.append("upstream_hits=\(percent(view.upstreamShare))") }
+        fields += [
             "misses=\(percent(view.missShare))",
             "memory=\(compactBytes(sample.memory.bytes))/\(limit(sample.memoryLimit))",
             "disk=\(compactBytes(sample.disk.bytes))/\(limit(sample.diskLimit))",

@@ -28,10 +28,12 @@ struct TopView {
     /// Quantiles over every method but the view's own: seconds, nil when none.
     var p50: Double?
     var p99: Double?
-    /// Reads a second (memory lookups), and the shares answered by memory, by disk, by neither.
+    /// Reads a second (memory lookups), and the shares answered by memory, by disk, by
+    /// the upstream (shared keys that memory did not hold), by none of them.
     var readRate: Double
     var memoryShare: Double?
     var diskShare: Double?
+    var upstreamShare: Double?
     var missShare: Double?
     var evictionRate: Double
     var memoryEvictionRate: Double
@@ -79,11 +81,13 @@ struct TopView {
         let memoryHits = Self.growth(old.memory.hits, new.memory.hits)
         let lookups = memoryHits + Self.growth(old.memory.misses, new.memory.misses)
         let diskHits = min(Self.growth(old.disk.hits, new.disk.hits), lookups - memoryHits)
+        let upstreamHits = min(Self.growth(old.upstreamHits, new.upstreamHits), lookups - memoryHits - diskHits)
         readRate = lookups / span
         if lookups > 0 {
             memoryShare = memoryHits / lookups
             diskShare = diskHits / lookups
-            missShare = max(0, lookups - memoryHits - diskHits) / lookups
+            upstreamShare = new.upstreamState == nil ? nil : upstreamHits / lookups
+            missShare = max(0, lookups - memoryHits - diskHits - upstreamHits) / lookups
         }
         memoryEvictionRate = rate(\.memory.evictions)
         diskEvictionRate = rate(\.disk.evictions)
