@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from pathlib import Path
 from typing import Dict, Iterator, List, Set, Tuple
 
 import pytest

@@ -16,12 +16,13 @@ import subprocess
 import threading
 import time
 import uuid
-from typing import Callable, Iterator, List, Optional
+from typing import Iterator, List, Optional
 
 import pytest
 
 import halcyon
 from conftest import Daemon
+from test_upstream import wait_until
 
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (scripts/bootstrap --python installs it)")
@@ -78,18 +79,6 @@ class PacedLoad:
         assert self.error is None, f"the load generator failed: {self.error!r}"
         end = self.finished if self.finished else time.monotonic()
         return self.sent / (end - self.started)
-
-
-def wait_for(what: str, check: Callable[[], Optional[object]], seconds: float = 15.0,
-             every: float = 0.05) -> object:
-    """Polls ``check`` until it returns something true; fails after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what}: not within {seconds} s"
-        time.sleep(every)
 
 
 class Pane:
@@ -162,7 +151,7 @@ def refreshed_screens(pane: Pane, count: int, seconds: float = 20.0) -> List[str
             last = stamp.group(1)
             screens.append(screen)
         return len(screens) >= count
-    wait_for(f"{count} refreshes of the view", next_screen, seconds)
+    wait_until(f"{count} refreshes of the view", next_screen, seconds)
     return screens
 
 
@@ -174,9 +163,9 @@ def exit_status(pane: Pane) -> int:
     def ended() -> bool:
         screen = pane.screen().rstrip()
         return "METHOD" not in screen and "lost the daemon" not in screen and screen.endswith("$")
-    wait_for("the view to end", ended)
+    wait_until("the view to end", ended)
     pane.type('echo "ex""it=$?"')
-    answer = wait_for("the exit status", lambda: re.search(r"^exit=(\d+)$", pane.screen(), re.MULTILINE))
+    answer = wait_until("the exit status", lambda: re.search(r"^exit=(\d+)$", pane.screen(), re.MULTILINE))
     return int(answer.group(1))  # type: ignore[attr-defined]
 
 
@@ -186,7 +175,7 @@ def stty_settings(pane: Pane) -> List[str]:
     does not contain (it spells ``mo""des=``)."""
     pane.clear()
     pane.type("stty -a | tr ' ;' '\\n\\n' | grep -E -x -e '-?(icanon|echo)' | paste -sd, | sed \"s/^/mo\"\"des=/\"")
-    answer = wait_for("stty's answer", lambda: re.search(r"^modes=(\S+)$", pane.screen(), re.MULTILINE))
+    answer = wait_until("stty's answer", lambda: re.search(r"^modes=(\S+)$", pane.screen(), re.MULTILINE))
     return str(answer.group(1)).split(",")  # type: ignore[attr-defined]
 
 
@@ -197,8 +186,8 @@ def test_top_shows_the_load_rate_and_q_gives_the_terminal_back(
         pane.type(f"{halcyon_bin} --socket {fresh_daemon.socket} top")
         # The first refresh after a second sample shows rates; a window is all under
         # load once the load has run for more than an interval.
-        wait_for("the view's method table", lambda: "METHOD" in pane.screen())
-        wait_for("a second of load", lambda: time.monotonic() - load.started > 1.5 if load.started else False)
+        wait_until("the view's method table", lambda: "METHOD" in pane.screen())
+        wait_until("a second of load", lambda: time.monotonic() - load.started > 1.5 if load.started else False)
         screens = refreshed_screens(pane, 3)
         rates = [method_rate(s, "cache.get") for s in screens]
         expected = load.measured_rate()
@@ -231,7 +220,7 @@ def test_a_killed_daemon_shows_a_clear_line_and_ctrl_c_restores_the_terminal(
     assert fresh_daemon.proc is not None
     fresh_daemon.proc.send_signal(signal.SIGKILL)
     fresh_daemon.proc.wait(timeout=10)
-    screen = str(wait_for("the lost-daemon line", lambda: (lambda s: s if "lost the daemon" in s else None)(pane.screen())))
+    screen = str(wait_until("the lost-daemon line", lambda: (lambda s: s if "lost the daemon" in s else None)(pane.screen())))
     status = [line for line in screen.splitlines() if "lost the daemon" in line][0]
     assert re.search(r"lost the daemon: (connectionClosed|cannotConnect|connectionLost|timeout): ", status), status
     assert fresh_daemon.socket[:30] in screen, screen
@@ -247,7 +236,7 @@ def test_a_killed_daemon_shows_a_clear_line_and_ctrl_c_restores_the_terminal(
 def test_top_lines_and_once_print_one_line_a_refresh(fresh_daemon: Daemon, halcyon_bin: str) -> None:
     base = [halcyon_bin, "--socket", fresh_daemon.socket, "top"]
     with PacedLoad(fresh_daemon.socket, RATE) as load:
-        wait_for("a second of load", lambda: time.monotonic() - load.started > 1.2 if load.started else False)
+        wait_until("a second of load", lambda: time.monotonic() - load.started > 1.2 if load.started else False)
         once = subprocess.run([*base, "--once", "--lines"], capture_output=True, timeout=30)
         snapshot = subprocess.run([*base, "--once", "--interval", "0.5"], capture_output=True, timeout=30)
         piped = subprocess.Popen([*base, "--interval", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
