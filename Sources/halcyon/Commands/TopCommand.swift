@@ -104,10 +104,14 @@ struct TopCommand: HalcyonSubcommand {
             if TopSample.monotonicSeconds() >= next {
                 next += interval * ((TopSample.monotonicSeconds() - next) / interval).rounded(.down) + interval
                 do throws(CLIError) {
-                    if connection == nil || connection?.isBroken == true {
-                        connection = try Connection(path: context.socketPath, timeout: timeout)
+                    let open: Connection
+                    if let connection, !connection.isBroken {
+                        open = connection
+                    } else {
+                        open = try Connection(path: context.socketPath, timeout: timeout)
+                        connection = open
                     }
-                    let sample = try TopSample.take(connection!)
+                    let sample = try TopSample.take(open)
                     // Another daemon on the socket (a restart) has counters of its own.
                     if let previous, previous.pid == sample.pid, previous.startedAt == sample.startedAt {
                         view = TopView(from: previous, to: sample)

@@ -49,6 +49,8 @@ struct TopSample {
     var uptime: Double
 
     var histograms: [String: Histogram] = [:]
+    /// Lines of the metrics text that could not be read (shown, so none goes unnoticed).
+    var unreadMetricLines = 0
     var memory = Tier()
     var disk = Tier()
     var memoryLimit = 0.0
@@ -87,14 +89,17 @@ struct TopSample {
             time: monotonicSeconds(), pid: pid, startedAt: info["startedAt"]?.double ?? 0,
             cacheName: info["cacheName"]?.string ?? "", version: info["version"]?.string ?? "",
             socket: info["socket"]?.string ?? connection.path, uptime: stats["uptime"]?.double ?? 0)
-        sample.histograms = histograms(PrometheusText(text))
+        let exposition = PrometheusText(text)
+        sample.histograms = histograms(exposition)
+        sample.unreadMetricLines = exposition.unreadLines
         sample.memory = tier(stats["memory"])
         sample.disk = tier(stats["disk"])
         sample.memoryLimit = info["limits"]?["memoryLimit"]?.double ?? 0
         sample.diskLimit = info["limits"]?["diskSizeLimit"]?.double ?? 0
         sample.sets = stats["sets"]?.double ?? 0
         sample.connections = stats["connections"]?.double ?? 0
-        sample.inFlight = stats["inFlight"]?.double ?? 0
+        // The daemon counts the cache.stats call that reads it as in flight: not ours to show.
+        sample.inFlight = max(0, (stats["inFlight"]?.double ?? 0) - 1)
         sample.writesQueued = stats["writesQueued"]?.double ?? 0
         let journal = stats["journal"]
         sample.journalBytes = journal?["bytes"]?.double ?? 0

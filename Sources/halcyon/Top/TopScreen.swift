@@ -49,7 +49,8 @@ enum TopScreen {
             title += "  \(current.cacheName)  halcyond \(current.version)  up \(Durations.describe(current.uptime))"
         }
         rows.append(Row(text: spread(title, time + " ", width: width), style: .title))
-        let socket = current.map { " \($0.socket)" } ?? ""
+        var socket = current.map { " \($0.socket)" } ?? ""
+        if let unread = current?.unreadMetricLines, unread > 0 { socket += "  (\(unread) metric lines unread)" }
         rows.append(Row(text: spread(socket, "every \(Durations.describe(interval))   q quits ", width: width)))
         rows.append(Row(text: ""))
         if let view {
@@ -145,6 +146,7 @@ enum TopScreen {
             let connected = sample.nodes.filter { $0.state == "connected" }.count
             fields.append("upstream=\(state)(\(connected)/\(sample.nodes.count))")
         }
+        if sample.unreadMetricLines > 0 { fields.append("unread_metric_lines=\(sample.unreadMetricLines)") }
         for method in view.methods {
             fields.append("\(method.name)=\(rate(method.rate))/s")
         }
