@@ -29,7 +29,9 @@ struct TopCommand: HalcyonSubcommand {
             Rates are the counters' growth between two refreshes. On a terminal the view \
             redraws every --interval until 'q' or Ctrl-C; when stdout is not a terminal, or \
             with --lines, it prints one line per refresh instead. --once prints one refresh \
-            and exits. The view's own three requests a refresh are not counted.
+            and exits. The view's own three requests a refresh are not counted. A daemon \
+            that does not answer within twice the interval (at least 2s, at most --timeout) \
+            counts as lost.
             """)
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
