@@ -149,11 +149,12 @@ def test_man_pages_and_the_dashboard_are_there_after_install(debian_root: Debian
     debian_root.run("dpkg", "-i", f"/tmp/{deb.name}")
     # man as a user would run it (man-db, from the root's own packages), its pager off.
     page = debian_root.run("env", "MANWIDTH=80", "man", "-P", "cat", "halcyon").stdout
-    assert re.search(r"^NAME\n\s+halcyon - ", page, re.MULTILINE), page[:1000]
+    # (mdoc's name dash is "--" in the C locale, "—" in UTF-8)
+    assert re.search(r"^NAME\n\s+halcyon (--|—) Talk to", page, re.MULTILINE), page[:1000]
     for text in ["SYNOPSIS", "halcyon top", "--interval", "FILES", "/run/halcyon/halcyon.sock", "SEE ALSO"]:
         assert text in page, f"{text!r} is not in man halcyon:\n{page[:3000]}"
     daemon_page = debian_root.run("env", "MANWIDTH=80", "man", "-P", "cat", "8", "halcyond").stdout
-    for text in ["halcyond - ", "--socket", "--metrics-listen", "FILES", "/var/cache/halcyon"]:
+    for text in ["halcyond -- ", "--socket", "--metrics-listen", "FILES", "/var/cache/halcyon"]:
         assert text in daemon_page, f"{text!r} is not in man 8 halcyond:\n{daemon_page[:3000]}"
     dashboard = json.loads((debian_root.path / "usr/share/halcyon/grafana-dashboard.json").read_text())
     assert dashboard["uid"] == "halcyon-overview" and dashboard["panels"]
