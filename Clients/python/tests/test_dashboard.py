@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from typing import Dict, Iterator, List, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
-import pytest
-
-from conftest import REPO, Daemon, _start_daemon
-from test_upstream import REDIS_CLI, REDIS_SERVER, Redis
+from conftest import REPO, Daemon
+from test_upstream import wait_until
 
 DASHBOARD = REPO / "Packaging" / "grafana" / "halcyon-dashboard.json"
 
@@ -81,26 +79,18 @@ def test_the_name_extraction_sees_what_a_query_reads() -> None:
     assert matchers == [("a_bucket", "tier", "memory")]
 
 
-@pytest.fixture(scope="module")
-def upstream_daemon() -> Iterator[Daemon]:
-    if REDIS_SERVER is None or REDIS_CLI is None:
-        pytest.skip("redis-server is not installed (scripts/bootstrap installs it)")
-    redis = Redis()
-    redis.start()
-    daemon = _start_daemon(["--upstream", redis.url])
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
-        redis.remove()
-
-
-def test_every_metric_the_dashboard_reads_is_one_the_daemon_prints(upstream_daemon: Daemon, halcyon_bin: str) -> None:
+def test_every_metric_the_dashboard_reads_is_one_the_daemon_prints(
+        upstream_host: Tuple[Daemon, object], halcyon_bin: str) -> None:
+    daemon, _ = upstream_host
     dashboard = json.loads(DASHBOARD.read_text())
-    done = subprocess.run([halcyon_bin, "--socket", upstream_daemon.socket, "metrics"], capture_output=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    printed = printed_series(done.stdout.decode())
-    assert "halcyon_upstream_up" in printed, "the daemon runs with --upstream: its series must be printed"
+
+    def scrape() -> Dict[str, Set[Tuple[str, str]]]:
+        done = subprocess.run([halcyon_bin, "--socket", daemon.socket, "metrics"], capture_output=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        series = printed_series(done.stdout.decode())
+        return series if "halcyon_upstream_up" in series else {}
+    # The upstream's series come once the daemon has sampled its upstream.
+    printed = wait_until("the upstream's series in halcyon metrics", scrape, 20)
     queries = expressions(dashboard)
     assert len(queries) >= 20
     unknown = []

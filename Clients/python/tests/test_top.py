@@ -16,13 +16,13 @@ import subprocess
 import threading
 import time
 import uuid
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 import pytest
 
 import halcyon
-from conftest import Daemon, _start_daemon
-from test_upstream import wait_until
+from conftest import Daemon
+from test_upstream import Redis, wait_until
 
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (scripts/bootstrap --python installs it)")
@@ -273,31 +273,25 @@ def test_top_refuses_a_bad_interval_and_reports_a_missing_daemon(halcyon_bin: st
     assert missing.stderr.decode().startswith("halcyon: cannotConnect: "), missing.stderr
 
 
-def test_top_shows_each_upstream_node_and_its_state(halcyon_bin: str) -> None:
-    from test_upstream import REDIS_CLI, REDIS_SERVER, Redis
-    if REDIS_SERVER is None or REDIS_CLI is None:
-        pytest.skip("redis-server is not installed (scripts/bootstrap installs it)")
-    redis = Redis()
-    redis.start()
-    daemon = _start_daemon(["--upstream", redis.url])
-    try:
-        base = [halcyon_bin, "--socket", daemon.socket, "top", "--once", "--interval", "0.2"]
-        node = f"127.0.0.1:{redis.port}"
-        snapshot = subprocess.run(base, capture_output=True, text=True, timeout=30)
-        assert snapshot.returncode == 0, snapshot.stderr
-        assert re.search(r"^ upstream\s+connected\s+1 of 1 nodes", snapshot.stdout, re.MULTILINE), snapshot.stdout
-        assert re.search(rf"^\s+{re.escape(node)}\s+connected$", snapshot.stdout, re.MULTILINE), snapshot.stdout
-        redis.stop()
+def test_top_shows_each_upstream_node_and_its_state(upstream_host: Tuple[Daemon, Redis], halcyon_bin: str) -> None:
+    daemon, redis = upstream_host
+    base = [halcyon_bin, "--socket", daemon.socket, "top", "--once", "--interval", "0.2"]
+    node = f"127.0.0.1:{redis.port}"
 
-        def node_lost() -> Optional[str]:
-            done = subprocess.run([*base, "--lines"], capture_output=True, text=True, timeout=30)
-            assert done.returncode == 0, done.stderr
-            return done.stdout if "(0/1)" in done.stdout else None
-        line = str(wait_until("the lost node in top's line", node_lost, 20))
-        assert re.search(r" upstream=(degraded|unavailable)\(0/1\)(\s|$)", line), line
-        lost = subprocess.run(base, capture_output=True, text=True, timeout=30)
-        assert re.search(rf"^\s+{re.escape(node)}\s+unreachable$", lost.stdout, re.MULTILINE), lost.stdout
-    finally:
-        daemon.stop()
-        shutil.rmtree(daemon.folder, ignore_errors=True)
-        redis.remove()
+    def connected() -> Optional[str]:
+        done = subprocess.run(base, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout if re.search(r"^ upstream\s+connected\s+1 of 1 nodes", done.stdout, re.MULTILINE) else None
+    # The daemon reaches its upstream after it starts answering: wait for it to say so.
+    snapshot = str(wait_until("the upstream connected in top", connected, 20))
+    assert re.search(rf"^\s+{re.escape(node)}\s+connected$", snapshot, re.MULTILINE), snapshot
+    redis.stop()
+
+    def node_lost() -> Optional[str]:
+        done = subprocess.run([*base, "--lines"], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout if "(0/1)" in done.stdout else None
+    line = str(wait_until("the lost node in top's line", node_lost, 20))
+    assert re.search(r" upstream=(degraded|unavailable)\(0/1\)(\s|$)", line), line
+    lost = subprocess.run(base, capture_output=True, text=True, timeout=30)
+    assert re.search(rf"^\s+{re.escape(node)}\s+unreachable$", lost.stdout, re.MULTILINE), lost.stdout
