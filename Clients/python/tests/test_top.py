@@ -233,6 +233,21 @@ def test_a_killed_daemon_shows_a_clear_line_and_ctrl_c_restores_the_terminal(
     assert stty_settings(pane) == ["icanon", "echo"]
 
 
+@needs_tmux
+def test_ctrl_z_gives_the_terminal_back_while_stopped_and_fg_takes_it_again(
+        pane: Pane, fresh_daemon: Daemon, halcyon_bin: str) -> None:
+    pane.type(f"{halcyon_bin} --socket {fresh_daemon.socket} top")
+    refreshed_screens(pane, 1)
+    pane.key("C-z")
+    wait_until("the shell's job notice", lambda: re.search(r"Stopped\s+\S+halcyon", pane.screen()))
+    assert stty_settings(pane) == ["icanon", "echo"]
+    pane.type("fg")
+    refreshed_screens(pane, 2)
+    pane.key("q")
+    assert exit_status(pane) == 0
+    assert stty_settings(pane) == ["icanon", "echo"]
+
+
 def test_top_lines_and_once_print_one_line_a_refresh(fresh_daemon: Daemon, halcyon_bin: str) -> None:
     base = [halcyon_bin, "--socket", fresh_daemon.socket, "top"]
     with PacedLoad(fresh_daemon.socket, RATE) as load:
