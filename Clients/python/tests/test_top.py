@@ -196,6 +196,7 @@ def test_top_shows_the_load_rate_and_q_gives_the_terminal_back(
     # The median of three refreshes: one window may catch a scheduling hiccup of this
     # shared machine; the view's arithmetic must still hold for the typical one.
     median = statistics.median(shown)
+    print(f"top showed cache.get at {shown}/s; the generator ran at {expected:.1f}/s")
     assert abs(median - expected) <= TOLERANCE * expected, f"shown {shown}, generated {expected:.1f}/s"
     screen = screens[-1]
     lines = screen.rstrip("\n").split("\n")
