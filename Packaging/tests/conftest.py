@@ -59,14 +59,15 @@ def short_tmpdir(prefix: str) -> Path:
 @pytest.fixture(scope="session")
 def pristine_root() -> Iterator[Path]:
     """One debootstrap per run (minbase plus adduser, the package's one dependency beyond
-    libc and libstdc++); each test gets a copy of it."""
+    libc and libstdc++, and man-db, to read the package's manual pages); each test gets a
+    copy of it."""
     if os.geteuid() != 0:
         pytest.fail("the Debian root tests need root (debootstrap, chroot, dpkg -i)")
     folder = short_tmpdir("hc-debroot-")
     root = folder / "root"
     mirror = os.environ.get("HALCYON_DEBIAN_MIRROR", "http://deb.debian.org/debian")
     started = time.monotonic()
-    done = subprocess.run(["debootstrap", "--variant=minbase", "--include=adduser", SUITE, str(root), mirror],
+    done = subprocess.run(["debootstrap", "--variant=minbase", "--include=adduser,man-db", SUITE, str(root), mirror],
                           capture_output=True, timeout=1200)
     assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
     print(f"debootstrap {SUITE} minbase: {time.monotonic() - started:.0f} s")

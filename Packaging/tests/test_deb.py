@@ -3,6 +3,7 @@ made by debootstrap: no Swift, no -dev package, nothing but what the package dec
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -71,7 +72,9 @@ def test_package_declares_what_it_holds_and_needs(deb: Path) -> None:
                  "./usr/share/zsh/vendor-completions/_halcyon",
                  "./usr/share/fish/vendor_completions.d/halcyond.fish",
                  "./usr/share/doc/halcyon/copyright", "./usr/share/doc/halcyon/changelog.gz",
-                 "./usr/share/doc/halcyon/OPERATIONS.md"]:
+                 "./usr/share/doc/halcyon/OPERATIONS.md",
+                 "./usr/share/man/man1/halcyon.1.gz", "./usr/share/man/man8/halcyond.8.gz",
+                 "./usr/share/halcyon/grafana-dashboard.json"]:
         assert re.search(rf" {re.escape(path)}$", listing, re.MULTILINE), path
     assert "./var/cache/halcyon" not in listing, "the cache folder must not belong to the package"
 
@@ -139,3 +142,19 @@ def test_deb_installs_serves_then_remove_keeps_the_cache_and_purge_deletes_it(
     assert not (debian_root.path / "etc/systemd/system/halcyon.socket").is_symlink(), "purge leaves no mask"
     status = debian_root.run("dpkg-query", "-W", "-f=${db:Status-Status}", "halcyon", check=False)
     assert status.returncode != 0 or status.stdout.strip() == "not-installed"
+
+
+def test_man_pages_and_the_dashboard_are_there_after_install(debian_root: DebianRoot, deb: Path) -> None:
+    shutil.copy2(deb, debian_root.path / "tmp" / deb.name)
+    debian_root.run("dpkg", "-i", f"/tmp/{deb.name}")
+    # man as a user would run it (man-db, from the root's own packages), its pager off.
+    page = debian_root.run("env", "MANWIDTH=80", "man", "-P", "cat", "halcyon").stdout
+    # (mdoc's name dash is "--" in the C locale, "—" in UTF-8)
+    assert re.search(r"^NAME\n\s+halcyon (--|—) Talk to", page, re.MULTILINE), page[:1000]
+    for text in ["SYNOPSIS", "halcyon top", "--interval", "FILES", "/run/halcyon/halcyon.sock", "SEE ALSO"]:
+        assert text in page, f"{text!r} is not in man halcyon:\n{page[:3000]}"
+    daemon_page = debian_root.run("env", "MANWIDTH=80", "man", "-P", "cat", "8", "halcyond").stdout
+    for text in ["halcyond -- ", "--socket", "--metrics-listen", "FILES", "/var/cache/halcyon"]:
+        assert text in daemon_page, f"{text!r} is not in man 8 halcyond:\n{daemon_page[:3000]}"
+    dashboard = json.loads((debian_root.path / "usr/share/halcyon/grafana-dashboard.json").read_text())
+    assert dashboard["uid"] == "halcyon-overview" and dashboard["panels"]

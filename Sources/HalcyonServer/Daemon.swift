@@ -116,7 +116,11 @@ public final class Daemon: Sendable {
         var cacheConfig = Self.cacheConfig(from: configuration, logger: logger)
         cacheConfig.upstream = upstream?.cacheConfig
         self.cache = HybridCache(config: cacheConfig)
-        self.metrics = Metrics(cache: cache, counters: counters, upstream: { upstream?.facts })
+        self.metrics = Metrics(
+            cache: cache, counters: counters,
+            limits: Metrics.Limits(memoryBytes: Int64(configuration.memoryLimit),
+                                   diskBytes: Int64(clamping: configuration.diskSizeLimit)),
+            upstream: { upstream?.facts })
         self.observer = Observer(metrics: metrics, logger: logger)
         self.metricsListen = metricsListen
         self.inputBudget = InputBudget(limit: configuration.maxInputBuffer)

@@ -44,7 +44,17 @@ public final class Metrics: Sendable {
     /// The upstream's last sample (`UpstreamLink`); nil without an upstream.
     private let upstream: @Sendable () -> UpstreamFacts?
 
-    init(cache: HybridCache, counters: ServerCounters, upstream: @escaping @Sendable () -> UpstreamFacts? = { nil }) {
+    /// The tiers' size limits, exported as `halcyon_cache_limit_bytes{tier}` so a
+    /// dashboard can draw what a tier holds against what it may hold (0: no limit).
+    struct Limits: Sendable {
+        var memoryBytes: Int64 = 0
+        var diskBytes: Int64 = 0
+    }
+
+    init(
+        cache: HybridCache, counters: ServerCounters, limits: Limits = Limits(),
+        upstream: @escaping @Sendable () -> UpstreamFacts? = { nil }
+    ) {
         self.upstream = upstream
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
@@ -53,6 +63,10 @@ public final class Metrics: Sendable {
         factory = PrometheusMetricsFactory(registry: registry)
         Gauge(label: "halcyon_build_info", dimensions: [("version", HalcyonVersion.current)], factory: factory)
             .record(1)
+        Gauge(label: "halcyon_cache_limit_bytes", dimensions: [("tier", "memory")], factory: factory)
+            .record(Double(limits.memoryBytes))
+        Gauge(label: "halcyon_cache_limit_bytes", dimensions: [("tier", "disk")], factory: factory)
+            .record(Double(limits.diskBytes))
     }
 
     /// The Prometheus text format (0.0.4) of every series, refreshed from the cache's and
@@ -101,6 +115,8 @@ public final class Metrics: Sendable {
         level("halcyon_write_backlog", [], Double(stats.writesQueued))
         level("halcyon_connections", [], Double(live.connections))
         level("halcyon_requests_in_flight", [], Double(live.inFlight))
+        level("halcyon_journal_unwritten_bytes", [], Double(stats.journal?.unwrittenBytes ?? 0))
+        level("halcyon_journal_unwritten_entries", [], Double(stats.journal?.unwrittenEntries ?? 0))
         if let shared = stats.upstream, let facts = upstream() { refreshUpstream(shared, facts, &last) }
     }
 

@@ -135,7 +135,7 @@ enum CLIMain {
     /// whenever a negative number is on the line.
     private static let optionsWithValue: Set<String> = [
         "--socket", "--timeout", "--ttl", "--expires-at", "--memory-ttl", "--lease", "--encoding",
-        "--initial", "--page-size", "--key", "--lease-ttl", "--wait",
+        "--initial", "--page-size", "--key", "--lease-ttl", "--wait", "--interval",
     ]
 
     /// Rewrites the command line into the one shape ArgumentParser reads:

@@ -34,6 +34,6 @@ struct HalcyonCommand: ParsableCommand {
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
             SizeCommand.self, CallCommand.self, MetricsCommand.self, AddCommand.self, IncrementCommand.self,
             DecrementCommand.self, CompareAndSetCommand.self, KeysCommand.self, RemovePrefixCommand.self,
-            LeaseCommand.self, ReleaseCommand.self, LoopCommand.self,
+            LeaseCommand.self, ReleaseCommand.self, LoopCommand.self, TopCommand.self,
         ])
 }

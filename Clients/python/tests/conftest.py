@@ -19,7 +19,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -139,6 +139,26 @@ def daemon() -> Iterator[Daemon]:
 def fresh_daemon() -> Iterator[Daemon]:
     """A daemon of this test's own (restarts, clear, limits)."""
     yield from _daemon_until_done()
+
+
+@pytest.fixture
+def upstream_host() -> Iterator[Tuple[Daemon, "object"]]:
+    """A daemon of this test's own started with ``--upstream`` on a ``redis-server`` of its
+    own (``test_upstream.Redis``), as (daemon, redis); skipped without redis-server."""
+    from test_upstream import REDIS_CLI, REDIS_SERVER, Redis
+    if REDIS_SERVER is None or REDIS_CLI is None:
+        pytest.skip("redis-server is not installed (scripts/bootstrap installs it)")
+    redis = Redis()
+    redis.start()
+    try:
+        daemon = _start_daemon(["--upstream", redis.url])
+        try:
+            yield daemon, redis
+        finally:
+            daemon.stop()
+            shutil.rmtree(daemon.folder, ignore_errors=True)
+    finally:
+        redis.remove()
 
 
 @pytest.fixture

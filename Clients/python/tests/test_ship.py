@@ -82,7 +82,9 @@ def test_install_lays_out_binaries_units_completions_docs(installed: Path) -> No
                  "lib/systemd/user/halcyon.socket", "lib/systemd/user/halcyon.service",
                  "share/bash-completion/completions/halcyon", "share/bash-completion/completions/halcyond",
                  "share/zsh/site-functions/_halcyon", "share/fish/vendor_completions.d/halcyon.fish",
-                 "share/doc/halcyon/OPERATIONS.md", "share/doc/halcyon/LICENSE"]:
+                 "share/doc/halcyon/OPERATIONS.md", "share/doc/halcyon/LICENSE",
+                 "share/man/man1/halcyon.1", "share/man/man8/halcyond.8",
+                 "share/halcyon/grafana-dashboard.json"]:
         assert (installed / path).is_file(), path
     assert os.access(installed / "bin/halcyond", os.X_OK)
     service = (installed / "lib/systemd/system/halcyon.service").read_text()

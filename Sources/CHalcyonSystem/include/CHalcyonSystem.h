@@ -57,6 +57,37 @@ uint32_t hc_crc32c_portable(uint32_t crc, const void *buffer, size_t length);
 /// 1 when `hc_crc32c` uses the SSE4.2 instruction, 0 when it uses the tables.
 int hc_crc32c_is_hardware(void);
 
+/// Terminal and signal helpers for `halcyon top`'s live view (terminal.c): the calls
+/// Swift cannot make itself (variadic `ioctl`, the `c_cc` array, `signalfd`).
+
+/// Puts the terminal on `fd` into cbreak mode: keys arrive one at a time, unechoed,
+/// while Ctrl-C and Ctrl-Z still raise their signals. The settings before the change go
+/// to `saved` (opaque, `hc_terminal_saved_size()` bytes), for `hc_terminal_restore`.
+/// Returns 0, or -1 with errno set (then nothing changed).
+int hc_terminal_enter_cbreak(int fd, void *saved);
+
+/// Puts back the settings `hc_terminal_enter_cbreak` saved. Async-signal-safe.
+/// Returns 0, or -1 with errno set.
+int hc_terminal_restore(int fd, const void *saved);
+
+/// The size of the saved settings (`struct termios`).
+size_t hc_terminal_saved_size(void);
+
+/// The terminal's size in character cells. Returns 0, or -1 with errno set.
+int hc_terminal_size(int fd, int *rows, int *columns);
+
+/// Blocks `signals` for the calling thread and returns a non-blocking, close-on-exec
+/// signalfd that reads them instead, so a poll loop waits on signals and input alike
+/// and no signal handler runs. Returns the descriptor, or -1 with errno set.
+int hc_signals_to_fd(const int *signals, int count);
+
+/// The number of the next signal waiting on a descriptor of `hc_signals_to_fd`, or 0
+/// when none is waiting.
+int hc_signalfd_next(int fd);
+
+/// Unblocks `signals` for the calling thread (a pending one is delivered at once).
+void hc_signals_unblock(const int *signals, int count);
+
 /// Tells the CPU that the caller is in a spin-wait loop (x86 `pause`, Arm `yield`): the
 /// loop leaves its core's shared resources to the thread it waits for, and its exit, when
 /// the flag it polls changes, does not pay for a mis-speculated memory order.
