@@ -11,6 +11,17 @@ import NIOCore
 /// `commandTimeout` closes the connection: its place in the pipeline cannot be skipped, so
 /// every later reply would be matched to the wrong command.
 ///
+/// **Liveness.** A TCP path that stops forwarding without a FIN or RST (a partition, a
+/// stopped server) looks like an idle connection for ever, while the server may have
+/// dropped its tracking state and writes elsewhere go unannounced. So every
+/// `heartbeatInterval / 2` a tick checks the connection: when a reply has been owed for
+/// `deadAfter` with nothing read meanwhile, the connection is closed with
+/// `.heartbeatMissed`, exactly as if the server had closed it; when nothing is owed and
+/// nothing has been read for `heartbeatInterval`, a `PING` is sent (its reply only
+/// proves the path). So a silent path is noticed at the latest `heartbeatInterval +
+/// deadAfter + heartbeatInterval` after its last byte, on an idle connection as on a busy
+/// one; a connection that reads steadily sends no heartbeat at all.
+///
 /// Threading: loop-bound (`Sendable` unavailable); `RedisConnection` reaches it only on
 /// its channel's event loop.
 final class RedisCommandHandler: ChannelDuplexHandler {
@@ -30,24 +41,81 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     private var timer: Scheduled<Void>?
     private var closedError: RedisError?
     private let commandTimeout: TimeAmount
+    private let heartbeatInterval: TimeAmount
+    private let deadAfter: TimeAmount
+    /// The last time something was read, or a reply became owed with none owed before:
+    /// silence is counted from here while a reply is owed.
+    private var lastHeard = NIODeadline.now()
+    private var heartbeat: Scheduled<Void>?
+    /// Heartbeat `PING`s sent on this connection.
+    private(set) var heartbeatsSent = 0
     private let node: String
     private let eventLoop: EventLoop
     /// Called with every push message, on the loop; a `let`, set once (see the closure note
     /// in swift-on-linux-facts: never re-stored).
     private let onPush: (RESP3Value) -> Void
 
-    init(node: String, eventLoop: EventLoop, commandTimeout: TimeAmount, onPush: @escaping (RESP3Value) -> Void) {
+    init(
+        node: String, eventLoop: EventLoop, commandTimeout: TimeAmount, heartbeatInterval: TimeAmount, deadAfter: TimeAmount,
+        onPush: @escaping (RESP3Value) -> Void
+    ) {
         self.node = node
         self.eventLoop = eventLoop
         self.commandTimeout = commandTimeout
+        self.heartbeatInterval = heartbeatInterval
+        self.deadAfter = deadAfter
         self.onPush = onPush
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    /// Why the connection closed, when the client closed it (a timeout, a missed
+    /// heartbeat, a protocol error); nil when the server or the network did.
+    var closeReason: RedisError? { closedError }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { startHeartbeat(context) }
+    }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         failAll(closedError ?? .connectionClosed(node: node))
         self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        startHeartbeat(context)
+        context.fireChannelActive()
+    }
+
+    private func startHeartbeat(_ context: ChannelHandlerContext) {
+        guard heartbeat == nil, heartbeatInterval > .zero else { return }
+        lastHeard = .now()
+        scheduleTick(context)
+    }
+
+    private func scheduleTick(_ context: ChannelHandlerContext) {
+        let tick = TimeAmount.nanoseconds(max(heartbeatInterval.nanoseconds / 2, 1_000_000))
+        heartbeat = context.eventLoop.assumeIsolated().scheduleTask(in: tick) { [self] in
+            heartbeat = nil
+            checkLiveness()
+        }
+    }
+
+    /// One heartbeat tick (see "Liveness"); schedules the next while the channel is open.
+    private func checkLiveness() {
+        guard let context, context.channel.isActive else { return }
+        defer { if closedError == nil { scheduleTick(context) } }
+        let now = NIODeadline.now()
+        if !waiting.isEmpty {
+            if now - lastHeard > deadAfter {
+                closedError = .heartbeatMissed(node: node)
+                context.close(promise: nil)
+            }
+        } else if now - lastHeard >= heartbeatInterval {
+            var ping = context.channel.allocator.buffer(capacity: 14)
+            ping.writeRESP3Command([ByteBuffer(string: "PING")])
+            heartbeatsSent += 1
+            _ = send(ping, count: 1)
+        }
     }
 
     /// Writes `commands` (already RESP3-encoded, `count` of them) and returns one future
@@ -56,7 +124,9 @@ final class RedisCommandHandler: ChannelDuplexHandler {
         guard let context else {
             return (0..<count).map { _ in eventLoop.makeFailedFuture(closedError ?? RedisError.connectionClosed(node: node)) }
         }
-        let deadline = NIODeadline.now() + commandTimeout
+        let now = NIODeadline.now()
+        if waiting.isEmpty { lastHeard = now }
+        let deadline = now + commandTimeout
         var futures: [EventLoopFuture<RESP3Value>] = []
         futures.reserveCapacity(count)
         for _ in 0..<count {
@@ -78,6 +148,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let value = unwrapInboundIn(data)
+        lastHeard = .now()
         if case .push = value.unattributed {
             onPush(value.unattributed)
             return
@@ -105,6 +176,8 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     private func failAll(_ error: RedisError) {
         timer?.cancel()
         timer = nil
+        heartbeat?.cancel()
+        heartbeat = nil
         while let head = waiting.popFirst() { head.promise.fail(error) }
     }
 
