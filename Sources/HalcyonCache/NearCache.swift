@@ -99,8 +99,15 @@ final class NearCache: Upstream.Observer, Sendable {
         var flushedAt: UInt64 = 0
         var stats = UpstreamStats()
         /// Callers waiting for a lease key to change (its holder released it, it expired,
-        /// a flush), by lease key, with the data key they wait for.
-        var leaseWatches: [String: [(key: String, wake: @Sendable () -> Void)]] = [:]
+        /// a flush), by lease key, with the data key they wait for and the token of their
+        /// attempt (which `withdrawWatch` names). Only callers that wait have one, and it
+        /// goes when they are woken or stop waiting, so it holds at most one entry per
+        /// waiting caller.
+        var leaseWatches: [String: [(key: String, token: String, wake: @Sendable () -> Void)]] = [:]
+        /// Releases that could not reach the upstream, by key: the token to give back
+        /// (compare-and-delete) once it can be reached again.
+        var pendingReleases: [String: String] = [:]
+        var releaseRetryScheduled = false
         /// Lease attempts on their way: while any is, invalidations are remembered in
         /// `recentChanges`, so an attempt whose `held` reply comes after the release's
         /// invalidation sees it. Emptied when no attempt is on its way.
@@ -407,17 +414,54 @@ final class NearCache: Upstream.Observer, Sendable {
         }
     }
 
-    /// After a `held` reply numbered `sequence`: `wake` runs once when `leaseKey` next
-    /// changes (or at once, when it changed after the reply already, or a flush came).
-    func watch(leaseKey: String, of key: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
+    /// After a `held` reply numbered `sequence` to the attempt with `token`: `wake` runs
+    /// once when `leaseKey` next changes (or at once, when it changed after the reply
+    /// already, or a flush came), unless `withdrawWatch` takes it back first.
+    func watch(leaseKey: String, of key: String, token: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             defer { endAttempt(&state) }
             if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return true }
-            state.leaseWatches[leaseKey, default: []].append((key, wake))
+            state.leaseWatches[leaseKey, default: []].append((key, token, wake))
             return false
         }
         if now { wake() }
     }
+
+    /// The caller of the attempt with `token` on `key`'s lease stopped waiting (answered,
+    /// timed out, cancelled): its watch goes, unwoken.
+    func withdrawWatch(of key: String, token: String) {
+        state.withLock { state in
+            for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key && $0.token == token }) {
+                let kept = watches.filter { $0.token != token }
+                state.leaseWatches[leaseKey] = kept.isEmpty ? nil : kept
+            }
+        }
+    }
+
+    /// A release of `key`'s lease by `token` could not reach the upstream: it is retried
+    /// (`retryReleases`) until the upstream answers. True when a retry must be scheduled
+    /// (none is yet).
+    func releaseFailed(_ key: String, token: String) -> Bool {
+        state.withLock { state in
+            state.pendingReleases[key] = token
+            defer { state.releaseRetryScheduled = true }
+            return !state.releaseRetryScheduled
+        }
+    }
+
+    /// The releases still to retry (emptied: each that fails again comes back through
+    /// `releaseFailed`); when there are none, no retry is scheduled any more.
+    func takePendingReleases() -> [(key: String, token: String)] {
+        state.withLock { state in
+            let pending = state.pendingReleases.map { ($0.key, $0.value) }
+            state.pendingReleases.removeAll()
+            if pending.isEmpty { state.releaseRetryScheduled = false }
+            return pending
+        }
+    }
+
+    /// Releases waiting for the upstream to be reachable again.
+    var pendingReleases: Int { state.withLock { $0.pendingReleases.count } }
 
     /// Ends a lease attempt that did not `watch`.
     func endLeaseAttempt() {

@@ -45,6 +45,7 @@ extension Dispatcher {
                     w.key("upstream"); w.beginObject()
                     shared.write(to: &w)
                     w.field("leaseWaiters", dispatcher.cache.sharedLeaseWaiters)
+                    w.field("pendingLeaseReleases", dispatcher.cache.pendingSharedLeaseReleases)
                     dispatcher.facts.upstream()?.writeCounters(to: &w)
                     w.endObject()
                 }
