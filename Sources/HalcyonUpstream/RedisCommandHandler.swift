@@ -15,7 +15,8 @@ import NIOCore
 /// stopped server) looks like an idle connection for ever, while the server may have
 /// dropped its tracking state and writes elsewhere go unannounced. So every
 /// `heartbeatInterval / 2` a tick checks the connection: when a reply has been owed for
-/// `deadAfter` with nothing read meanwhile, the connection is closed with
+/// `deadAfter` (counted from its command's flush or the last read, whichever is later)
+/// with nothing read meanwhile, the connection is closed with
 /// `.heartbeatMissed`, exactly as if the server had closed it; when nothing is owed and
 /// nothing has been read for `heartbeatInterval`, a `PING` is sent (its reply only
 /// proves the path). So a silent path is noticed at the latest `heartbeatInterval +
@@ -43,9 +44,12 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     private let commandTimeout: TimeAmount
     private let heartbeatInterval: TimeAmount
     private let deadAfter: TimeAmount
-    /// The last time something was read, or a reply became owed with none owed before:
-    /// silence is counted from here while a reply is owed.
-    private var lastHeard = NIODeadline.now()
+    /// The last time something was read: a `PING` goes after `heartbeatInterval` of this.
+    private var lastRead = NIODeadline.now()
+    /// While a reply is owed: since when, counted from the later of the last read and
+    /// the flush that put the oldest unanswered command on the wire (a command waiting
+    /// for its flush behind a long loop turn is not yet the server's to answer).
+    private var owedSince: NIODeadline?
     private var heartbeat: Scheduled<Void>?
     /// Heartbeat `PING`s sent on this connection.
     private(set) var heartbeatsSent = 0
@@ -88,7 +92,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
 
     private func startHeartbeat(_ context: ChannelHandlerContext) {
         guard heartbeat == nil, heartbeatInterval > .zero else { return }
-        lastHeard = .now()
+        lastRead = .now()
         scheduleTick(context)
     }
 
@@ -100,17 +104,25 @@ final class RedisCommandHandler: ChannelDuplexHandler {
         }
     }
 
+    /// The tick found a reply overdue. The loop may have been busy with other channels
+    /// for that long, with the reply already in the socket unread: so the verdict waits
+    /// for the loop's next turn, in which pending reads are handled before due timers.
+    private func confirmSilence(since owed: NIODeadline, _ context: ChannelHandlerContext) {
+        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(1)) { [self] in
+            guard let context = self.context, closedError == nil, owedSince == owed else { return }
+            closedError = .heartbeatMissed(node: node)
+            context.close(promise: nil)
+        }
+    }
+
     /// One heartbeat tick (see "Liveness"); schedules the next while the channel is open.
     private func checkLiveness() {
         guard let context, context.channel.isActive else { return }
         defer { if closedError == nil { scheduleTick(context) } }
         let now = NIODeadline.now()
-        if !waiting.isEmpty {
-            if now - lastHeard > deadAfter {
-                closedError = .heartbeatMissed(node: node)
-                context.close(promise: nil)
-            }
-        } else if now - lastHeard >= heartbeatInterval {
+        if let owed = owedSince {
+            if now - owed > deadAfter { confirmSilence(since: owed, context) }
+        } else if waiting.isEmpty, now - lastRead >= heartbeatInterval {
             var ping = context.channel.allocator.buffer(capacity: 14)
             ping.writeRESP3Command([ByteBuffer(string: "PING")])
             heartbeatsSent += 1
@@ -124,9 +136,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
         guard let context else {
             return (0..<count).map { _ in eventLoop.makeFailedFuture(closedError ?? RedisError.connectionClosed(node: node)) }
         }
-        let now = NIODeadline.now()
-        if waiting.isEmpty { lastHeard = now }
-        let deadline = now + commandTimeout
+        let deadline = NIODeadline.now() + commandTimeout
         var futures: [EventLoopFuture<RESP3Value>] = []
         futures.reserveCapacity(count)
         for _ in 0..<count {
@@ -140,6 +150,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
             context.eventLoop.assumeIsolated().execute { [self] in
                 flushScheduled = false
                 self.context?.flush()
+                if owedSince == nil, !waiting.isEmpty { owedSince = .now() }
             }
         }
         armTimer()
@@ -148,7 +159,8 @@ final class RedisCommandHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let value = unwrapInboundIn(data)
-        lastHeard = .now()
+        lastRead = .now()
+        if owedSince != nil { owedSince = lastRead }
         if case .push = value.unattributed {
             onPush(value.unattributed)
             return
@@ -160,6 +172,7 @@ final class RedisCommandHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
+        if waiting.isEmpty { owedSince = nil }
         head.promise.succeed(value)
     }
 

@@ -335,11 +335,14 @@ def test_lease_calls_that_do_not_wait_leave_no_watch() -> None:
         key = unique("watch")
         with client(host) as holder, client(host) as c:
             assert "lease" in holder.call("cache.lease", {"key": key, "ttl": {"seconds": 60}})
-            calls = 20_000
+            calls = 5_000
             replies = raw_calls(host.socket, [
                 {"jsonrpc": "2.0", "id": i, "method": "cache.lease", "params": {"key": key, "ttl": {"seconds": 60}}}
                 for i in range(calls)])
-            assert all(r.get("result") == {"found": False, "leased": True} for r in replies), replies[:3]
+            odd = [r for r in replies if r.get("result") != {"found": False, "leased": True}]
+            if odd:
+                print(host.tail())
+            assert odd == [], odd[:2]
             assert c.stats()["upstream"]["leaseWaiters"] == 0
             assert c.call("cache.leaseStatus", {"key": key})["waiters"] == 0
             # A caller that waits is counted while it waits, and not after.
