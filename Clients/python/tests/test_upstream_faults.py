@@ -21,7 +21,8 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -97,6 +98,18 @@ def remove_host(d: Daemon) -> None:
     shutil.rmtree(d.folder, ignore_errors=True)
 
 
+@contextmanager
+def one_host(redis: FaultRedis, *extra: str) -> Iterator[Daemon]:
+    """Starts `redis` and one logged daemon on it; removes both after."""
+    redis.start()
+    host = start_logged_host(redis.url, *extra)
+    try:
+        yield host
+    finally:
+        remove_host(host)
+        redis.remove()
+
+
 def failure_reason(c: halcyon.Client, method: str, params: Dict[str, Any]) -> Optional[str]:
     """The `data.reason` of the -32006 `method` fails with, or None when it succeeds."""
     try:
@@ -167,9 +180,7 @@ def test_a_silent_partition_drops_the_hosts_copies_within_the_bound() -> None:
 
 def test_a_stopped_redis_is_noticed_by_the_heartbeat_not_the_command_timeout() -> None:
     redis = FaultRedis()
-    redis.start()
-    host = start_logged_host(redis.url)
-    try:
+    with one_host(redis) as host:
         key = unique("stop")
         with client(host) as c:
             c.call("cache.set", {"key": key, "value": "v"})
@@ -193,18 +204,13 @@ def test_a_stopped_redis_is_noticed_by_the_heartbeat_not_the_command_timeout() -
             assert get(c, key)["value"] == "back"
         assert [e["cause"] for e in losses(host)] == ["heartbeat missed"]
         assert len(recoveries(host)) == 1
-    finally:
-        remove_host(host)
-        redis.remove()
 
 
 # ------------------------------------------------------------------ restarts, kills, passwords
 
 def test_a_killed_and_restarted_redis_logs_one_loss_and_one_recovery() -> None:
     redis = FaultRedis()
-    redis.start()
-    host = start_logged_host(redis.url)
-    try:
+    with one_host(redis) as host:
         key = unique("restart")
         with client(host) as c:
             c.call("cache.set", {"key": key, "value": "v"})
@@ -227,16 +233,11 @@ def test_a_killed_and_restarted_redis_logs_one_loss_and_one_recovery() -> None:
             metrics = c.call("server.metrics")["text"]
             assert "halcyon_upstream_script_reloads_total" in metrics and "halcyon_upstream_outages_total 1" in metrics
         assert len(losses(host)) == 1 and len(recoveries(host)) == 1
-    finally:
-        remove_host(host)
-        redis.remove()
 
 
 def test_killed_connections_log_one_loss_and_one_recovery() -> None:
     redis = FaultRedis()
-    redis.start()
-    host = start_logged_host(redis.url)
-    try:
+    with one_host(redis) as host:
         with client(host) as c:
             c.call("cache.set", {"key": unique(), "value": "v"})
             assert kill_clients_of(redis, host) >= 1
@@ -244,20 +245,15 @@ def test_killed_connections_log_one_loss_and_one_recovery() -> None:
             assert [e["cause"] for e in losses(host)] == ["closed"]
             assert len(recoveries(host)) == 1
             wait_until("state connected", lambda: c.info()["upstream"]["state"] == "connected", 2, every=0.05)
-    finally:
-        remove_host(host)
-        redis.remove()
 
 
 def test_a_password_changed_under_the_daemon_is_named() -> None:
-    redis = FaultRedis(password="first-secret")
-    redis.start()
     password_file = os.path.join(short_tmpdir(), "redis.pass")
     with open(password_file, "w") as f:
         f.write("first-secret\n")
     os.chmod(password_file, 0o600)
-    host = start_logged_host(redis.url, "--upstream-password-file", password_file)
-    try:
+    redis = FaultRedis(password="first-secret")
+    with one_host(redis, "--upstream-password-file", password_file) as host:
         key = unique("auth")
         with client(host) as c:
             c.call("cache.set", {"key": key, "value": "v"})
@@ -283,9 +279,7 @@ def test_a_password_changed_under_the_daemon_is_named() -> None:
         assert len(lost) == 1 and lost[0]["cause"] == "WRONGPASS", lost
         assert "first-secret" not in open(host.log).read() and "second-secret" not in open(host.log).read()
         wait_until("the recovery is logged", lambda: recoveries(host), 2, every=0.02)
-    finally:
-        remove_host(host)
-        redis.remove()
+    shutil.rmtree(os.path.dirname(password_file), ignore_errors=True)
 
 
 # ------------------------------------------------------------------ leases
@@ -329,9 +323,7 @@ def client_stats(d: Daemon) -> Dict[str, Any]:
 
 def test_lease_calls_that_do_not_wait_leave_no_watch() -> None:
     redis = FaultRedis()
-    redis.start()
-    host = start_logged_host(redis.url)
-    try:
+    with one_host(redis) as host:
         key = unique("watch")
         with client(host) as holder, client(host) as c:
             assert "lease" in holder.call("cache.lease", {"key": key, "ttl": {"seconds": 60}})
@@ -353,9 +345,6 @@ def test_lease_calls_that_do_not_wait_leave_no_watch() -> None:
             waiter.join(timeout=5)
             assert c.call("cache.leaseStatus", {"key": key})["waiters"] == 0
             assert c.stats()["upstream"]["leaseWaiters"] == 0
-    finally:
-        remove_host(host)
-        redis.remove()
 
 
 def raw_calls(path: str, requests: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
