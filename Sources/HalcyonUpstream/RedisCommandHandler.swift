@@ -15,8 +15,8 @@ import NIOCore
 /// stopped server) looks like an idle connection for ever, while the server may have
 /// dropped its tracking state and writes elsewhere go unannounced. So every
 /// `heartbeatInterval / 2` a tick checks the connection: when a reply has been owed for
-/// `deadAfter` (counted from its command's flush or the last read, whichever is later)
-/// with nothing read meanwhile, the connection is closed with
+/// `deadAfter` (counted from the write of its command or the last bytes read, whichever
+/// is later) with nothing read meanwhile, at two ticks in a row, the connection is closed with
 /// `.heartbeatMissed`, exactly as if the server had closed it; when nothing is owed and
 /// nothing has been read for `heartbeatInterval`, a `PING` is sent (its reply only
 /// proves the path). So a silent path is noticed at the latest `heartbeatInterval +
@@ -46,10 +46,12 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     private let deadAfter: TimeAmount
     /// The last time something was read: a `PING` goes after `heartbeatInterval` of this.
     private var lastRead = NIODeadline.now()
-    /// While a reply is owed: since when, counted from the later of the last read and
-    /// the flush that put the oldest unanswered command on the wire (a command waiting
-    /// for its flush behind a long loop turn is not yet the server's to answer).
+    /// While a reply is owed: since when, counted from the later of the last read and the
+    /// moment the oldest unanswered command was written to the socket.
     private var owedSince: NIODeadline?
+    /// The `owedSince` a tick found overdue: still the same at the next tick, and the
+    /// connection is dead.
+    private var overdue: NIODeadline?
     private var heartbeat: Scheduled<Void>?
     /// Heartbeat `PING`s sent on this connection.
     private(set) var heartbeatsSent = 0
@@ -104,24 +106,22 @@ final class RedisCommandHandler: ChannelDuplexHandler {
         }
     }
 
-    /// The tick found a reply overdue. The loop may have been busy with other channels
-    /// for that long, with the reply already in the socket unread: so the verdict waits
-    /// for the loop's next turn, in which pending reads are handled before due timers.
-    private func confirmSilence(since owed: NIODeadline, _ context: ChannelHandlerContext) {
-        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(1)) { [self] in
-            guard let context = self.context, closedError == nil, owedSince == owed else { return }
-            closedError = .heartbeatMissed(node: node)
-            context.close(promise: nil)
-        }
-    }
-
     /// One heartbeat tick (see "Liveness"); schedules the next while the channel is open.
     private func checkLiveness() {
         guard let context, context.channel.isActive else { return }
         defer { if closedError == nil { scheduleTick(context) } }
         let now = NIODeadline.now()
         if let owed = owedSince {
-            if now - owed > deadAfter { confirmSilence(since: owed, context) }
+            guard now - owed > deadAfter else { return }
+            // Overdue. The loop may have been busy (or the machine starved) for that long
+            // with bytes waiting unread, so the verdict is the next tick's: a loop turn,
+            // whose reads come before its timers, runs in between.
+            if overdue == owed {
+                closedError = .heartbeatMissed(node: node)
+                context.close(promise: nil)
+            } else {
+                overdue = owed
+            }
         } else if waiting.isEmpty, now - lastRead >= heartbeatInterval {
             var ping = context.channel.allocator.buffer(capacity: 14)
             ping.writeRESP3Command([ByteBuffer(string: "PING")])
@@ -144,23 +144,35 @@ final class RedisCommandHandler: ChannelDuplexHandler {
             waiting.append(Waiting(promise: promise, deadline: deadline))
             futures.append(promise.futureResult)
         }
-        context.write(wrapOutboundOut(commands), promise: nil)
+        // A reply is owed once the command is in the kernel's hands: a command waiting for
+        // its flush behind a long loop turn, or a large one still being written, is not
+        // yet the server's to answer. (One larger than the socket's buffer on a path that
+        // is already silent never completes: the command timeout ends that.)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenSuccess { [self] in
+            if owedSince == nil, !waiting.isEmpty { owedSince = .now() }
+        }
+        context.write(wrapOutboundOut(commands), promise: written)
         if !flushScheduled {
             flushScheduled = true
             context.eventLoop.assumeIsolated().execute { [self] in
                 flushScheduled = false
                 self.context?.flush()
-                if owedSince == nil, !waiting.isEmpty { owedSince = .now() }
             }
         }
         armTimer()
         return futures
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let value = unwrapInboundIn(data)
+    /// Bytes arrived (`BytesHeard`): the server is alive, whether or not they complete a reply.
+    func heard() {
         lastRead = .now()
         if owedSince != nil { owedSince = lastRead }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let value = unwrapInboundIn(data)
+        heard()
         if case .push = value.unattributed {
             onPush(value.unattributed)
             return
@@ -212,3 +224,24 @@ final class RedisCommandHandler: ChannelDuplexHandler {
 
 @available(*, unavailable)
 extension RedisCommandHandler: Sendable {}
+
+/// Tells the connection's `RedisCommandHandler` of every read as it arrives, ahead of the
+/// decoder: a reply of many megabytes on a slow link is progress long before it is whole.
+///
+/// Threading: loop-bound, like the handler it tells.
+final class BytesHeard: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let commands: RedisCommandHandler
+
+    init(_ commands: RedisCommandHandler) { self.commands = commands }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        commands.heard()
+        context.fireChannelRead(data)
+    }
+}
+
+@available(*, unavailable)
+extension BytesHeard: Sendable {}

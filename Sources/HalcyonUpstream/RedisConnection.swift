@@ -47,17 +47,20 @@ public final class RedisConnection: Sendable {
         public var heartbeatInterval = TimeAmount.milliseconds(200)
         /// Liveness: when a reply (a command's or a heartbeat's) has been owed this long
         /// with nothing read from the server, the connection counts as dead and is closed
-        /// (`RedisError.heartbeatMissed`). Default 600 ms. Checked every half
+        /// (`RedisError.heartbeatMissed`). Default 500 ms. Checked every half
         /// `heartbeatInterval`, so a path that goes silent is noticed at the latest
         /// `livenessBound` after its last byte.
-        public var deadAfter = TimeAmount.milliseconds(600)
+        public var deadAfter = TimeAmount.milliseconds(500)
         /// The decoder's bounds.
         public var limits = RESP3Parser.Limits()
 
         /// The longest a dead path can go unnoticed: a heartbeat is sent at the latest a
-        /// tick after `heartbeatInterval` of silence and judged at the latest a tick after
-        /// `deadAfter` (a tick is half the interval): 1 s with the defaults.
-        public var livenessBound: TimeAmount { heartbeatInterval + deadAfter + heartbeatInterval }
+        /// tick after `heartbeatInterval` of silence, found overdue at the latest a tick
+        /// after `deadAfter`, and judged dead at the next tick (a tick is half the
+        /// interval): 1 s with the defaults.
+        public var livenessBound: TimeAmount {
+            heartbeatInterval + deadAfter + .nanoseconds(heartbeatInterval.nanoseconds * 3 / 2)
+        }
 
         public init() {}
 
@@ -95,11 +98,13 @@ public final class RedisConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let commands = RedisCommandHandler(
+                        node: node, eventLoop: channel.eventLoop, commandTimeout: options.commandTimeout,
+                        heartbeatInterval: options.heartbeatInterval, deadAfter: options.deadAfter, onPush: onPush)
+                    // Bytes count as signs of life as they arrive, before a long reply is whole.
+                    try channel.pipeline.syncOperations.addHandler(BytesHeard(commands))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESP3Decoder(limits: options.limits)))
-                    try channel.pipeline.syncOperations.addHandler(
-                        RedisCommandHandler(
-                            node: node, eventLoop: channel.eventLoop, commandTimeout: options.commandTimeout,
-                            heartbeatInterval: options.heartbeatInterval, deadAfter: options.deadAfter, onPush: onPush))
+                    try channel.pipeline.syncOperations.addHandler(commands)
                 }
             }
         let connected: EventLoopFuture<Channel>
