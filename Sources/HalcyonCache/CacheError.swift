@@ -39,6 +39,9 @@ public enum CacheError: Error, Sendable, Equatable {
     /// The upstream refused the command for a shared key (the value under the key is not
     /// one Halcyon can use, the store is out of memory, ...); nothing was stored locally.
     case upstreamRefused(detail: String)
+    /// A caller would wait on a shared lease while `limit` callers of this host wait
+    /// already (`UpstreamConfig.leaseWaitersLimit`); it was refused, not parked.
+    case tooManyLeaseWaiters(limit: Int)
 
     /// The stable wire name of this error (`data.reason`).
     public var reason: String {
@@ -55,6 +58,7 @@ public enum CacheError: Error, Sendable, Equatable {
         case .upstreamUnavailable: return "upstreamUnavailable"
         case .upstreamAuthenticationFailed: return "upstreamAuthenticationFailed"
         case .upstreamRefused: return "upstreamRefused"
+        case .tooManyLeaseWaiters: return "tooManyLeaseWaiters"
         }
     }
 
@@ -65,7 +69,8 @@ public enum CacheError: Error, Sendable, Equatable {
              .cannotSetCacheFileAttribute(_, let e), .cannotLoadDataFromDisk(_, let e),
              .cannotRemoveCacheFile(_, let e), .cannotWriteJournal(_, let e):
             return e
-        case .invalidKey, .cancelled, .diskBacklog, .upstreamUnavailable, .upstreamAuthenticationFailed, .upstreamRefused:
+        case .invalidKey, .cancelled, .diskBacklog, .upstreamUnavailable, .upstreamAuthenticationFailed, .upstreamRefused,
+             .tooManyLeaseWaiters:
             return nil
         }
     }

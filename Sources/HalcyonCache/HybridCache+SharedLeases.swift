@@ -17,7 +17,8 @@ extension HybridCache {
     /// Tries to take the upstream lease on the shared `key` with `token` for `ttl` seconds,
     /// for `owner` (an opaque number, the daemon's connection id: `releaseSharedLeases`
     /// gives its leases back). Completes `true` when taken; `false` when another holder
-    /// has it: then, for a caller that waits (`changed` not nil), `changed` is called
+    /// has it: then, for a caller that waits (`changed` not nil), unless
+    /// `UpstreamConfig.leaseWaitersLimit` callers wait already (`tooManyLeaseWaiters`), `changed` is called
     /// once, on any thread, when that lease next changes (released, expired, or every copy
     /// dropped), and the caller reads and tries again. A caller that stops waiting first
     /// calls `withdrawSharedLeaseWatch` with the same token, so nothing is kept for it.
@@ -35,10 +36,12 @@ extension HybridCache {
                 near.endLeaseAttempt()
                 completion(.success(true))
             case .success(.held(_, let leaseKey, let sequence)):
-                if let changed {
-                    near.watch(leaseKey: leaseKey, of: key, token: token, sequence: sequence, changed)
-                } else {
+                guard let changed else {
                     near.endLeaseAttempt()
+                    return completion(.success(false))
+                }
+                guard near.watch(leaseKey: leaseKey, of: key, token: token, sequence: sequence, changed) else {
+                    return completion(.failure(.tooManyLeaseWaiters(limit: near.leaseWaitersLimit)))
                 }
                 completion(.success(false))
             case .failure(let failure):

@@ -11,6 +11,10 @@ public struct UpstreamConfig: Sendable {
     public var tier: any Upstream.Tier
     /// Only keys starting with one of these are shared; empty = every key.
     public var prefixes: [String]
+    /// How many callers of this host may wait on shared leases at once; one more is
+    /// refused (`CacheError.tooManyLeaseWaiters`), so the watch table is bounded. Default
+    /// 16384, as `Leases.Limits.waiters`.
+    public var leaseWaitersLimit = 16384
 
     public init(tier: any Upstream.Tier, prefixes: [String] = []) {
         self.tier = tier
@@ -34,6 +38,8 @@ public struct UpstreamStats: Sendable, Equatable {
     public var unavailable = 0
     /// Calls the upstream refused.
     public var refused = 0
+    /// Callers that would have waited on a shared lease, refused at `leaseWaitersLimit`.
+    public var leaseWaitersRefused = 0
     /// Copies not kept because an invalidation or flush numbered after them had arrived.
     public var staleCopiesRefused = 0
     /// Operations on shared keys that waited behind an earlier write of the same key.
@@ -127,12 +133,14 @@ final class NearCache: Upstream.Observer, Sendable {
 
     let tier: any Upstream.Tier
     let prefixes: [String]
+    let leaseWaitersLimit: Int
     let memory: MemoryStorage.Backend
     private let state = Locked(State())
 
     init(config: UpstreamConfig, memory: MemoryStorage.Backend) {
         tier = config.tier
         prefixes = config.prefixes
+        leaseWaitersLimit = config.leaseWaitersLimit
         self.memory = memory
     }
 
@@ -416,15 +424,21 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// After a `held` reply numbered `sequence` to the attempt with `token`: `wake` runs
     /// once when `leaseKey` next changes (or at once, when it changed after the reply
-    /// already, or a flush came), unless `withdrawWatch` takes it back first.
-    func watch(leaseKey: String, of key: String, token: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
+    /// already, or a flush came), unless `withdrawWatch` takes it back first. False, with
+    /// nothing kept, when `leaseWaitersLimit` callers wait already.
+    func watch(leaseKey: String, of key: String, token: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) -> Bool {
+        let (kept, now) = state.withLock { state -> (Bool, Bool) in
             defer { endAttempt(&state) }
-            if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return true }
+            if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return (true, true) }
+            guard state.leaseWatches.values.reduce(0, { $0 + $1.count }) < leaseWaitersLimit else {
+                state.stats.leaseWaitersRefused += 1
+                return (false, false)
+            }
             state.leaseWatches[leaseKey, default: []].append((key, token, wake))
-            return false
+            return (true, false)
         }
         if now { wake() }
+        return kept
     }
 
     /// The caller of the attempt with `token` on `key`'s lease stopped waiting (answered,

@@ -274,6 +274,8 @@ extension RPCError {
             self.init(code: Code.upstreamUnavailable, message: "Upstream refused the credentials: \(detail)", reason: error.reason)
         case .upstreamRefused(let detail):
             self.init(code: Code.upstreamUnavailable, message: "Upstream refused: \(detail)", reason: error.reason)
+        case .tooManyLeaseWaiters(let limit):
+            self = .overloaded(reason: .tooManyLeaseWaiters, limit: limit)
         }
     }
 

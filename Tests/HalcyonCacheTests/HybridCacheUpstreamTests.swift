@@ -281,6 +281,27 @@ struct HybridCacheUpstreamTests {
         #expect(cache.sharedLeaseWaiters == 0)
     }
 
+    @Test func waitingCallersAreBounded() async throws {
+        var config = HybridCache.Config(memory: MemoryStorage.Config(),
+                                        disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root.appendingPathComponent("bounded")))
+        config.sweepInterval = 0
+        config.upstream = UpstreamConfig(tier: upstream, prefixes: ["s:"])
+        config.upstream?.leaseWaitersLimit = 2
+        let bounded = HybridCache(config: config)
+        func acquire(_ token: String, waits: Bool) async throws -> Bool {
+            let wake: @Sendable () -> Void = {}
+            return try await withCheckedThrowingContinuation { continuation in
+                bounded.acquireSharedLease("s:b1", token: token, ttl: 60, owner: 1, changed: waits ? wake : nil) { continuation.resume(with: $0) }
+            }
+        }
+        #expect(try await acquire("A", waits: false))
+        #expect(try await !acquire("W1", waits: true))
+        #expect(try await !acquire("W2", waits: true))
+        await #expect(throws: CacheError.tooManyLeaseWaiters(limit: 2)) { try await acquire("W3", waits: true) }
+        #expect(try await !acquire("N", waits: false), "a caller that does not wait is never refused")
+        #expect(bounded.sharedLeaseWaiters == 2 && bounded.stats().upstream?.leaseWaitersRefused == 1)
+    }
+
     /// A cache and its upstream on one manual clock, so that "later" is exact.
     struct Clocked {
         let clock = ManualClock(Date())

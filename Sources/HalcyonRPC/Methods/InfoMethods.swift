@@ -176,6 +176,7 @@ extension UpstreamStats {
         w.field("unavailable", unavailable); w.field("refused", refused)
         w.field("staleCopiesRefused", staleCopiesRefused); w.field("queuedBehindWrite", queuedBehindWrite)
         w.field("slides", slides); w.field("slidesRefused", slidesRefused)
+        w.field("leaseWaitersRefused", leaseWaitersRefused)
     }
 }
 
