@@ -120,6 +120,21 @@ struct OutageTests {
         #expect(changes.all.filter(Self.isLost).count == 1)
     }
 
+    @Test func aMissingPasswordIsNoAuth() async throws {
+        let server = try RedisServer(arguments: ["--requirepass", "secret"])
+        defer { server.remove() }
+        let changes = EventLog<RedisClient.NodeChange>()
+        let client = RedisClient(configuration: .init(seeds: [server.address]), eventLoop: testGroup.next(),
+                                 onNodeChange: { changes.append($0) })
+        defer { _ = client.shutdown() }
+        await #expect(throws: RedisError.self) { try await client.start().get() }
+        guard case .lost(_, let cause, _)? = changes.wait(timeout: 3, for: Self.isLost) else {
+            Issue.record("no loss announced")
+            return
+        }
+        #expect(cause == .noAuth && cause.isAuthentication)
+    }
+
     @Test func aScriptTheServerLostIsAReloadNotAFailure() async throws {
         let server = try RedisServer()
         defer { server.remove() }
