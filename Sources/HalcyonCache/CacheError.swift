@@ -33,9 +33,15 @@ public enum CacheError: Error, Sendable, Equatable {
     /// The upstream shared by several hosts could not be reached for a shared key: a
     /// write may or may not have taken effect there, and nothing was stored locally.
     case upstreamUnavailable(detail: String)
+    /// As `upstreamUnavailable`, because the upstream refused this host's credentials
+    /// (a changed password, a removed ACL user): fix the password file or the user.
+    case upstreamAuthenticationFailed(detail: String)
     /// The upstream refused the command for a shared key (the value under the key is not
     /// one Halcyon can use, the store is out of memory, ...); nothing was stored locally.
     case upstreamRefused(detail: String)
+    /// A caller would wait on a shared lease while `limit` callers of this host wait
+    /// already (`UpstreamConfig.leaseWaitersLimit`); it was refused, not parked.
+    case tooManyLeaseWaiters(limit: Int)
 
     /// The stable wire name of this error (`data.reason`).
     public var reason: String {
@@ -50,7 +56,9 @@ public enum CacheError: Error, Sendable, Equatable {
         case .diskBacklog: return "diskBacklog"
         case .cancelled: return "requestCancelled"
         case .upstreamUnavailable: return "upstreamUnavailable"
+        case .upstreamAuthenticationFailed: return "upstreamAuthenticationFailed"
         case .upstreamRefused: return "upstreamRefused"
+        case .tooManyLeaseWaiters: return "tooManyLeaseWaiters"
         }
     }
 
@@ -61,7 +69,8 @@ public enum CacheError: Error, Sendable, Equatable {
              .cannotSetCacheFileAttribute(_, let e), .cannotLoadDataFromDisk(_, let e),
              .cannotRemoveCacheFile(_, let e), .cannotWriteJournal(_, let e):
             return e
-        case .invalidKey, .cancelled, .diskBacklog, .upstreamUnavailable, .upstreamRefused:
+        case .invalidKey, .cancelled, .diskBacklog, .upstreamUnavailable, .upstreamAuthenticationFailed, .upstreamRefused,
+             .tooManyLeaseWaiters:
             return nil
         }
     }

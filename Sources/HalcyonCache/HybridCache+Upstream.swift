@@ -486,7 +486,7 @@ extension HybridCache {
 
     static func count(_ failure: Upstream.Failure, _ near: NearCache) {
         switch failure {
-        case .unavailable: near.count { $0.unavailable += 1 }
+        case .unavailable, .unauthorized: near.count { $0.unavailable += 1 }
         case .refused: near.count { $0.refused += 1 }
         }
     }
@@ -495,6 +495,7 @@ extension HybridCache {
         count(failure, near)
         switch failure {
         case .unavailable(let detail): return .upstreamUnavailable(detail: detail)
+        case .unauthorized(let detail): return .upstreamAuthenticationFailed(detail: detail)
         case .refused(let detail): return .upstreamRefused(detail: detail)
         }
     }

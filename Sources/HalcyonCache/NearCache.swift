@@ -11,6 +11,10 @@ public struct UpstreamConfig: Sendable {
     public var tier: any Upstream.Tier
     /// Only keys starting with one of these are shared; empty = every key.
     public var prefixes: [CacheKey]
+    /// How many callers of this host may wait on shared leases at once; one more is
+    /// refused (`CacheError.tooManyLeaseWaiters`), so the watch table is bounded. Default
+    /// 16384, as `Leases.Limits.waiters`.
+    public var leaseWaitersLimit = 16384
 
     public init(tier: any Upstream.Tier, prefixes: [CacheKey] = []) {
         self.tier = tier
@@ -34,6 +38,8 @@ public struct UpstreamStats: Sendable, Equatable {
     public var unavailable = 0
     /// Calls the upstream refused.
     public var refused = 0
+    /// Callers that would have waited on a shared lease, refused at `leaseWaitersLimit`.
+    public var leaseWaitersRefused = 0
     /// Copies not kept because an invalidation or flush numbered after them had arrived.
     public var staleCopiesRefused = 0
     /// Operations on shared keys that waited behind an earlier write of the same key.
@@ -99,8 +105,15 @@ final class NearCache: Upstream.Observer, Sendable {
         var flushedAt: UInt64 = 0
         var stats = UpstreamStats()
         /// Callers waiting for a lease key to change (its holder released it, it expired,
-        /// a flush), by lease key, with the data key they wait for.
-        var leaseWatches: [CacheKey: [(key: CacheKey, wake: @Sendable () -> Void)]] = [:]
+        /// a flush), by lease key, with the data key they wait for and the token of their
+        /// attempt (which `withdrawWatch` names). Only callers that wait have one, and it
+        /// goes when they are woken or stop waiting, so it holds at most one entry per
+        /// waiting caller.
+        var leaseWatches: [CacheKey: [(key: CacheKey, token: String, wake: @Sendable () -> Void)]] = [:]
+        /// Releases that could not reach the upstream, by key: the token to give back
+        /// (compare-and-delete) once it can be reached again.
+        var pendingReleases: [CacheKey: String] = [:]
+        var releaseRetryScheduled = false
         /// Lease attempts on their way: while any is, invalidations are remembered in
         /// `recentChanges`, so an attempt whose `held` reply comes after the release's
         /// invalidation sees it. Emptied when no attempt is on its way.
@@ -120,12 +133,14 @@ final class NearCache: Upstream.Observer, Sendable {
 
     let tier: any Upstream.Tier
     let prefixes: [CacheKey]
+    let leaseWaitersLimit: Int
     let memory: MemoryStorage.Backend
     private let state = Locked(State())
 
     init(config: UpstreamConfig, memory: MemoryStorage.Backend) {
         tier = config.tier
         prefixes = config.prefixes
+        leaseWaitersLimit = config.leaseWaitersLimit
         self.memory = memory
     }
 
@@ -418,17 +433,60 @@ final class NearCache: Upstream.Observer, Sendable {
         }
     }
 
-    /// After a `held` reply numbered `sequence`: `wake` runs once when `leaseKey` next
-    /// changes (or at once, when it changed after the reply already, or a flush came).
-    func watch(leaseKey: CacheKey, of key: CacheKey, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
+    /// After a `held` reply numbered `sequence` to the attempt with `token`: `wake` runs
+    /// once when `leaseKey` next changes (or at once, when it changed after the reply
+    /// already, or a flush came), unless `withdrawWatch` takes it back first. False, with
+    /// nothing kept, when `leaseWaitersLimit` callers wait already.
+    func watch(leaseKey: CacheKey, of key: CacheKey, token: String, sequence: UInt64, _ wake: @escaping @Sendable () -> Void) -> Bool {
+        let (kept, now) = state.withLock { state -> (Bool, Bool) in
             defer { endAttempt(&state) }
-            if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return true }
-            state.leaseWatches[leaseKey, default: []].append((key, wake))
-            return false
+            if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return (true, true) }
+            guard state.leaseWatches.values.reduce(0, { $0 + $1.count }) < leaseWaitersLimit else {
+                state.stats.leaseWaitersRefused += 1
+                return (false, false)
+            }
+            state.leaseWatches[leaseKey, default: []].append((key, token, wake))
+            return (true, false)
         }
         if now { wake() }
+        return kept
     }
+
+    /// The caller of the attempt with `token` on `key`'s lease stopped waiting (answered,
+    /// timed out, cancelled): its watch goes, unwoken.
+    func withdrawWatch(of key: String, token: String) {
+        state.withLock { state in
+            for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key && $0.token == token }) {
+                let kept = watches.filter { $0.token != token }
+                state.leaseWatches[leaseKey] = kept.isEmpty ? nil : kept
+            }
+        }
+    }
+
+    /// A release of `key`'s lease by `token` could not reach the upstream: it is retried
+    /// (`retryReleases`) until the upstream answers. True when a retry must be scheduled
+    /// (none is yet).
+    func releaseFailed(_ key: String, token: String) -> Bool {
+        state.withLock { state in
+            state.pendingReleases[key] = token
+            defer { state.releaseRetryScheduled = true }
+            return !state.releaseRetryScheduled
+        }
+    }
+
+    /// The releases still to retry (emptied: each that fails again comes back through
+    /// `releaseFailed`); when there are none, no retry is scheduled any more.
+    func takePendingReleases() -> [(key: String, token: String)] {
+        state.withLock { state in
+            let pending = state.pendingReleases.map { ($0.key, $0.value) }
+            state.pendingReleases.removeAll()
+            if pending.isEmpty { state.releaseRetryScheduled = false }
+            return pending
+        }
+    }
+
+    /// Releases waiting for the upstream to be reachable again.
+    var pendingReleases: Int { state.withLock { $0.pendingReleases.count } }
 
     /// Ends a lease attempt that did not `watch`.
     func endLeaseAttempt() {

@@ -139,6 +139,9 @@ public enum Upstream {
         /// The store could not be reached (`-32006 upstreamUnavailable`): the call may not
         /// have taken effect, and nothing may be stored locally in its place.
         case unavailable(String)
+        /// The store could not be reached because it refused this host's credentials
+        /// (`-32006 upstreamAuthenticationFailed`); otherwise as `unavailable`.
+        case unauthorized(String)
         /// The store refused the command.
         case refused(String)
     }

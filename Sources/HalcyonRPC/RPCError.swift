@@ -271,8 +271,12 @@ extension RPCError {
             self = .cancelled(started: started)
         case .upstreamUnavailable(let detail):
             self.init(code: Code.upstreamUnavailable, message: "Upstream unavailable: \(detail)", reason: error.reason)
+        case .upstreamAuthenticationFailed(let detail):
+            self.init(code: Code.upstreamUnavailable, message: "Upstream refused the credentials: \(detail)", reason: error.reason)
         case .upstreamRefused(let detail):
             self.init(code: Code.upstreamUnavailable, message: "Upstream refused: \(detail)", reason: error.reason)
+        case .tooManyLeaseWaiters(let limit):
+            self = .overloaded(reason: .tooManyLeaseWaiters, limit: limit)
         }
     }
 

@@ -6,9 +6,31 @@ import HalcyonJSON
 
 /// A sample of the upstream's state and counters.
 public struct UpstreamFacts: Sendable, Equatable {
-    /// `"connected"` (every known node has a connection), `"degraded"` (some do),
-    /// `"unavailable"` (none), `"starting"` (the topology is not known yet).
+    /// `"connected"` (every primary is reachable), `"degraded"` (a cluster with some
+    /// primaries down: their slots fail, the others work), `"unavailable"` (none is
+    /// reachable), `"starting"` (the topology is not known yet).
     public var state = "starting"
+    /// One primary (the one server of a standalone deployment) and whether it can be
+    /// reached now.
+    public struct Primary: Sendable, Equatable {
+        public var node: String
+        /// The slot ranges it serves (inclusive); empty for a standalone server.
+        public var slots: [ClosedRange<Int>]
+        public var reachable: Bool
+        /// Why it cannot be reached (`refused`, `timed out`, `heartbeat missed`, `closed`,
+        /// `WRONGPASS`, `NOAUTH`, …), and for how long; nil and 0 when reachable.
+        public var cause: String?
+        public var downForMillis: Int
+
+        public init(node: String, slots: [ClosedRange<Int>], reachable: Bool, cause: String?, downForMillis: Int) {
+            self.node = node
+            self.slots = slots
+            self.reachable = reachable
+            self.cause = cause
+            self.downForMillis = downForMillis
+        }
+    }
+    public var primaries: [Primary] = []
     /// Whether the deployment is a Redis Cluster.
     public var cluster = false
     /// The primaries known, as `host:port` or a socket path, and those connected now.
@@ -33,6 +55,21 @@ public struct UpstreamFacts: Sendable, Equatable {
     /// Round trip of the answered commands, mean and largest, in microseconds.
     public var roundTripMeanMicros = 0
     public var roundTripMaxMicros = 0
+    /// Commands failed at once because their node was down (part of `failedCommands`).
+    public var failedFast = 0
+    /// `NOSCRIPT` replies after a restart or `SCRIPT FLUSH` (the script is sent again
+    /// whole): not failures.
+    public var scriptReloads = 0
+    /// Connection attempts and those that failed.
+    public var connectAttempts = 0
+    public var failedConnects = 0
+    /// Connections closed because the server went silent (a missed heartbeat).
+    public var heartbeatsMissed = 0
+    /// Node outages begun and ended (each logged once).
+    public var outages = 0
+    public var recoveries = 0
+    /// Slot-map loads.
+    public var topologyRefreshes = 0
 
     public init() {}
 
@@ -44,6 +81,23 @@ public struct UpstreamFacts: Sendable, Equatable {
         writeNames("nodes", nodes, to: &w)
         writeNames("connectedNodes", connectedNodes, to: &w)
         writeNames("prefixes", prefixes, to: &w)
+        w.key("primaries"); w.beginArray()
+        for primary in primaries {
+            w.beginObject()
+            w.field("node", primary.node)
+            w.key("slots"); w.beginArray()
+            for range in primary.slots {
+                w.beginArray(); w.int(Int64(range.lowerBound)); w.int(Int64(range.upperBound)); w.endArray()
+            }
+            w.endArray()
+            w.field("reachable", primary.reachable)
+            if let cause = primary.cause {
+                w.field("cause", cause)
+                w.field("downForMillis", primary.downForMillis)
+            }
+            w.endObject()
+        }
+        w.endArray()
         w.endObject()
     }
 
@@ -63,6 +117,14 @@ public struct UpstreamFacts: Sendable, Equatable {
         w.field("batchedCommands", batchedCommands)
         w.field("roundTripMeanMicros", roundTripMeanMicros)
         w.field("roundTripMaxMicros", roundTripMaxMicros)
+        w.field("failedFast", failedFast)
+        w.field("scriptReloads", scriptReloads)
+        w.field("connectAttempts", connectAttempts)
+        w.field("failedConnects", failedConnects)
+        w.field("heartbeatsMissed", heartbeatsMissed)
+        w.field("outages", outages)
+        w.field("recoveries", recoveries)
+        w.field("topologyRefreshes", topologyRefreshes)
     }
 
     private func writeNames(_ name: StaticString, _ names: [String], to w: inout JSONWriter) {

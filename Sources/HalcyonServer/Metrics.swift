@@ -136,6 +136,21 @@ public final class Metrics: Sendable {
         level("halcyon_upstream_round_trip_mean_seconds", [], Double(facts.roundTripMeanMicros) / 1e6)
         level("halcyon_upstream_round_trip_max_seconds", [], Double(facts.roundTripMaxMicros) / 1e6)
         level("halcyon_upstream_up", [], facts.state == "connected" ? 1 : 0)
+        for state in ["connected", "degraded", "unavailable", "starting"] {
+            level("halcyon_upstream_state", [("state", state)], facts.state == state ? 1 : 0)
+        }
+        level("halcyon_upstream_primaries_unreachable", [], Double(facts.primaries.filter { !$0.reachable }.count))
+        level("halcyon_upstream_authentication_failing", [],
+              facts.primaries.contains { $0.cause == "WRONGPASS" || $0.cause == "NOAUTH" } ? 1 : 0)
+        count("halcyon_upstream_outages_total", [], facts.outages, &last)
+        count("halcyon_upstream_recoveries_total", [], facts.recoveries, &last)
+        count("halcyon_upstream_heartbeats_missed_total", [], facts.heartbeatsMissed, &last)
+        count("halcyon_upstream_connect_attempts_total", [("outcome", "failed")], facts.failedConnects, &last)
+        count("halcyon_upstream_connect_attempts_total", [("outcome", "made")], facts.connectAttempts - facts.failedConnects, &last)
+        count("halcyon_upstream_failed_commands_total", [], facts.failedCommands, &last)
+        count("halcyon_upstream_failed_fast_total", [], facts.failedFast, &last)
+        count("halcyon_upstream_script_reloads_total", [], facts.scriptReloads, &last)
+        count("halcyon_upstream_topology_refreshes_total", [], facts.topologyRefreshes, &last)
     }
 
     /// Moves a counter up to `value` (a cumulative count its owner keeps).

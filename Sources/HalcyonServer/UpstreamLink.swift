@@ -18,6 +18,7 @@ import NIOCore
 final class UpstreamLink: Sendable {
     let tier: RedisTier
     let prefixes: [String]
+    private let outageLog: OutageLog
     private let sample = Locked(UpstreamFacts())
     private let sampler = Locked<RepeatedTask?>(nil)
     /// How often the sample is refreshed.
@@ -35,7 +36,9 @@ final class UpstreamLink: Sendable {
         if let path = configuration.upstreamPasswordFile {
             redis.connection.password = try readPassword(path)
         }
-        return UpstreamLink(tier: RedisTier(configuration: redis, eventLoop: eventLoop), prefixes: configuration.upstreamPrefixes)
+        let outageLog = OutageLog()
+        let tier = RedisTier(configuration: redis, eventLoop: eventLoop) { outageLog.record($0) }
+        return UpstreamLink(tier: tier, prefixes: configuration.upstreamPrefixes, outageLog: outageLog)
     }
 
     /// Reads the password file once before anything else starts, so a file that is
@@ -66,9 +69,10 @@ final class UpstreamLink: Sendable {
         return password
     }
 
-    init(tier: RedisTier, prefixes: [String]) {
+    init(tier: RedisTier, prefixes: [String], outageLog: OutageLog = OutageLog()) {
         self.tier = tier
         self.prefixes = prefixes
+        self.outageLog = outageLog
         sample.withLock { $0.prefixes = prefixes }
     }
 
@@ -82,6 +86,7 @@ final class UpstreamLink: Sendable {
     /// meanwhile shared writes fail with `upstreamUnavailable`) and starts sampling.
     func start(logger: Logger) {
         let loop = tier.client.eventLoop
+        outageLog.logger.withLock { $0 = logger }
         connect(logger: logger, attempt: 0)
         let task = loop.scheduleRepeatedAsyncTask(initialDelay: .zero, delay: Self.sampleInterval) { [self] _ in
             refreshSample()
@@ -94,10 +99,8 @@ final class UpstreamLink: Sendable {
             switch result {
             case .success:
                 logger.info("upstream connected", metadata: ["upstream": "\(tier.client.configuration.seeds)"])
-            case .failure(let error):
-                if attempt == 0 {
-                    logger.warning("upstream unreachable; retrying every second", metadata: ["error": "\(error)"])
-                }
+            case .failure:
+                // Each node's loss is logged once, with its cause, by `OutageLog`.
                 tier.client.eventLoop.scheduleTask(in: .seconds(1)) { self.connect(logger: logger, attempt: attempt + 1) }
             }
         }
@@ -111,19 +114,36 @@ final class UpstreamLink: Sendable {
 
     private func refreshSample() -> EventLoopFuture<Void> {
         let client = tier.client
-        return client.topology().and(client.stats()).and(client.connectedNodes()).map { [self] pair, connected in
-            let (topology, stats) = pair
+        return client.topology().and(client.stats()).and(client.connectedNodes()).and(client.health()).map { [self] triple, health in
+            let ((topology, stats), connected) = triple
+            let byNode = Dictionary(health.map { ($0.node, $0) }, uniquingKeysWith: { first, _ in first })
+            func primary(_ node: NodeAddress, _ slots: [ClosedRange<Int>]) -> UpstreamFacts.Primary {
+                let known = byNode[node]
+                return UpstreamFacts.Primary(
+                    node: node.description, slots: slots, reachable: known?.reachable ?? true, cause: known?.cause?.rawValue,
+                    downForMillis: Int((known?.downFor.nanoseconds ?? 0) / 1_000_000))
+            }
             sample.withLock { s in
                 switch topology {
-                case .unknown: s.cluster = false; s.nodes = client.configuration.seeds.map(\.description)
-                case .standalone(let node): s.cluster = false; s.nodes = [node.description]
-                case .cluster(let map): s.cluster = true; s.nodes = map.primaries.map(\.description)
+                case .unknown:
+                    s.cluster = false
+                    s.primaries = client.configuration.seeds.map { primary($0, []) }
+                case .standalone(let node):
+                    s.cluster = false
+                    s.primaries = [primary(node, [])]
+                case .cluster(let map):
+                    s.cluster = true
+                    s.primaries = map.shards.map { primary($0.primary, $0.slots) }
                 }
+                s.nodes = s.primaries.map(\.node)
                 s.connectedNodes = connected.map(\.description).sorted()
+                // The state is the primaries' (a replica, or a demoted primary, that is up
+                // serves no slot): every one reachable, some, or none.
+                let reachable = s.primaries.filter(\.reachable).count
                 if case .unknown = topology {
-                    s.state = connected.isEmpty ? "unavailable" : "starting"
+                    s.state = reachable == 0 ? "unavailable" : "starting"
                 } else {
-                    s.state = connected.count >= s.nodes.count ? "connected" : connected.isEmpty ? "unavailable" : "degraded"
+                    s.state = reachable == s.primaries.count ? "connected" : reachable == 0 ? "unavailable" : "degraded"
                 }
                 s.reconnects = stats.reconnects
                 s.connectionsLost = stats.connectionsLost
@@ -136,7 +156,49 @@ final class UpstreamLink: Sendable {
                 s.batchedCommands = stats.batchedCommands
                 s.roundTripMeanMicros = stats.commands == 0 ? 0 : Int(stats.roundTripNanoseconds / UInt64(stats.commands) / 1000)
                 s.roundTripMaxMicros = Int(stats.maxRoundTripNanoseconds / 1000)
+                s.failedFast = stats.failedFast
+                s.scriptReloads = stats.scriptReloads
+                s.connectAttempts = stats.connectAttempts
+                s.failedConnects = stats.failedConnects
+                s.heartbeatsMissed = stats.heartbeatsMissed
+                s.outages = stats.outages
+                s.recoveries = stats.recoveries
+                s.topologyRefreshes = stats.topologyRefreshes
             }
         }
+    }
+}
+
+/// Logs the upstream client's node outages: one `warning` when a node is lost (with its
+/// cause), one `notice` when it is back (with the outage's length), and a `warning` in
+/// between only when the cause changes or a minute passes (the client's own rate limit,
+/// `RedisClient.NodeChange`).
+///
+/// Threading: thread-safe; `logger` is a `Locked`, set once the daemon starts.
+final class OutageLog: Sendable {
+    let logger = Locked<Logger?>(nil)
+
+    func record(_ change: RedisClient.NodeChange) {
+        guard let logger = logger.withLock({ $0 }) else { return }
+        switch change {
+        case .lost(let node, let cause, let detail):
+            logger.warning("upstream node lost", metadata: ["node": "\(node)", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
+        case .stillDown(let node, let cause, let attempts, let downFor):
+            logger.warning("upstream node still unreachable", metadata: [
+                "node": "\(node)", "cause": "\(cause.rawValue)", "attempts": "\(attempts)", "downFor": "\(UpstreamLink.seconds(downFor))",
+            ])
+        case .back(let node, let outage, let attempts):
+            logger.notice("upstream node back", metadata: [
+                "node": "\(node)", "outage": "\(UpstreamLink.seconds(outage))", "attempts": "\(attempts)",
+            ])
+        }
+    }
+}
+
+extension UpstreamLink {
+    /// A duration as seconds with milliseconds, for a log line: `1.234s`.
+    static func seconds(_ amount: TimeAmount) -> String {
+        let millis = amount.nanoseconds / 1_000_000
+        return "\(millis / 1000).\(String(format: "%03d", Int(millis % 1000)))s"
     }
 }

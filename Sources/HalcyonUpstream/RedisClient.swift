@@ -26,8 +26,24 @@ import NIOPosix
 /// is pipelined on it. A connection that closes fails its waiting commands, emits
 /// `.flushed(.connectionLost)` (tracking state on that server is gone with it) and is
 /// re-made in the background with exponential backoff (`reconnectBackoff` doubling up to
-/// `maxReconnectBackoff`); meanwhile commands to that node fail fast with `.unavailable`.
-/// In a cluster a lost node also triggers a slot-map refresh, so a failover is followed.
+/// `maxReconnectBackoff`); meanwhile commands to that node fail fast with `.down`, which
+/// names the cause. A connection whose server goes silent is closed by its heartbeat
+/// (`RedisConnection.Options.deadAfter`) and handled the same way.
+///
+/// **Outages.** A node is *down* from its first failure (a lost connection, a refused
+/// connect) until a connection to it is made again. `onNodeChange` hears `.lost` once
+/// per outage with its cause (for a connection the server closed, the cause of the first
+/// reconnect's failure: refused, `WRONGPASS`, …), `.back` once with the outage's length,
+/// and in between `.stillDown` only when the cause changes or a minute has passed: a
+/// reconnect loop never floods a log.
+///
+/// **Topology.** In a cluster the slot map is loaded again, from any node that answers
+/// (connected nodes first, then the seeds and every node ever known, replicas
+/// included), on `MOVED`, `CLUSTERDOWN` and `TRYAGAIN`, when a node is lost, when a
+/// command finds its node down, and every `topologyRefreshInterval` while any slot's
+/// primary is down, so the promotion of a replica is followed within one interval of
+/// the cluster announcing it. Loads are never closer together than that interval (and
+/// one runs at a time): a dead node costs a bounded number of commands.
 ///
 /// **Tracking** (`tracking`, on by default). Every connection runs `CLIENT TRACKING ON
 /// NOLOOP` in the default mode: the server remembers the keys this connection read and
@@ -68,8 +84,13 @@ public final class RedisClient: Sendable {
         public var maxRedirects = 5
         /// The first pause before re-making a lost connection; doubled per failure. Default 25 ms.
         public var reconnectBackoff = TimeAmount.milliseconds(25)
-        /// The longest pause between reconnect attempts. Default 1 s.
-        public var maxReconnectBackoff = TimeAmount.seconds(1)
+        /// The longest pause between reconnect attempts. Default 500 ms.
+        public var maxReconnectBackoff = TimeAmount.milliseconds(500)
+        /// The shortest time between two slot-map loads, and how often the map is loaded
+        /// while a slot's primary is down. Default 150 ms.
+        public var topologyRefreshInterval = TimeAmount.milliseconds(150)
+        /// During an outage, how often `.stillDown` repeats when nothing changed. Default 60 s.
+        public var outageReminder = TimeAmount.seconds(60)
 
         public init(seeds: [NodeAddress]) {
             self.seeds = seeds
@@ -101,6 +122,27 @@ public final class RedisClient: Sendable {
         case connectionLost(NodeAddress)
         /// The node sent an invalidation of everything (`FLUSHALL`, `FLUSHDB`).
         case serverFlushed(NodeAddress)
+    }
+
+    /// A node's reachability changed (see "Outages").
+    public enum NodeChange: Sendable, Equatable {
+        /// The node became unreachable, for `cause` (`detail`: the error in words).
+        case lost(NodeAddress, cause: FailureCause, detail: String)
+        /// The node is still unreachable: its cause changed, or a reminder.
+        case stillDown(NodeAddress, cause: FailureCause, attempts: Int, downFor: TimeAmount)
+        /// A connection to the node was made again after `outage`.
+        case back(NodeAddress, outage: TimeAmount, attempts: Int)
+    }
+
+    /// What the client knows of one node now.
+    public struct NodeHealth: Sendable, Equatable {
+        public var node: NodeAddress
+        /// A connection is open, or being made with no failure since the last one was.
+        public var reachable: Bool
+        /// Why it is down (nil when reachable).
+        public var cause: FailureCause?
+        /// How long it has been down (zero when reachable).
+        public var downFor: TimeAmount
     }
 
     /// What the client knows of the deployment.
@@ -137,8 +179,23 @@ public final class RedisClient: Sendable {
         public var writes = 0
         /// Commands sent in batches.
         public var batchedCommands = 0
-        /// Commands that failed (transport, redirect bounds, error replies).
+        /// Commands that failed (transport, redirect bounds, error replies), `NOSCRIPT`
+        /// replies left out (`scriptReloads`).
         public var failedCommands = 0
+        /// Commands that failed at once, without reaching the network, because their node
+        /// was down (part of `failedCommands`).
+        public var failedFast = 0
+        /// `NOSCRIPT` replies: a script the server no longer had (a restart, `SCRIPT
+        /// FLUSH`), which the caller sends again whole. Not failures.
+        public var scriptReloads = 0
+        /// Connection attempts (first, re-made and failed ones) and those that failed.
+        public var connectAttempts = 0
+        public var failedConnects = 0
+        /// Connections closed for a missed heartbeat (a silent path or server).
+        public var heartbeatsMissed = 0
+        /// Outages (see "Outages") begun and ended.
+        public var outages = 0
+        public var recoveries = 0
         /// The sum and the largest of the answered commands' round trips, in nanoseconds,
         /// from the call to the reply (the mean is `roundTripNanoseconds / commands`).
         public var roundTripNanoseconds: UInt64 = 0
@@ -160,14 +217,21 @@ public final class RedisClient: Sendable {
     public let configuration: Configuration
     private let state: NIOLoopBoundBox<State>
     private let onEvent: @Sendable (Event) -> Void
+    private let onNodeChange: @Sendable (NodeChange) -> Void
 
     /// - Parameter onEvent: called on `eventLoop` with every tracking event, in order.
-    public init(configuration: Configuration, eventLoop: EventLoop, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) {
+    /// - Parameter onNodeChange: called on `eventLoop` when a node is lost, stays down or
+    ///   comes back (see "Outages"); it must not block.
+    public init(
+        configuration: Configuration, eventLoop: EventLoop, onEvent: @escaping @Sendable (Event) -> Void = { _ in },
+        onNodeChange: @escaping @Sendable (NodeChange) -> Void = { _ in }
+    ) {
         var configuration = configuration
         configuration.connection.tracking = configuration.tracking ? ["NOLOOP"] : nil
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.onEvent = onEvent
+        self.onNodeChange = onNodeChange
         state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
     }
 
@@ -293,6 +357,22 @@ public final class RedisClient: Sendable {
         }
     }
 
+    /// Every node known (seeds, the map's primaries and replicas, nodes ever connected),
+    /// the primaries first, with what is known of its reachability.
+    public func health() -> EventLoopFuture<[NodeHealth]> {
+        onLoop {
+            var order = self.knownPrimaries
+            for node in self.configuration.seeds + self.knownReplicas + self.state.value.nodes.keys.sorted(by: { $0.description < $1.description })
+            where !order.contains(node) { order.append(node) }
+            let now = NIODeadline.now()
+            return self.eventLoop.makeSucceededFuture(order.map { address in
+                let outage = self.state.value.nodes[address]?.outage
+                return NodeHealth(node: address, reachable: outage == nil, cause: outage?.cause,
+                                  downFor: outage.map { now - $0.since } ?? .zero)
+            })
+        }
+    }
+
     /// Loads the slot map again (at most one load runs at a time; callers share it).
     public func refresh() -> EventLoopFuture<Void> { onLoop { self.refreshTopology() } }
 
@@ -302,6 +382,7 @@ public final class RedisClient: Sendable {
             let state = self.state.value
             state.isShutDown = true
             var closing: [EventLoopFuture<Void>] = []
+            state.refreshTask?.cancel()
             for node in state.nodes.values {
                 node.reconnectTask?.cancel()
                 if let connection = node.connection { closing.append(connection.close()) }
@@ -319,7 +400,24 @@ public final class RedisClient: Sendable {
         var sequence: UInt64 = 0
         var stats = Stats()
         var refreshing: EventLoopFuture<Void>?
+        /// A load asked for while one ran, or too soon after the last: it runs next.
+        var refreshAgain = false
+        var refreshTask: Scheduled<Void>?
+        var lastRefresh = NIODeadline.uptimeNanoseconds(0)
         var isShutDown = false
+    }
+
+    /// A node's outage, from its first failure until a connection is made again.
+    struct Outage {
+        var since: NIODeadline
+        /// The latest failure's cause.
+        var cause: FailureCause
+        /// Failed attempts to connect since it began.
+        var attempts = 0
+        /// The cause last reported, and when; nil while `.lost` waits for the first
+        /// reconnect's outcome (a connection the server closed says nothing of why).
+        var reported: FailureCause?
+        var reportedAt: NIODeadline
     }
 
     /// One node's connection and its reconnect schedule, only on `eventLoop`.
@@ -332,6 +430,7 @@ public final class RedisClient: Sendable {
         var retryAt = NIODeadline.uptimeNanoseconds(0)
         var reconnectTask: Scheduled<Void>?
         var everConnected = false
+        var outage: Outage?
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> EventLoopFuture<T>) -> EventLoopFuture<T> {
@@ -349,11 +448,21 @@ public final class RedisClient: Sendable {
                 stats.stats.commands += 1
                 stats.stats.roundTripNanoseconds &+= elapsed
                 stats.stats.maxRoundTripNanoseconds = max(stats.stats.maxRoundTripNanoseconds, elapsed)
-            case .failure:
-                stats.stats.failedCommands += 1
+            case .failure(let error):
+                if (error as? RedisError)?.serverCode == "NOSCRIPT" {
+                    stats.stats.scriptReloads += 1
+                } else {
+                    stats.stats.failedCommands += 1
+                    if case .down? = error as? RedisError { stats.stats.failedFast += 1 }
+                }
             }
         }
         return reply
+    }
+
+    private var knownReplicas: [NodeAddress] {
+        guard case .cluster(let map) = state.value.topology else { return [] }
+        return map.shards.flatMap(\.replicas)
     }
 
     private var knownPrimaries: [NodeAddress] {
@@ -424,10 +533,13 @@ public final class RedisClient: Sendable {
                 state.topology = .cluster(map)
             }
             // The one slot is fixed now; the rest of a resharding arrives with the new map.
-            _ = refreshTopology()
+            requestRefresh()
             return execute(arguments, route: route, attempt: attempt + 1, asking: nil)
         }
         state.stats.retries += 1
+        // A cluster that answers CLUSTERDOWN or TRYAGAIN may be failing over: its new map
+        // is what ends the wait.
+        if code == "CLUSTERDOWN" || code == "TRYAGAIN" { requestRefresh() }
         let pause = configuration.reconnectBackoff * Int64(1 << min(attempt, 6))
         return eventLoop.flatScheduleTask(in: pause) {
             self.execute(arguments, route: route, attempt: attempt + 1, asking: nil)
@@ -447,8 +559,9 @@ public final class RedisClient: Sendable {
         if let connection = node.connection { return eventLoop.makeSucceededFuture(connection) }
         if let connecting = node.connecting { return connecting }
         if NIODeadline.now() < node.retryAt {
+            if knownPrimaries.contains(address) { requestRefresh() }
             return eventLoop.makeFailedFuture(
-                RedisError.unavailable(node: address.description, detail: "reconnecting after a failure"))
+                RedisError.down(node: address.description, cause: node.outage?.cause ?? .closed))
         }
         return connect(address)
     }
@@ -459,6 +572,7 @@ public final class RedisClient: Sendable {
             to: address, on: eventLoop, options: configuration.connection,
             onPush: { [weak self] push in self?.received(push, from: address) })
         node.connecting = connecting
+        state.value.stats.connectAttempts += 1
         connecting.whenComplete { result in
             let state = self.state.value
             let node = self.node(address)
@@ -475,11 +589,17 @@ public final class RedisClient: Sendable {
                 state.stats.connects += 1
                 if node.everConnected { state.stats.reconnects += 1 }
                 node.everConnected = true
+                self.recovered(node, address)
                 connection.closeFuture.whenComplete { _ in self.closed(connection, address: address) }
-            case .failure:
+            case .failure(let error):
+                state.stats.failedConnects += 1
                 node.failures += 1
                 node.retryAt = .now() + self.backoff(failures: node.failures)
+                if !state.isShutDown {
+                    self.failed(node, address, cause: (error as? RedisError)?.failureCause ?? .closed, detail: "\(error)")
+                }
                 self.scheduleReconnect(address)
+                if self.knownPrimaries.contains(address) { self.requestRefresh() }
             }
         }
         return connecting
@@ -496,6 +616,15 @@ public final class RedisClient: Sendable {
         guard let node = state.nodes[address], node.connection === connection else { return }
         node.connection = nil
         state.stats.connectionsLost += 1
+        let reason = connection.closeReason
+        if case .heartbeatMissed? = reason { state.stats.heartbeatsMissed += 1 }
+        if !state.isShutDown {
+            // A connection the server closed says nothing of why: the first reconnect's
+            // outcome names the cause, unless no reconnect will be tried.
+            let cause = reason?.failureCause ?? .closed
+            failed(node, address, cause: cause, detail: reason.map { "\($0)" } ?? "connection closed",
+                   waitForReconnect: cause == .closed && isWanted(address))
+        }
         if configuration.tracking {
             state.sequence += 1
             state.stats.flushes += 1
@@ -503,7 +632,40 @@ public final class RedisClient: Sendable {
         }
         guard !state.isShutDown else { return }
         scheduleReconnect(address)
-        if case .cluster = state.topology { _ = refreshTopology() }
+        requestRefresh()
+    }
+
+    /// A connection to `address` closed or could not be made: its outage begins, or goes
+    /// on (see "Outages").
+    private func failed(_ node: Node, _ address: NodeAddress, cause: FailureCause, detail: String, waitForReconnect: Bool = false) {
+        let now = NIODeadline.now()
+        guard var outage = node.outage else {
+            state.value.stats.outages += 1
+            node.outage = Outage(since: now, cause: cause, reported: waitForReconnect ? nil : cause, reportedAt: now)
+            if !waitForReconnect { onNodeChange(.lost(address, cause: cause, detail: detail)) }
+            return
+        }
+        outage.attempts += 1
+        outage.cause = cause
+        if outage.reported == nil {
+            outage.reported = cause
+            outage.reportedAt = now
+            onNodeChange(.lost(address, cause: cause, detail: detail))
+        } else if (cause != outage.reported && now - outage.reportedAt >= .seconds(1)) || now - outage.reportedAt >= configuration.outageReminder {
+            outage.reported = cause
+            outage.reportedAt = now
+            onNodeChange(.stillDown(address, cause: cause, attempts: outage.attempts, downFor: now - outage.since))
+        }
+        node.outage = outage
+    }
+
+    /// A connection to `address` was made: an outage ends.
+    private func recovered(_ node: Node, _ address: NodeAddress) {
+        guard let outage = node.outage else { return }
+        node.outage = nil
+        state.value.stats.recoveries += 1
+        if outage.reported == nil { onNodeChange(.lost(address, cause: .closed, detail: "connection closed")) }
+        onNodeChange(.back(address, outage: NIODeadline.now() - outage.since, attempts: outage.attempts))
     }
 
     private func scheduleReconnect(_ address: NodeAddress) {
@@ -516,6 +678,32 @@ public final class RedisClient: Sendable {
                   node.connection == nil, node.connecting == nil else { return }
             _ = self.connect(address)
         }
+    }
+
+    /// Asks for a slot-map load: at once when none ran within `topologyRefreshInterval`,
+    /// otherwise when that interval has passed; never two at a time. Only in a cluster.
+    private func requestRefresh() {
+        let state = self.state.value
+        guard case .cluster = state.topology, !state.isShutDown else { return }
+        if state.refreshing != nil {
+            state.refreshAgain = true
+            return
+        }
+        guard state.refreshTask == nil else { return }
+        let due = state.lastRefresh + configuration.topologyRefreshInterval
+        if NIODeadline.now() >= due {
+            _ = refreshTopology()
+        } else {
+            state.refreshTask = eventLoop.scheduleTask(deadline: due) {
+                self.state.value.refreshTask = nil
+                _ = self.refreshTopology()
+            }
+        }
+    }
+
+    /// Whether some slot's primary is down now.
+    private var primaryDown: Bool {
+        knownPrimaries.contains { state.value.nodes[$0]?.outage != nil }
     }
 
     /// Whether a node still matters: a seed, or a primary of the current map.
@@ -542,8 +730,16 @@ public final class RedisClient: Sendable {
     private func refreshTopology() -> EventLoopFuture<Void> {
         let state = self.state.value
         if let refreshing = state.refreshing { return refreshing }
+        state.lastRefresh = .now()
+        state.refreshAgain = false
+        // Any node may answer: those with a connection first (no connect needed), then the
+        // seeds and every node known, replicas too, so that the map can be learnt while
+        // the primaries named by the old one are down. A node that is down fails at once.
+        let known = knownPrimaries + configuration.seeds + knownReplicas + state.nodes.keys.sorted { $0.description < $1.description }
         var candidates: [NodeAddress] = []
-        for node in knownPrimaries + configuration.seeds where !candidates.contains(node) { candidates.append(node) }
+        for node in known where !candidates.contains(node) && state.nodes[node]?.connection != nil { candidates.append(node) }
+        for node in known where !candidates.contains(node) && state.nodes[node]?.outage == nil { candidates.append(node) }
+        for node in known where !candidates.contains(node) { candidates.append(node) }
         let refreshing = ask(candidates[...], lastError: nil).map { topology in
             self.state.value.topology = topology
             self.state.value.stats.topologyRefreshes += 1
@@ -554,7 +750,13 @@ public final class RedisClient: Sendable {
             }
         }
         state.refreshing = refreshing
-        refreshing.whenComplete { _ in self.state.value.refreshing = nil }
+        refreshing.whenComplete { _ in
+            let state = self.state.value
+            state.refreshing = nil
+            // While a slot has no reachable primary, look again after the interval: the
+            // cluster may promote a replica at any moment.
+            if state.refreshAgain || self.primaryDown { self.requestRefresh() }
+        }
         return refreshing
     }
 

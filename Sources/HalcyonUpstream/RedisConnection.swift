@@ -2,6 +2,9 @@
 // RESP3 after `HELLO 3` (with AUTH), optionally turn on client tracking, then carry
 // pipelined commands and hand push messages to the owner.
 
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOPosix
 
@@ -39,8 +42,25 @@ public final class RedisConnection: Sendable {
         /// How long a command may wait for its reply before the connection is closed.
         /// Default 5 s.
         public var commandTimeout = TimeAmount.seconds(5)
+        /// Liveness: after this long without reading anything from the server, a `PING` is
+        /// sent. Default 200 ms.
+        public var heartbeatInterval = TimeAmount.milliseconds(200)
+        /// Liveness: when a reply (a command's or a heartbeat's) has been owed this long
+        /// with nothing read from the server, the connection counts as dead and is closed
+        /// (`RedisError.heartbeatMissed`). Default 500 ms. Checked every half
+        /// `heartbeatInterval`, so a path that goes silent is noticed at the latest
+        /// `livenessBound` after its last byte.
+        public var deadAfter = TimeAmount.milliseconds(500)
         /// The decoder's bounds.
         public var limits = RESP3Parser.Limits()
+
+        /// The longest a dead path can go unnoticed: a heartbeat is sent at the latest a
+        /// tick after `heartbeatInterval` of silence, found overdue at the latest a tick
+        /// after `deadAfter`, and judged dead at the next tick (a tick is half the
+        /// interval): 1 s with the defaults.
+        public var livenessBound: TimeAmount {
+            heartbeatInterval + deadAfter + .nanoseconds(heartbeatInterval.nanoseconds * 3 / 2)
+        }
 
         public init() {}
 
@@ -78,10 +98,13 @@ public final class RedisConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let commands = RedisCommandHandler(
+                        node: node, eventLoop: channel.eventLoop, commandTimeout: options.commandTimeout,
+                        heartbeatInterval: options.heartbeatInterval, deadAfter: options.deadAfter, onPush: onPush)
+                    // Bytes count as signs of life as they arrive, before a long reply is whole.
+                    try channel.pipeline.syncOperations.addHandler(BytesHeard(commands))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESP3Decoder(limits: options.limits)))
-                    try channel.pipeline.syncOperations.addHandler(
-                        RedisCommandHandler(
-                            node: node, eventLoop: channel.eventLoop, commandTimeout: options.commandTimeout, onPush: onPush))
+                    try channel.pipeline.syncOperations.addHandler(commands)
                 }
             }
         let connected: EventLoopFuture<Channel>
@@ -90,7 +113,7 @@ public final class RedisConnection: Sendable {
         case .unix(let path): connected = bootstrap.connect(unixDomainSocketPath: path)
         }
         return connected
-            .flatMapErrorThrowing { error in throw RedisError.unavailable(node: node, detail: "\(error)") }
+            .flatMapErrorThrowing { error in throw RedisError.unavailable(node: node, detail: connectFailure(error)) }
             .flatMap { channel in
                 let bound: NIOLoopBound<RedisCommandHandler>
                 do {
@@ -106,6 +129,18 @@ public final class RedisConnection: Sendable {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
             }
+    }
+
+    /// A connect failure in words that start with its `FailureCause` where one is known.
+    private static func connectFailure(_ error: Error) -> String {
+        func cause(_ error: Error) -> FailureCause? {
+            if let error = error as? IOError, error.errnoCode == ECONNREFUSED { return .refused }
+            if case ChannelError.connectTimeout = error { return .timedOut }
+            return nil
+        }
+        let causes = (error as? NIOConnectionError)?.connectionErrors.compactMap { cause($0.error) } ?? [cause(error)].compactMap { $0 }
+        guard let first = causes.first else { return "\(error)" }
+        return "\(first.rawValue): \(error)"
     }
 
     /// HELLO 3 (with AUTH and SETNAME), then CLIENT TRACKING and SELECT, pipelined.
@@ -170,6 +205,11 @@ public final class RedisConnection: Sendable {
 
     /// Completes when the connection has closed, for any reason.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+
+    /// Why the connection closed when this side closed it (`.timedOut`,
+    /// `.heartbeatMissed`, a protocol error); nil while open or when the server or the
+    /// network closed it. Only on `eventLoop`.
+    public var closeReason: RedisError? { handler.value.closeReason }
 
     /// Closes the connection; waiting commands fail with `.connectionClosed`.
     @discardableResult

@@ -18,7 +18,8 @@ import NIOCore
 /// Scripts are sent by SHA (`EVALSHA`); a server that does not know one (new, restarted,
 /// `SCRIPT FLUSH`ed) answers `NOSCRIPT`, and the script is sent whole once (`EVAL`, which
 /// also caches it). An `.unavailable` failure is any transport failure or cluster outage
-/// (`RedisError.isUnavailable`); other error replies are `.refused`.
+/// (`RedisError.isUnavailable`), `.unauthorized` when the cause is the server refusing
+/// the credentials (`WRONGPASS`, `NOAUTH`); other error replies are `.refused`.
 ///
 /// Threading: thread-safe. Completions run on the client's event loop; observers are
 /// called there too, in sequence order (`observers` is a `Locked` list, read per event).
@@ -44,10 +45,14 @@ public final class RedisTier: Upstream.Tier {
         }
     }
 
-    public init(configuration: RedisClient.Configuration, eventLoop: EventLoop) {
+    /// - Parameter onNodeChange: hears the client's node outages (`RedisClient.NodeChange`).
+    public init(
+        configuration: RedisClient.Configuration, eventLoop: EventLoop,
+        onNodeChange: @escaping @Sendable (RedisClient.NodeChange) -> Void = { _ in }
+    ) {
         let relay = Relay()
         self.relay = relay
-        client = RedisClient(configuration: configuration, eventLoop: eventLoop) { relay.deliver($0) }
+        client = RedisClient(configuration: configuration, eventLoop: eventLoop, onEvent: { relay.deliver($0) }, onNodeChange: onNodeChange)
     }
 
     /// Connects and learns the topology.
@@ -428,6 +433,7 @@ public final class RedisTier: Upstream.Tier {
 
     static func failure(_ error: Error) -> Upstream.Failure {
         guard let redis = error as? RedisError else { return .refused("\(error)") }
+        if redis.failureCause?.isAuthentication == true { return .unauthorized(redis.description) }
         return redis.isUnavailable ? .unavailable(redis.description) : .refused(redis.description)
     }
 

@@ -288,6 +288,67 @@ struct HybridCacheUpstreamTests {
         #expect(try await !acquire("s:l2", "G", owner: 11))
     }
 
+    func acquireShared(_ key: String, _ token: String, owner: UInt64, waits: Bool) async throws -> Bool {
+        let wake: @Sendable () -> Void = {}
+        return try await withCheckedThrowingContinuation { continuation in
+            cache.acquireSharedLease(key, token: token, ttl: 60, owner: owner, changed: waits ? wake : nil) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Polls `condition` every 10 ms for at most `seconds`.
+    func eventually(_ seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return try await condition()
+    }
+
+    @Test func aReleaseThatCannotReachTheUpstreamIsRetriedUntilItCan() async throws {
+        #expect(try await acquireShared("s:r1", "A", owner: 7, waits: false))
+        upstream.setReachable(false)
+        cache.releaseSharedLeases(owner: 7)
+        #expect(await eventually(2) { cache.pendingSharedLeaseReleases == 1 })
+        upstream.setReachable(true)
+        // Free again without anyone asking: the retry gave it back.
+        #expect(try await eventually(2) { try await acquireShared("s:r1", "B", owner: 8, waits: false) })
+        #expect(cache.pendingSharedLeaseReleases == 0)
+    }
+
+    @Test func onlyCallersThatWaitLeaveAWatch() async throws {
+        #expect(try await acquireShared("s:w1", "A", owner: 1, waits: false))
+        for index in 0..<100 {
+            #expect(try await !acquireShared("s:w1", "N\(index)", owner: 2, waits: false))
+        }
+        #expect(cache.sharedLeaseWaiters == 0)
+        #expect(try await !acquireShared("s:w1", "W", owner: 3, waits: true))
+        #expect(cache.sharedLeaseWaiters == 1)
+        cache.withdrawSharedLeaseWatch("s:w1", token: "W")
+        #expect(cache.sharedLeaseWaiters == 0)
+    }
+
+    @Test func waitingCallersAreBounded() async throws {
+        var config = HybridCache.Config(memory: MemoryStorage.Config(),
+                                        disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root.appendingPathComponent("bounded")))
+        config.sweepInterval = 0
+        config.upstream = UpstreamConfig(tier: upstream, prefixes: ["s:"])
+        config.upstream?.leaseWaitersLimit = 2
+        let bounded = HybridCache(config: config)
+        func acquire(_ token: String, waits: Bool) async throws -> Bool {
+            let wake: @Sendable () -> Void = {}
+            return try await withCheckedThrowingContinuation { continuation in
+                bounded.acquireSharedLease("s:b1", token: token, ttl: 60, owner: 1, changed: waits ? wake : nil) { continuation.resume(with: $0) }
+            }
+        }
+        #expect(try await acquire("A", waits: false))
+        #expect(try await !acquire("W1", waits: true))
+        #expect(try await !acquire("W2", waits: true))
+        await #expect(throws: CacheError.tooManyLeaseWaiters(limit: 2)) { try await acquire("W3", waits: true) }
+        #expect(try await !acquire("N", waits: false), "a caller that does not wait is never refused")
+        #expect(bounded.sharedLeaseWaiters == 2 && bounded.stats().upstream?.leaseWaitersRefused == 1)
+    }
+
     /// A cache and its upstream on one manual clock, so that "later" is exact.
     struct Clocked {
         let clock = ManualClock(Date())

@@ -141,8 +141,19 @@ final class RedisServer: Sendable {
     }
 
     func remove() {
+        resume()
         kill()
         try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// SIGSTOP: the process keeps its connections open and answers nothing (a hung server).
+    func pause() {
+        if let pid = process?.processIdentifier { Glibc.kill(pid, SIGSTOP) }
+    }
+
+    /// SIGCONT after `pause`.
+    func resume() {
+        if let pid = process?.processIdentifier { Glibc.kill(pid, SIGCONT) }
     }
 
     /// `redis-cli -p port arguments…`

@@ -45,6 +45,7 @@ extension Dispatcher {
                     w.key("upstream"); w.beginObject()
                     shared.write(to: &w)
                     w.field("leaseWaiters", dispatcher.cache.sharedLeaseWaiters)
+                    w.field("pendingLeaseReleases", dispatcher.cache.pendingSharedLeaseReleases)
                     dispatcher.facts.upstream()?.writeCounters(to: &w)
                     w.endObject()
                 }
@@ -175,6 +176,7 @@ extension UpstreamStats {
         w.field("unavailable", unavailable); w.field("refused", refused)
         w.field("staleCopiesRefused", staleCopiesRefused); w.field("queuedBehindWrite", queuedBehindWrite)
         w.field("slides", slides); w.field("slidesRefused", slidesRefused)
+        w.field("leaseWaitersRefused", leaseWaitersRefused)
     }
 }
 

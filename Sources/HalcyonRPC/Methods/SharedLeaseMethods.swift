@@ -24,6 +24,9 @@ struct SharedLeaseAttempt: Sendable {
     let options: HybridCache.Options
     let responder: Responder
     let answered = Locked(false)
+    /// The token of the latest lease attempt, whose watch (if it left one) must go when
+    /// the request is answered.
+    let attempt = Locked<String?>(nil)
 
     /// Starts the attempt; the wait's end answers `leased` if nothing else answered first.
     func start() -> CacheTask {
@@ -56,8 +59,12 @@ struct SharedLeaseAttempt: Sendable {
 
     private func tryLease() {
         let token = UUID().uuidString
+        attempt.withLock { $0 = token }
         // The wake comes on the upstream's thread, which must not be held: read elsewhere.
-        let changed: @Sendable () -> Void = { [self] in DispatchQueue.global().async { run() } }
+        // A caller that does not wait (its deadline has passed) leaves no watch.
+        let waits = deadline.timeIntervalSinceNow > 0
+        let wake: @Sendable () -> Void = { [self] in DispatchQueue.global().async { run() } }
+        let changed = waits ? wake : nil
         dispatcher.cache.acquireSharedLease(key, token: token, ttl: ttl, owner: owner, changed: changed) { [self] result in
             switch result {
             case .success(true):
@@ -69,6 +76,9 @@ struct SharedLeaseAttempt: Sendable {
                 }
             case .success(false):
                 if deadline.timeIntervalSinceNow <= 0 { answer(held()) }
+                // Answered meanwhile (timed out, cancelled, a read found the value): the
+                // watch just left is nobody's.
+                if isAnswered { dispatcher.cache.withdrawSharedLeaseWatch(key, token: token) }
             case .failure(let error):
                 answer(.error(id: responder.id, RPCError(error)))
             }
@@ -88,7 +98,10 @@ struct SharedLeaseAttempt: Sendable {
             defer { done = true }
             return !done
         }
-        if first { responder.deliverNow(reply) }
+        if first {
+            if let token = attempt.withLock({ $0 }) { dispatcher.cache.withdrawSharedLeaseWatch(key, token: token) }
+            responder.deliverNow(reply)
+        }
         return first
     }
 }

@@ -31,7 +31,7 @@ The hierarchy by code::
     |   +-- CannotEncodeError    -32004
     +-- OverloadedError          -32005 (TooManyInFlightError, TooManyConnectionsError, ShuttingDownError,
     |                                    PeerNotAllowedError)
-    +-- UpstreamError            -32006 (UpstreamUnavailableError, UpstreamRefusedError)
+    +-- UpstreamError            -32006 (UpstreamUnavailableError, UpstreamAuthenticationFailedError, UpstreamRefusedError)
     +-- HalcyonConnectionError   (also a builtin ConnectionError): cannot reach the daemon
     +-- HalcyonTimeoutError      (also a builtin TimeoutError): no answer in time
 
@@ -198,6 +198,11 @@ class UpstreamError(HalcyonError):
 
 class UpstreamUnavailableError(UpstreamError):
     """``upstreamUnavailable``: unreachable; a write may or may not have reached it."""
+
+
+class UpstreamAuthenticationFailedError(UpstreamUnavailableError):
+    """``upstreamAuthenticationFailed``: unreachable because the upstream refused the
+    daemon's credentials (``WRONGPASS``/``NOAUTH``: a changed password or ACL user)."""
 
 
 class UpstreamRefusedError(UpstreamError):
@@ -376,6 +381,7 @@ _BY_REASON: Dict[Tuple[str, Optional[int]], Type[HalcyonError]] = {
     ("invalidCursor", -32602): InvalidCursorError,
     ("tooManyKeys", -32602): TooManyKeysError,
     ("upstreamUnavailable", -32006): UpstreamUnavailableError,
+    ("upstreamAuthenticationFailed", -32006): UpstreamAuthenticationFailedError,
     ("upstreamRefused", -32006): UpstreamRefusedError,
     ("emptyPrefix", -32602): EmptyPrefixError,
     ("noUpstream", -32602): NoUpstreamError,
