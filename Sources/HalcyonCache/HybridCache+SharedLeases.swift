@@ -53,7 +53,7 @@ extension HybridCache {
 
     /// The caller of the attempt with `token` stopped waiting for `key`'s lease: the
     /// watch `acquireSharedLease` left for it goes.
-    public func withdrawSharedLeaseWatch(_ key: String, token: String) {
+    public func withdrawSharedLeaseWatch(_ key: CacheKey, token: String) {
         shared(key)?.withdrawWatch(of: key, token: token)
     }
 
@@ -74,7 +74,7 @@ extension HybridCache {
 
     /// One compare-and-delete upstream; a failure to reach it queues a retry.
     private static func release(
-        _ key: String, token: String, _ near: NearCache, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void
+        _ key: CacheKey, token: String, _ near: NearCache, completion: @escaping @Sendable (Result<Bool, Upstream.Failure>) -> Void
     ) {
         near.tier.releaseLease(key, token: token) { result in
             switch result {

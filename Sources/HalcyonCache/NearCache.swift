@@ -454,7 +454,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// The caller of the attempt with `token` on `key`'s lease stopped waiting (answered,
     /// timed out, cancelled): its watch goes, unwoken.
-    func withdrawWatch(of key: String, token: String) {
+    func withdrawWatch(of key: CacheKey, token: String) {
         state.withLock { state in
             for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key && $0.token == token }) {
                 let kept = watches.filter { $0.token != token }
@@ -466,7 +466,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// A release of `key`'s lease by `token` could not reach the upstream: it is retried
     /// (`retryReleases`) until the upstream answers. True when a retry must be scheduled
     /// (none is yet).
-    func releaseFailed(_ key: String, token: String) -> Bool {
+    func releaseFailed(_ key: CacheKey, token: String) -> Bool {
         state.withLock { state in
             state.pendingReleases[key] = token
             defer { state.releaseRetryScheduled = true }
@@ -476,7 +476,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// The releases still to retry (emptied: each that fails again comes back through
     /// `releaseFailed`); when there are none, no retry is scheduled any more.
-    func takePendingReleases() -> [(key: String, token: String)] {
+    func takePendingReleases() -> [(key: CacheKey, token: String)] {
         state.withLock { state in
             let pending = state.pendingReleases.map { ($0.key, $0.value) }
             state.pendingReleases.removeAll()

@@ -288,7 +288,7 @@ struct HybridCacheUpstreamTests {
         #expect(try await !acquire("s:l2", "G", owner: 11))
     }
 
-    func acquireShared(_ key: String, _ token: String, owner: UInt64, waits: Bool) async throws -> Bool {
+    func acquireShared(_ key: CacheKey, _ token: String, owner: UInt64, waits: Bool) async throws -> Bool {
         let wake: @Sendable () -> Void = {}
         return try await withCheckedThrowingContinuation { continuation in
             cache.acquireSharedLease(key, token: token, ttl: 60, owner: owner, changed: waits ? wake : nil) { continuation.resume(with: $0) }
