@@ -99,6 +99,63 @@ final class NearCache: Upstream.Observer, Sendable {
         var held: Set<CacheKey> = []
     }
 
+    /// The callers waiting for lease keys to change, by lease key, with an index by data
+    /// key and their count, so that adding, withdrawing, waking and counting a watch cost
+    /// the same however many callers wait. A data key has one lease key (`KeyLayout`), so a
+    /// lease key's watches are all for one data key. A value, changed under `state`'s lock.
+    struct LeaseWatches {
+        typealias Watch = (key: CacheKey, token: String, wake: @Sendable () -> Void)
+        private var byLeaseKey: [CacheKey: [Watch]] = [:]
+        private var leaseKeyOf: [CacheKey: CacheKey] = [:]
+        /// Watches kept: one per waiting caller.
+        private(set) var count = 0
+
+        mutating func add(leaseKey: CacheKey, _ watch: Watch) {
+            byLeaseKey[leaseKey, default: []].append(watch)
+            leaseKeyOf[watch.key] = leaseKey
+            count += 1
+        }
+
+        /// Removes the watch of the attempt with `token` on `key`'s lease, unwoken.
+        mutating func withdraw(key: CacheKey, token: String) {
+            guard let leaseKey = leaseKeyOf[key], let watches = byLeaseKey[leaseKey] else { return }
+            let kept = watches.filter { $0.token != token }
+            if kept.isEmpty { return drop(leaseKey) }
+            count -= watches.count - kept.count
+            byLeaseKey[leaseKey] = kept
+        }
+
+        /// Removes and returns the wake-ups of everyone waiting on `leaseKey`.
+        mutating func take(leaseKey: CacheKey) -> [@Sendable () -> Void] {
+            guard let watches = byLeaseKey[leaseKey] else { return [] }
+            drop(leaseKey)
+            return watches.map(\.wake)
+        }
+
+        /// Removes and returns the wake-ups of everyone waiting on `key`'s lease.
+        mutating func take(key: CacheKey) -> [@Sendable () -> Void] {
+            guard let leaseKey = leaseKeyOf[key] else { return [] }
+            return take(leaseKey: leaseKey)
+        }
+
+        /// Removes and returns every wake-up.
+        mutating func takeAll() -> [@Sendable () -> Void] {
+            defer { self = LeaseWatches() }
+            return byLeaseKey.values.flatMap { $0.map(\.wake) }
+        }
+
+        /// Callers waiting on `key`'s lease.
+        func count(forKey key: CacheKey) -> Int {
+            leaseKeyOf[key].flatMap { byLeaseKey[$0]?.count } ?? 0
+        }
+
+        private mutating func drop(_ leaseKey: CacheKey) {
+            guard let watches = byLeaseKey.removeValue(forKey: leaseKey) else { return }
+            count -= watches.count
+            if let key = watches.first?.key { leaseKeyOf[key] = nil }
+        }
+    }
+
     struct State {
         var keys: [CacheKey: KeyState] = [:]
         /// The greatest flush seen.
@@ -109,7 +166,7 @@ final class NearCache: Upstream.Observer, Sendable {
         /// attempt (which `withdrawWatch` names). Only callers that wait have one, and it
         /// goes when they are woken or stop waiting, so it holds at most one entry per
         /// waiting caller.
-        var leaseWatches: [CacheKey: [(key: CacheKey, token: String, wake: @Sendable () -> Void)]] = [:]
+        var leaseWatches = LeaseWatches()
         /// Releases that could not reach the upstream, by key: the token to give back
         /// (compare-and-delete) once it can be reached again.
         var pendingReleases: [CacheKey: String] = [:]
@@ -441,11 +498,11 @@ final class NearCache: Upstream.Observer, Sendable {
         let (kept, now) = state.withLock { state -> (Bool, Bool) in
             defer { endAttempt(&state) }
             if (state.recentChanges[leaseKey] ?? 0) > sequence || state.flushedAt > sequence { return (true, true) }
-            guard state.leaseWatches.values.reduce(0, { $0 + $1.count }) < leaseWaitersLimit else {
+            guard state.leaseWatches.count < leaseWaitersLimit else {
                 state.stats.leaseWaitersRefused += 1
                 return (false, false)
             }
-            state.leaseWatches[leaseKey, default: []].append((key, token, wake))
+            state.leaseWatches.add(leaseKey: leaseKey, (key, token, wake))
             return (true, false)
         }
         if now { wake() }
@@ -455,12 +512,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// The caller of the attempt with `token` on `key`'s lease stopped waiting (answered,
     /// timed out, cancelled): its watch goes, unwoken.
     func withdrawWatch(of key: CacheKey, token: String) {
-        state.withLock { state in
-            for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key && $0.token == token }) {
-                let kept = watches.filter { $0.token != token }
-                state.leaseWatches[leaseKey] = kept.isEmpty ? nil : kept
-            }
-        }
+        state.withLock { $0.leaseWatches.withdraw(key: key, token: token) }
     }
 
     /// A release of `key`'s lease by `token` could not reach the upstream: it is retried
@@ -501,24 +553,17 @@ final class NearCache: Upstream.Observer, Sendable {
     /// Wakes this host's callers waiting on `key`'s lease (its release through this host,
     /// which the upstream does not announce back).
     func leaseEnded(for key: CacheKey) {
-        let woken = state.withLock { state -> [@Sendable () -> Void] in
-            var woken: [@Sendable () -> Void] = []
-            for (leaseKey, watches) in state.leaseWatches where watches.contains(where: { $0.key == key }) {
-                woken += watches.map(\.wake)
-                state.leaseWatches[leaseKey] = nil
-            }
-            return woken
-        }
+        let woken = state.withLock { $0.leaseWatches.take(key: key) }
         woken.forEach { $0() }
     }
 
     /// Callers waiting on `key`'s lease now.
     func leaseWaiters(for key: CacheKey) -> Int {
-        state.withLock { $0.leaseWatches.values.reduce(0) { $0 + $1.filter { $0.key == key }.count } }
+        state.withLock { $0.leaseWatches.count(forKey: key) }
     }
 
     /// Callers waiting on leases now.
-    var leaseWaiters: Int { state.withLock { $0.leaseWatches.values.reduce(0) { $0 + $1.count } } }
+    var leaseWaiters: Int { state.withLock { $0.leaseWatches.count } }
 
     // MARK: Observer
 
@@ -532,7 +577,7 @@ final class NearCache: Upstream.Observer, Sendable {
                     remove(key, &state)
                     if state.keys[key] != nil { state.keys[key]!.invalidatedAt = max(state.keys[key]!.invalidatedAt, sequence) }
                     if state.leaseAttempts > 0 { state.recentChanges[key] = sequence }
-                    if let watches = state.leaseWatches.removeValue(forKey: key) { woken += watches.map(\.wake) }
+                    woken += state.leaseWatches.take(leaseKey: key)
                 }
             case .flushed(let sequence):
                 state.stats.flushes += 1
@@ -545,8 +590,7 @@ final class NearCache: Upstream.Observer, Sendable {
                         for key in memory.keys(prefix: prefix, memoryOnly: false) { _ = memory.remove(forKey: key) }
                     }
                 }
-                woken = state.leaseWatches.values.flatMap { $0.map(\.wake) }
-                state.leaseWatches.removeAll()
+                woken = state.leaseWatches.takeAll()
             }
             return woken
         }
