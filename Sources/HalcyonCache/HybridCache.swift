@@ -1,31 +1,17 @@
-// The composite cache: a memory tier in front of a disk tier, and the one serial ioQueue
-// that owns every write and every queued disk read. This file holds the type, its
-// nested value types, the write bookkeeping behind read-your-writes, and the plumbing
-// every request shares (task creation, queueing, delivery). The requests themselves
-// live in HybridCache+Writes.swift, HybridCache+Reads.swift and
-// HybridCache+Maintenance.swift.
-//
-// Who runs what, and where its completion runs. A write (store, touch, remove, clear,
-// removeExpired, trim) runs on the ioQueue in call order, its completion on `callbackQueue`
-// (under `.untouch`: on the ioQueue). A `toDisk: false` store of a key with nothing queued
-// runs inline on the caller's thread (under `.untouch` its completion too, before `store`
-// returns). A memory hit runs on the caller's thread; a memory miss on the ioQueue (or the
-// caller's thread with `loadDiskFileSynchronously`); a read of a key with a queued write,
-// or during a whole-cache write, on the ioQueue behind the write. `cancel()` of a task not
-// started delivers from inside `cancel()` through `callbackQueue`.
-//
-// Rules that keep this safe: completions go to `CallbackQueue.execute` after every lock is
-// released; an ioQueue job never waits for another; only a direct commit enters the queue
-// synchronously, from a thread that is not on it (`IOScheduler.runDirect`, which asserts
-// so). Under `.untouch`, completions of queued work run on the ioQueue, so they only hand
-// off (the daemon posts its reply to a connection's mailbox). Under `swift test` the main
-// queue is drained (Swift Testing parks the main thread in the main executor), so
-// `mainAsync` and `mainCurrentOrAsync` are tested in-process.
+// The hybrid cache's public face: the API, the one place that decides where a key lives
+// (`placement`), and the hand-off to that home. Two homes:
+// - `LocalStore` (LocalStore.swift): this host's keys, in the memory and disk tiers,
+//   ordered by the ioQueue (`IOScheduler`), journaled by the write-behind store;
+// - `SharedStore` (SharedStore.swift): keys shared with other hosts through an upstream
+//   (`Config.upstream`), ordered per key by the shared store, with memory-only copies.
+// Operations that span both homes (several keys, prefixes, listings, a whole-cache clear)
+// are composed in HybridCache+Placement.swift. The values of the API are in
+// HybridCache+Values.swift.
 
 import Foundation
-import Synchronization
 
-/// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes).
+/// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes),
+/// and optionally keys shared with other hosts through an upstream (Redis).
 ///
 /// ```swift
 /// let cache = HybridCache(config: .init(memory: .init(), disk: .init(name: "default", sizeLimit: 1 << 30, directory: nil)))
@@ -34,141 +20,24 @@ import Synchronization
 /// task.cancel()   // no success is delivered after this returns
 /// ```
 ///
-/// Threading: every method may be called from any thread and never blocks on the ioQueue,
-/// except `commitDirect`, whose caller waits for it (see there).
-/// - Writes (`store`, `touch`, `remove`, `clear`, `removeExpired`, `trim`, the sweep,
-///   write-backs) are `WriteOperation` values applied by `perform` on `ioQueue` in call
-///   order, changing both tiers there as one step. Exception: a `store` with
-///   `toDisk: false` for a key with no queued write and certainly no file runs inline.
-/// - An entry has one lifetime, whichever tier answers (see `MemoryStorage.Backend`):
-///   reads extend it in memory, and the disk copy's times catch up lazily (write-back).
-/// - Reads (`retrieve`, `cachedType`, `describe`) answer from memory on the caller's
-///   thread; on a miss the disk is read on `ioQueue`, or on the caller's thread with
-///   `loadDiskFileSynchronously`. While a write to the key (or a whole-cache write) is
-///   queued or running, the read queues behind it on `ioQueue` instead.
-/// - Every completion is delivered through the call's `CallbackQueue` with the call's
-///   priority, never while a lock is held. Under `.untouch` a completion for ioQueue work
-///   runs on `ioQueue`: it must hand off and return, never wait for the cache.
-/// - Every call returns a `CacheTask`; see its guarantees.
+/// **Placement.** Each key has one home, decided here and nowhere else (`placement`):
+/// shared when an upstream is configured and the key starts with one of its prefixes,
+/// local otherwise. Each home owns the order of its keys' operations, and each writes the
+/// memory tier only for its own keys, so no key has two writers.
 ///
-/// `@unchecked Sendable`: every stored property is immutable after init and itself
-/// thread-safe: the backends lock internally, the scheduler is `Sendable`, `counters` and
-/// `diskUsage` are `Locked`, the sweep timer is a libdispatch object.
-public final class HybridCache: @unchecked Sendable {
-    /// The settings of both tiers and of the periodic sweep.
-    public struct Config: Sendable {
-        /// The memory tier's settings.
-        public var memory: MemoryStorage.Config
-        /// The disk tier's settings.
-        public var disk: DiskStorage.Config
-        /// Seconds between sweeps on the ioQueue that remove expired entries of both tiers
-        /// and enforce the disk size limit. Default 600; 0 or less disables the sweep.
-        public var sweepInterval: TimeInterval = 600
-        /// The write-ahead journal (see `JournalConfig`); nil (default) = none: every
-        /// disk write reaches its file before its reply.
-        public var journal: JournalConfig? = nil
-        /// A store shared with other hosts for some keys (HybridCache+Upstream.swift); nil
-        /// (default) = every key is this host's alone.
-        public var upstream: UpstreamConfig? = nil
-
-        public init(memory: MemoryStorage.Config, disk: DiskStorage.Config) {
-            self.memory = memory
-            self.disk = disk
-        }
-    }
-
-    /// Per-request knobs; every field is defaulted.
-    public struct Options: Sendable {
-        /// Read the disk on the caller's thread instead of the ioQueue. Default false.
-        /// Ignored while a write to the key is queued (the read queues behind it).
-        public var loadDiskFileSynchronously = false
-        /// Expiration of a disk store or touch; nil = the disk tier's default.
-        public var diskExpiration: StorageExpiration? = nil
-        /// Memory expiration of a store or touch; nil = the memory tier's default (for a
-        /// touch: the entry's own). For an entry with a disk copy it bounds only how long
-        /// the bytes stay in RAM; for a `toDisk: false` entry it is the lifetime.
-        public var memoryExpiration: StorageExpiration? = nil
-        /// What a read does to the entry's lifetime, whichever tier answered. Default `.cacheTime`.
-        public var extendingExpiration: ExpirationExtending = .cacheTime
-        /// File extension for this key's disk file instead of the configured one.
-        public var forcedExtension: String? = nil
-        /// The instant reads judge the lifetime at (both tiers), and a store counts its
-        /// expiration from; nil = now.
-        public var referenceDate: Date? = nil
-        /// Reads look at the memory tier only. Default false.
-        public var fromMemoryOnly = false
-        /// Stores also write the disk tier. Default true.
-        public var toDisk = true
-        /// Priority of the completion on an `.operationQueue` callback queue. Default `.normal`.
-        public var priority: Operation.QueuePriority = .normal
-
-        public init() {}
-    }
-
-    /// The outcome of a store.
-    public struct StoreResult: Sendable, Equatable {
-        /// False when the expiration was already over: nothing is stored (and any older
-        /// value under the key is gone).
-        public var stored: Bool
-        /// Bytes stored.
-        public var size: Int
-        /// The entry's lifetime; nil = never.
-        public var expiresAt: Date?
-        /// The version the write gave the entry; nil when nothing was stored.
-        public var version: UInt64?
-    }
-
-    /// The outcome of a retrieve.
-    public struct RetrieveResult: Sendable, Equatable {
-        /// The tier that answered; `.none` for a miss.
-        public var cacheType: CacheType
-        /// The entry; nil for a miss.
-        public var entry: CacheEntry?
-        /// The entry's lifetime after this read's extension; nil = never or a miss.
-        public var expiresAt: Date?
-    }
-
-    /// What is known about an entry without loading it.
-    public struct EntryDescription: Sendable, Equatable {
-        /// The tier that answered; `.none` for a miss (other fields then zero/nil).
-        public var cacheType: CacheType
-        /// The value's byte count.
-        public var size: Int
-        /// The entry's opaque flags.
-        public var flags: UInt32
-        /// The entry's lifetime, whichever tier answered; nil = never (or a miss).
-        public var expiresAt: Date?
-        /// When the memory copy leaves RAM unless read again; nil when there is no memory
-        /// copy (or a miss). Equal to `expiresAt` for a memory-only entry.
-        public var memoryExpiresAt: Date? = nil
-        /// The entry's last store, read or touch in that tier; nil for a miss.
-        public var lastAccessAt: Date?
-        /// The entry's version (0 for a miss or a format-1 file).
-        public var version: UInt64 = 0
-    }
-
-    /// The outcome of a touch.
-    public struct TouchResult: Sendable, Equatable {
-        /// Whether either tier held the key.
-        public var touched: Bool
-        /// The entry's new lifetime; nil = never or untouched.
-        public var expiresAt: Date?
-    }
-
-    /// The outcome of a trim.
-    public struct TrimResult: Sendable, Equatable {
-        /// Files removed.
-        public var removed: Int
-        /// Disk bytes after the trim.
-        public var totalSize: UInt64
-    }
-
-    /// The disk tier's occupancy.
-    public struct DiskUsage: Sendable, Equatable {
-        /// File bytes (values plus their headers).
-        public var bytes: UInt64
-        /// Files (expired ones included until removed).
-        public var count: Int
+/// Threading: every method may be called from any thread and never blocks on the ioQueue,
+/// except `commitDirect`, whose caller waits for it (see there). Every completion is
+/// delivered through the call's `CallbackQueue` with the call's priority, never while a
+/// lock is held; under `.untouch` a completion for queued work runs on the ioQueue (or on
+/// the thread that received the upstream's reply): it must hand off and return, never
+/// wait for the cache. Every call returns a `CacheTask`; see its guarantees.
+///
+/// `Sendable`: every stored property is immutable after init and itself `Sendable`.
+public final class HybridCache: DeliversTasks, Sendable {
+    /// Where a key lives.
+    enum Placement {
+        case local
+        case shared(SharedStore)
     }
 
     /// The settings fixed at init.
@@ -177,159 +46,443 @@ public final class HybridCache: @unchecked Sendable {
     public let memoryStorage: MemoryStorage.Backend
     /// The disk tier. Thread-safe; using it directly bypasses the ioQueue's ordering.
     public let diskStorage: DiskStorage.Backend
-    /// The order of every piece of work: the ioQueue, the write book behind
-    /// read-your-writes, the journal queue. The only way work is queued or ordered.
-    let scheduler: IOScheduler
-    /// Request counters that the backends do not keep themselves; held to add.
-    let counters = Locked(CacheStats())
-    /// The disk tier's bytes and files as the ioQueue last accounted them (see
-    /// HybridCache+DiskUsage.swift); nil until the first listing or after a failed one.
-    /// Written on the ioQueue only; read by `stats()` from any thread.
-    let diskUsage = Locked<DiskUsage?>(nil)
-    let sweepTimer: RepeatingTimer?
-    /// Hands out the version of every stored entry (each store is stamped with one before
-    /// its journal record is written). The journal's clock when there is a journal, so
-    /// versions replayed at start are never handed out again.
-    let versions: VersionClock
-    /// The journal and the write-behind state; nil without a journal (or when the disk
-    /// tier or the journal folder is not usable: then writes go to files directly).
-    let writeBehind: WriteBehind?
-    /// The shared keys' order and copies; nil without `config.upstream`.
-    let nearCache: NearCache?
+    /// This host's keys.
+    let local: LocalStore
+    /// The shared keys; nil without `config.upstream`.
+    let shared: SharedStore?
 
-    /// Creates both tiers, the ioQueue and the sweep timer. Never fails: a disk tier that
-    /// is not ready makes every disk call fail with its error, memory-only calls work.
+    /// Creates both tiers, the ioQueue, the sweep timer and, with `config.upstream`, the
+    /// shared store. Never fails: a disk tier that is not ready makes every disk call fail
+    /// with its error, memory-only calls work.
     public init(config: Config) {
         self.config = config
-        memoryStorage = MemoryStorage.Backend(config: config.memory)
+        let memory = MemoryStorage.Backend(config: config.memory)
         let disk = DiskStorage.Backend(config: config.disk)
+        memoryStorage = memory
         diskStorage = disk
-        let memory = memoryStorage
-        let near = config.upstream.map { NearCache(config: $0, memory: memory) }
-        nearCache = near
-        if let near { near.tier.observe(near) }
-        let scheduler = IOScheduler(label: "halcyon.HybridCache.ioQueue")
-        self.scheduler = scheduler
-        writeBehind = config.journal.flatMap {
-            HybridCache.openJournal($0, diskStorage: disk, clock: config.disk.clock, scheduler: scheduler)
+        let counters = Locked(CacheStats())
+        let shared = config.upstream.map {
+            SharedStore(
+                config: $0, copies: MemoryStorage.Copies(backend: memory), counters: counters, clock: config.memory.clock,
+                defaults: .init(disk: disk.defaultExpiration, memory: config.memory.expiration))
         }
-        versions = writeBehind?.versions ?? VersionClock(clock: config.disk.clock)
-        sweepTimer = config.sweepInterval > 0
-            ? RepeatingTimer(interval: config.sweepInterval, leeway: .seconds(1), queue: scheduler.timerQueue)
-            : nil
-        // Weak: the timer must not keep a forgotten cache alive; deinit cancels it. It
-        // only enqueues: the sweep takes its place in the order like any job.
-        sweepTimer?.start { [weak self] in
-            self?.scheduler.enqueue(.slice) { [weak self] in self?.sweep() }
-        }
-        memoryStorage.setWriteBackHandler { [weak self] in self?.scheduleWriteBackDrain() }
-        // The first ioQueue job: list the disk folder once, so stores can check the size
-        // limit without listing it again.
-        scheduler.enqueue(.background) { [self] in
-            recountDiskUsage()
-            // Replayed entries go to their files in the background.
-            if let writeBehind, writeBehind.unwrittenTotals.count > 0 { writeBehind.scheduleMaterializer(self) }
-        }
+        self.shared = shared
+        if let shared { shared.tier.observe(shared) }
+        local = LocalStore(
+            config: config, memory: memory, disk: disk, counters: counters,
+            neighbour: shared.map { shared in
+                LocalStore.Neighbour(dropCopies: { shared.dropCopies(departedAt: $0) }, isCopy: { shared.shares($0) })
+            })
     }
 
-    deinit {
-        sweepTimer?.cancel()
+    /// Where `key` lives: the one question of placement, asked only here.
+    @inline(__always)
+    func placement(_ key: CacheKey) -> Placement {
+        guard let shared, shared.shares(key) else { return .local }
+        return .shared(shared)
     }
 
     /// A thread-safe snapshot of the counters and of both tiers' occupancy.
     public func stats() -> CacheStats {
-        var stats = counters.withLock { $0 }
-        let memory = memoryStorage.stats
-        stats.memoryHits = memory.hits
-        stats.memoryMisses = memory.misses
-        stats.memoryExpirations = memory.expirations
-        stats.memoryEvictions = memory.evictions
-        stats.memoryBytes = memory.totalCost
-        stats.memoryEntries = memory.count
-        // The ioQueue's running account, not a listing: stats must stay cheap on a large folder.
-        let usage = diskUsage.withLock { $0 }
-        stats.diskBytes = usage?.bytes ?? 0
-        stats.diskEntries = usage?.count ?? 0
-        stats.writesQueued = scheduler.writesQueued
-        stats.journal = journalStats()
-        stats.upstream = nearCache?.stats
+        var stats = local.stats()
+        stats.upstream = shared?.stats
         return stats
     }
 
-    // MARK: Plumbing shared by every request
+    /// Whether some keys are shared with other hosts (`Config.upstream`).
+    public var hasUpstream: Bool { shared != nil }
 
-    /// A pending task whose early cancel delivers `.cancelled(started: false)` through
-    /// `callbackQueue` from inside `cancel()`.
-    func makeTask<T: Sendable>(
-        _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
-        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?
-    ) -> CacheTask {
-        guard let completion else { return CacheTask(onCancelBeforeStart: nil) }
-        return CacheTask(onCancelBeforeStart: {
-            callbackQueue.execute(priority: priority) { completion(.failure(.cancelled(started: false))) }
-        })
+    /// Whether `key` lives in the upstream (`Config.upstream` and its prefixes).
+    public func isShared(_ key: CacheKey) -> Bool {
+        if case .shared = placement(key) { return true }
+        return false
     }
 
-    /// Hands `result` to the callback queue. The task's delivery claim runs there, right
-    /// before the completion, so a cancel that returned first always wins.
-    func deliver<T: Sendable>(
-        _ result: Result<T, CacheError>, task: CacheTask, _ callbackQueue: CallbackQueue,
-        _ priority: Operation.QueuePriority, _ completion: (@Sendable (Result<T, CacheError>) -> Void)?
-    ) {
-        task.workFinished()
-        guard let completion else {
-            _ = task.claimDelivery()
-            return
-        }
-        callbackQueue.execute(priority: priority) {
-            if task.claimDelivery() {
-                completion(result)
-            } else {
-                completion(.failure(.cancelled(started: true)))
-            }
-        }
-    }
+    // MARK: Reads
 
-    /// Runs `work` now, on the caller's thread, and delivers its result.
-    func runInline<T: Sendable>(
-        _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
-        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
-        _ work: () -> Result<T, CacheError>
-    ) -> CacheTask {
-        let task = CacheTask(onCancelBeforeStart: nil)
-        _ = task.begin()
-        deliver(work(), task: task, callbackQueue, priority, completion)
-        return task
-    }
-
-    /// Queues `work` on the ioQueue. A write (`scope` non-nil) is counted in the write
-    /// book from enqueue until its effects are in place, which is what makes later reads
-    /// of its key queue behind it. A cancelled job is skipped and still uncounted.
+    /// Reads `key`: memory first, then disk. A disk hit is put back into memory as a
+    /// resident copy (residency `options.memoryExpiration` or the tier's). The read extends
+    /// the entry's lifetime per `options.extendingExpiration` whichever tier answered; the
+    /// extension is kept in memory, and reaches the file lazily (see
+    /// `MemoryStorage.Backend`). `options.referenceDate` is the instant the lifetime is
+    /// judged at, in both tiers. `expiresAt` is the entry's lifetime.
     ///
-    /// `short`: the job touches at most one small file (an update whose store goes to the
-    /// journal): see `IOScheduler.JobKind.shortWrite`.
-    func enqueue<T: Sendable>(
-        write scope: WriteScope?, _ callbackQueue: CallbackQueue, _ priority: Operation.QueuePriority,
-        short: Bool = false,
-        _ completion: (@Sendable (Result<T, CacheError>) -> Void)?,
-        _ work: @escaping @Sendable () -> Result<T, CacheError>
+    /// A memory hit completes at once through `callbackQueue`; a memory miss reads the disk
+    /// on the ioQueue, or on the caller's thread when `options.loadDiskFileSynchronously`.
+    /// With `options.fromMemoryOnly` the disk is not looked at. A miss is a success with
+    /// `cacheType: .none`.
+    @discardableResult
+    public func retrieve(
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
-        let task = makeTask(callbackQueue, priority, completion)
-        let job: @Sendable () -> Void = { [self] in
-            let result: Result<T, CacheError>? = task.begin() ? work() : nil
-            if let scope { scheduler.finish(scope) }
-            if let result { deliver(result, task: task, callbackQueue, priority, completion) }
+        switch placement(key) {
+        case .local: local.retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: false, completion: completion)
+        case .shared(let shared): shared.retrieve(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
         }
-        if let scope {
-            scheduler.enqueue(short ? .shortWrite(scope) : .write(scope), job)
-        } else {
-            scheduler.enqueue(.read, job)
-        }
-        return task
     }
 
-    /// Converts a tier's "never" instant to the API's nil.
-    static func optionalDate(_ date: Date) -> Date? {
-        date == .distantFuture ? nil : date
+    /// Which tier holds a live `key`, without loading or extending it. Same paths as
+    /// `retrieve`; `.none` when neither does.
+    @discardableResult
+    public func cachedType(
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<CacheType, CacheError>) -> Void
+    ) -> CacheTask {
+        describe(forKey: key, options: options, callbackQueue: callbackQueue) { completion($0.map(\.cacheType)) }
     }
+
+    /// Size, flags, lifetime, memory expiration (when a memory copy exists) and last
+    /// access of `key`, without loading or extending it. Same paths as `retrieve`; a miss is a success
+    /// with `cacheType: .none`.
+    @discardableResult
+    public func describe(
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local: local.describe(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared): shared.describe(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Reads `key` from memory only, as `retrieve` would first: same lifetime judgement,
+    /// extension and counters. Never blocks on the ioQueue.
+    ///
+    /// Threading: any thread; touches one memory shard's lock, and the write book's only
+    /// while some write is queued.
+    public func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
+        switch placement(key) {
+        case .local: local.memoryLookup(forKey: key, options: options)
+        case .shared(let shared): shared.memoryLookup(forKey: key, options: options)
+        }
+    }
+
+    /// After `memoryLookup` answered `.missed`: `retrieve` without asking memory again
+    /// (a read queued behind a write that arrived meanwhile still asks it, after the write).
+    @discardableResult
+    public func retrieveAfterMemoryMiss(
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local: local.retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: true, completion: completion)
+        case .shared(let shared): shared.retrieve(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// The description `describe` would give of a key memory holds, or nil when memory
+    /// does not hold it live or a queued write concerns it: then take `describe` or
+    /// `cachedType`. Never extends, never counts (as `describe`).
+    ///
+    /// Threading: any thread; touches one memory shard's lock, and the write book's only
+    /// while some write is queued.
+    public func memoryDescription(forKey key: CacheKey, options: Options = .init()) -> EntryDescription? {
+        switch placement(key) {
+        case .local: local.memoryDescription(forKey: key, options: options)
+        case .shared(let shared): shared.memoryDescription(forKey: key, options: options)
+        }
+    }
+
+    // MARK: Writes
+
+    /// Stores `entry` under `key` in memory and (unless `options.toDisk` is false) on disk.
+    ///
+    /// Runs on the ioQueue after every earlier write. With `toDisk: false` the value goes to
+    /// memory only, its memory expiration is its lifetime, and any disk copy of `key` is
+    /// removed, so that when memory later drops the value a read misses instead of finding
+    /// an older one on disk; when no write to `key` (nor a whole-cache write) is queued and
+    /// the maybeCached set says no file exists (no system call), that store runs inline on
+    /// the caller's thread. With a disk copy, the disk expiration is the entry's lifetime
+    /// and the memory expiration only its residency in RAM.
+    /// An already-over expiration stores nothing (`stored: false`) and removes any older
+    /// value of `key` from both tiers. A disk failure also removes `key` from memory, so a
+    /// failed store never leaves the new value in one tier and the old one in the other
+    /// visible; the completion gets the disk error.
+    ///
+    /// - Parameters:
+    ///   - options: `toDisk`, `diskExpiration`, `memoryExpiration`, `forcedExtension`,
+    ///     `referenceDate`, `priority` apply.
+    ///   - callbackQueue: default `.untouch`.
+    ///   - completion: called exactly once, unless nil.
+    @discardableResult
+    public func store(
+        _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local: local.store(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared): shared.store(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Gives `key` a new expiration counted from now, without loading it.
+    ///
+    /// Runs on the ioQueue. The entry gets `options.diskExpiration` (nil: the disk tier's
+    /// rule) as its new lifetime, in both tiers; a memory copy restarts its residency
+    /// with `options.memoryExpiration` (nil: its own). A memory-only entry gets
+    /// `options.memoryExpiration`, else `options.diskExpiration`, else its own memory
+    /// expiration as its lifetime. A new lifetime already over (`.expired`, a past date)
+    /// expires the entry now, as Redis's EXPIRE does: it is removed from both tiers,
+    /// counted as an expiration, and the result is `touched: true` with `expiresAt` the
+    /// current whole second.
+    @discardableResult
+    public func touch(
+        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local: local.touch(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared): shared.touch(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Removes `key` from the chosen tiers. Runs on the ioQueue. Removing the memory copy
+    /// alone keeps the disk copy, which then gets the lifetime memory extended.
+    ///
+    /// - Returns (through `completion`): whether either tier held the key.
+    @discardableResult
+    public func remove(
+        forKey key: CacheKey, fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
+        callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<Bool, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local:
+            local.remove(forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
+                         callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared):
+            shared.remove(forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
+                          callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Stores `entry` only when `key` holds no live entry (memcached `add`, Redis `SET NX`).
+    ///
+    /// One ioQueue job, in order with every other write. `options` as for `store`.
+    @discardableResult
+    public func add(
+        _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local: local.add(entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared):
+            shared.conditionalStore(entry, forKey: key, version: nil, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Stores `entry` only when the version of `key`'s live entry is `version`
+    /// (compare-and-set). A key with no live entry never matches.
+    ///
+    /// One ioQueue job, in order with every other write. `options` as for `store`.
+    @discardableResult
+    public func compareAndStore(
+        _ entry: CacheEntry, forKey key: CacheKey, version: UInt64, options: Options = .init(),
+        callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local:
+            local.compareAndStore(entry, forKey: key, version: version, options: options, callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared):
+            shared.conditionalStore(entry, forKey: key, version: version, options: options, callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Adds `delta` to the integer under `key`, atomically. A missing or expired key
+    /// starts at `initial`, or with `initial` nil is refused (`.missing`). An existing
+    /// entry keeps its flags (its encoding: bytes stay bytes, text stays text) and its
+    /// lifetime unless `options.diskExpiration` is given; a new one is stored with `flags`
+    /// (the daemon's `json` encoding) and the store defaults. `options.toDisk` as for `store`.
+    ///
+    /// One ioQueue job, in order with every other write.
+    @discardableResult
+    public func increment(
+        forKey key: CacheKey, by delta: Int64, initial: Int64? = 0, flags: UInt32, options: Options = .init(),
+        callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        switch placement(key) {
+        case .local:
+            local.increment(forKey: key, by: delta, initial: initial, flags: flags, options: options,
+                            callbackQueue: callbackQueue, completion: completion)
+        case .shared(let shared):
+            shared.increment(forKey: key, by: delta, initial: initial, flags: flags, options: options,
+                             callbackQueue: callbackQueue, completion: completion)
+        }
+    }
+
+    /// Whether `commitDirect` would take `write` now without making its caller wait: the
+    /// ioQueue has no job queued or running (a sweep, a disk read, `debug.sleep`; only
+    /// other callers' commits, which are short), the journal is on, its fsync policy never
+    /// makes a commit wait for the device, the value goes in the journal, the bounds are
+    /// far enough that the commit will not wait for the materializer, and an update can
+    /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
+    /// write stands for, whose waits happen on the ioQueue.
+    public func canCommitDirect(_ write: DirectWrite) -> Bool {
+        guard case .local = placement(write.key) else { return false }
+        return local.canCommitDirect(write)
+    }
+
+    /// Applies every write of `group`, in order: on the ioQueue after every write queued
+    /// before, waiting on the caller's thread (`DispatchQueue.sync`; when the queue is
+    /// idle the work runs on this thread). Each run of sets shares one journal append,
+    /// and so does each run of updates: an update decides on every write before it (the
+    /// sets before its run are applied first; the updates before it in its run are seen
+    /// as they will be stored). The writes are applied and uncounted when this returns,
+    /// so the caller may answer them at once and its next read sees them. Outcomes are in
+    /// `group`'s order.
+    ///
+    /// - Important: never on the ioQueue, nor from work the ioQueue waits for (a
+    ///   completion delivered `.untouch`): the ioQueue would wait for itself. Check
+    ///   `canCommitDirect` first; a write it refuses is still applied correctly here, but
+    ///   may wait on the caller's thread (for a bound, for the device).
+    public func commitDirect(_ group: [DirectWrite]) -> [DirectOutcome] {
+        local.commitDirect(group)
+    }
+
+    // MARK: The whole cache
+
+    /// Removes the entries whose lifetime ends at or before `referenceDate` (default now)
+    /// from the chosen tiers and counts them as expirations; memory copies whose residency
+    /// is over leave too. A file is judged by the lifetime the cache knows: lifetimes that
+    /// memory extended are written back first, and no live entry's file is deleted. A
+    /// whole-cache write on the ioQueue. Copies of shared keys whose upstream lifetime is
+    /// over are dropped from memory and counted apart (`ClearResult.droppedShared`).
+    @discardableResult
+    public func removeExpired(
+        memory: Bool = true, disk: Bool = true, referenceDate: Date? = nil, callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<ClearResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        local.removeExpired(memory: memory, disk: disk, referenceDate: referenceDate, callbackQueue: callbackQueue, completion: completion)
+    }
+
+    /// When the disk tier is over its size limit (bytes on disk, headers included),
+    /// removes least recently accessed files until it is at or below half the limit; an
+    /// entry read from memory counts as accessed then. A whole-cache write on the ioQueue.
+    @discardableResult
+    public func trim(
+        callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<TrimResult, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        local.trim(callbackQueue: callbackQueue, completion: completion)
+    }
+
+    /// The disk tier's bytes and file count, read on the ioQueue (after queued writes).
+    @discardableResult
+    public func totalSize(
+        callbackQueue: CallbackQueue = .untouch, completion: @escaping @Sendable (Result<DiskUsage, CacheError>) -> Void
+    ) -> CacheTask {
+        local.totalSize(callbackQueue: callbackQueue, completion: completion)
+    }
+
+    /// Writes every lifetime memory knows that its disk copy does not have yet, after
+    /// every write queued before it. The completion gets the number of files updated.
+    @discardableResult
+    public func flush(
+        callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        local.flush(callbackQueue: callbackQueue, completion: completion)
+    }
+
+    /// For a clean shutdown: stops the sweep, waits for every queued job, then flushes
+    /// every extended lifetime to disk. Blocks the caller; call it once nothing will
+    /// ask the cache anything more (extensions after it stay in memory only).
+    public func shutdown() {
+        local.shutdown()
+    }
+
+    /// Runs a sweep now, on the ioQueue; for tests and operators.
+    public func sweepNow() {
+        local.sweepNow()
+    }
+
+    /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
+    public func materializeNow(completion: @escaping @Sendable () -> Void) {
+        local.materializeNow(completion: completion)
+    }
+
+    /// Holds the ioQueue for `seconds` (a plain queued job, not a write: reads of keys
+    /// without queued writes still answer from memory). For tests and `debug.sleep`.
+    @discardableResult
+    public func debugSleep(
+        seconds: Double, callbackQueue: CallbackQueue = .untouch,
+        completion: (@Sendable (Result<Void, CacheError>) -> Void)? = nil
+    ) -> CacheTask {
+        local.debugSleep(seconds: seconds, callbackQueue: callbackQueue, completion: completion)
+    }
+
+    /// The folder of the journal `config` opens for a disk tier at `diskPath`.
+    public static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
+        LocalStore.journalDirectory(config, diskPath: diskPath)
+    }
+
+    /// Whether `cursor` could have come from `listKeys` (nil starts a listing).
+    public static func isValidKeyCursor(_ cursor: String?) -> Bool {
+        LocalStore.isValidKeyCursor(cursor)
+    }
+
+    // MARK: Shared leases
+
+    /// The longest lease on a shared key; a lease asked "until written" gets this, so a
+    /// holder whose host dies cannot block the key for ever.
+    public static let longestSharedLease: TimeInterval = 86_400
+
+    /// How often releases that could not reach the upstream are tried again.
+    public static let releaseRetryInterval: TimeInterval = 0.1
+
+    /// Tries to take the upstream lease on the shared `key` with `token` for `ttl` seconds,
+    /// for `owner` (an opaque number, the daemon's connection id: `releaseSharedLeases`
+    /// gives its leases back). Completes `true` when taken (and at once for a key that is
+    /// not shared); `false` when another holder has it: then, for a caller that waits
+    /// (`changed` not nil), unless `UpstreamConfig.leaseWaitersLimit` callers wait already
+    /// (`tooManyLeaseWaiters`), `changed` is called once, on any thread, when that lease
+    /// next changes (released, expired, or every copy dropped), and the caller reads and
+    /// tries again. A caller that stops waiting first calls `withdrawSharedLeaseWatch`
+    /// with the same token, so nothing is kept for it.
+    public func acquireSharedLease(
+        _ key: CacheKey, token: String, ttl: TimeInterval, owner: UInt64, changed: (@Sendable () -> Void)?,
+        completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void
+    ) {
+        guard case .shared(let shared) = placement(key) else { return completion(.success(true)) }
+        shared.acquireLease(key, token: token, ttl: ttl, owner: owner, changed: changed, completion: completion)
+    }
+
+    /// The caller of the attempt with `token` stopped waiting for `key`'s lease: the
+    /// watch `acquireSharedLease` left for it goes.
+    public func withdrawSharedLeaseWatch(_ key: CacheKey, token: String) {
+        guard case .shared(let shared) = placement(key) else { return }
+        shared.withdrawLeaseWatch(key, token: token)
+    }
+
+    /// Gives the upstream lease on the shared `key` back if `token` still holds it; wakes
+    /// this host's callers waiting on it. Completes with whether it was held (false for a
+    /// key that is not shared). A release that cannot reach the upstream fails
+    /// (`upstreamUnavailable`) and is also tried again every `releaseRetryInterval` until
+    /// the upstream answers, so a lease whose holder gave it back, or went away, during an
+    /// outage ends soon after the upstream returns (compare-and-delete: a lease taken since
+    /// by another token is left alone).
+    public func releaseSharedLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void) {
+        guard case .shared(let shared) = placement(key) else { return completion(.success(false)) }
+        shared.releaseLease(key, token: token, completion: completion)
+    }
+
+    /// `owner` went away (the daemon: its connection closed): every shared lease it took
+    /// through this host and still holds is given back upstream.
+    public func releaseSharedLeases(owner: UInt64) {
+        shared?.releaseLeases(owner: owner)
+    }
+
+    /// Whether anyone, on any host, holds the lease on the shared `key` (asked of the
+    /// upstream): nil when not, or when the key is not shared.
+    public func sharedLeaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<SharedLeaseStatus?, CacheError>) -> Void) {
+        guard case .shared(let shared) = placement(key) else { return completion(.success(nil)) }
+        shared.leaseStatus(key, completion: completion)
+    }
+
+    /// Callers of this host waiting on shared leases now.
+    public var sharedLeaseWaiters: Int { shared?.leaseWaiters ?? 0 }
+
+    /// Releases of shared leases waiting for the upstream to be reachable again.
+    public var pendingSharedLeaseReleases: Int { shared?.pendingReleases ?? 0 }
 }

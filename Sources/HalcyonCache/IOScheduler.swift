@@ -34,7 +34,7 @@ import CHalcyonSystem
 import Dispatch
 import Synchronization
 
-extension HybridCache {
+extension LocalStore {
     /// The one owner of the order in which the hybrid cache's work takes effect.
     ///
     /// The rule it keeps: work takes effect in the order it was enqueued. A job runs on the

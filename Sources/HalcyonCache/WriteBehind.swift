@@ -14,7 +14,7 @@ import Glibc
 import Musl
 #endif
 
-extension HybridCache {
+extension LocalStore {
     /// The journal's writer and the write-behind state of one cache.
     ///
     /// Every stored property but `versions` (a plain read of a `Sendable` `let`, the
@@ -419,7 +419,7 @@ extension HybridCache {
         }
 
         /// A touch of `key`'s unwritten value, under one hold of the table's lock (see
-        /// `HybridCache.touchDiskCopy`): `.none` when the table has no entry; `.some(nil)`
+        /// `LocalStore.touchDiskCopy`): `.none` when the table has no entry; `.some(nil)`
         /// when it expired; the entry's meta (at `url`) after the touch otherwise, with
         /// `expiration` `.distantPast` when the touch expired it (the entry is removed).
         /// Queue only.
@@ -577,20 +577,20 @@ extension HybridCache {
 protocol WriteBehindFileTier: AnyObject, Sendable {
     /// Writes `e`'s value to its file, or removes the file when `e` expired before it
     /// got there, replacing an existing file per `replacing`; counts the disk usage.
-    func materialize(_ e: HybridCache.Unwritten, replacing: DiskStorage.FileReplacement) throws(CacheError)
+    func materialize(_ e: LocalStore.Unwritten, replacing: DiskStorage.FileReplacement) throws(CacheError)
     /// Files were written: the size limit may evict some.
     func didMaterialize()
     /// The memory copy of `key` goes with a dropped entry of the same `version`.
     func dropMemoryCopy(key: CacheKey, version: UInt64)
     func noteMaintenanceError()
     /// The store whose materializer writes into this tier (held strongly by the tier).
-    var writeBehind: HybridCache.WriteBehind? { get }
+    var writeBehind: LocalStore.WriteBehind? { get }
     /// The cache folder, flushed before a checkpoint vouches for its files.
     var folderPath: String { get }
     func now() -> Date
 }
 
-extension HybridCache.WriteBehind {
+extension LocalStore.WriteBehind {
     /// How long the ioQueue must have seen no journaled write before the materializer
     /// works at low pressure: under a steady load files wait, and are written when the
     /// load pauses or the bounds fill.
@@ -746,9 +746,9 @@ extension HybridCache.WriteBehind {
     /// entries behind would meet it too. The memory copy of the same version goes with
     /// the entry, so no tier keeps a value the other lost; the drop is counted
     /// (`droppedEntries`) and reported through `JournalConfig.onDroppedEntry`. Replay
-    /// applies the same rule to keys (`HybridCache.openJournal`). Returns whether it
+    /// applies the same rule to keys (`LocalStore.openJournal`). Returns whether it
     /// dropped `e`. Queue only.
-    private func dropIfNeverWritable(_ e: HybridCache.Unwritten, _ error: CacheError, _ tier: WriteBehindFileTier) -> Bool {
+    private func dropIfNeverWritable(_ e: LocalStore.Unwritten, _ error: CacheError, _ tier: WriteBehindFileTier) -> Bool {
         switch error {
         case .invalidKey:
             break

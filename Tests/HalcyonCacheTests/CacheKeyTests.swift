@@ -78,7 +78,7 @@ struct CacheKeyTests {
     }
 
     @Test func theUnwrittenTableKeepsBothKeysOfEachPair() {
-        var table = HybridCache.UnwrittenTable()
+        var table = LocalStore.UnwrittenTable()
         var offset: UInt64 = 0
         for (a, b) in CanonicalPairs.all {
             for key in [a, b] {

@@ -49,7 +49,7 @@ struct HybridCacheCancellationTests {
         let cache = f.cache
         let events = Recorder<String>()
         let gate = DispatchSemaphore(value: 0)
-        cache.scheduler.holdForTesting { gate.wait() }  // holds the ioQueue until the checks below are done
+        cache.local.scheduler.holdForTesting { gate.wait() }  // holds the ioQueue until the checks below are done
         cache.debugSleep(seconds: 0.01) { _ in events.append("sleep done") }
         let outcome = Locked<Result<HybridCache.StoreResult, CacheError>?>(nil)
         let task = cache.store(CacheEntry(bytes: [1]), forKey: "k") { r in
@@ -79,7 +79,7 @@ struct HybridCacheCancellationTests {
         let cache = f.cache
         let queue = DispatchQueue(label: "halcyon.tests.cancel-read")
         let released = DispatchSemaphore(value: 0)
-        cache.scheduler.holdForTesting { released.wait() }  // holds the ioQueue until released
+        cache.local.scheduler.holdForTesting { released.wait() }  // holds the ioQueue until released
         let task = cache.retrieve(forKey: "k", callbackQueue: .dispatch(queue)) { _ in }
         let got: Result<HybridCache.RetrieveResult, CacheError> = await withCheckedContinuation { c in
             let t = cache.retrieve(forKey: "k2", callbackQueue: .dispatch(queue)) { c.resume(returning: $0) }

@@ -141,8 +141,8 @@ struct HybridCacheJournalTests {
         _ = try await Self.store(first, "gone", "x")
         _ = try await result { first.remove(forKey: "gone", completion: $0) }.get()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            first.scheduler.holdForTesting {
-                first.writeBehind!.materializeSlice(files: 100, into: first)  // files only, no checkpoint
+            first.local.scheduler.holdForTesting {
+                first.local.writeBehind!.materializeSlice(files: 100, into: first.local)  // files only, no checkpoint
                 c.resume()
             }
         }
@@ -209,7 +209,7 @@ struct HybridCacheJournalTests {
         let hit = try await Self.storeThenExtend(f, first, after: 4)
 
         let gate = DispatchSemaphore(value: 0)
-        first.scheduler.holdForTesting { gate.wait() }
+        first.local.scheduler.holdForTesting { gate.wait() }
         let flushed = Locked<Result<Int, CacheError>?>(nil)
         let flushDone = DispatchSemaphore(value: 0)
         first.flush { r in
@@ -354,7 +354,7 @@ struct HybridCacheJournalTests {
         f.held.withLock { $0 = true }
         let cache = f.open()
         _ = try await Self.store(cache, "text", "not a number")
-        guard let wb = cache.writeBehind else {
+        guard let wb = cache.local.writeBehind else {
             Issue.record("no journal")
             return
         }
@@ -391,10 +391,10 @@ struct HybridCacheJournalTests {
         _ = try await Self.store(cache, "unwritten", "1")
         _ = try await result { cache.remove(forKey: "unwritten", fromMemory: true, fromDisk: false, completion: $0) }.get()
 
-        #expect(!cache.decidesWithoutFiles("cold", forcedExtension: nil), "only its file knows it")
-        #expect(cache.decidesWithoutFiles("hot", forcedExtension: nil), "memory holds it")
-        #expect(cache.decidesWithoutFiles("unwritten", forcedExtension: nil), "the unwritten table holds it")
-        #expect(cache.decidesWithoutFiles("never", forcedExtension: nil), "no file can exist")
+        #expect(!cache.local.decidesWithoutFiles("cold", forcedExtension: nil), "only its file knows it")
+        #expect(cache.local.decidesWithoutFiles("hot", forcedExtension: nil), "memory holds it")
+        #expect(cache.local.decidesWithoutFiles("unwritten", forcedExtension: nil), "the unwritten table holds it")
+        #expect(cache.local.decidesWithoutFiles("never", forcedExtension: nil), "no file can exist")
         // The queued way gives the answer the file holds.
         let outcome = try await result { cache.increment(forKey: "cold", by: 1, flags: 0, completion: $0) }.get()
         guard case .incremented(let value, _, _) = outcome else {
@@ -457,14 +457,14 @@ struct HybridCacheJournalTests {
         _ = try await Self.store(first, "other", "value" + big)
         // Written to files and trimmed (the limit evicts both), with no checkpoint: the
         // set records are still in the journal.
-        guard let wb = first.writeBehind else {
+        guard let wb = first.local.writeBehind else {
             Issue.record("no journal")
             return
         }
-        let written = first.scheduler.runNowForTesting { wb.materializeSlice(files: 10, into: first) }
+        let written = first.local.scheduler.runNowForTesting { wb.materializeSlice(files: 10, into: first.local) }
         #expect(written == 2)
         #expect(!f.fileExists(first, "evicted"))
-        #expect(first.scheduler.runNowForTesting { wb.lastCheckpoint } == nil)  // queue-only state
+        #expect(first.local.scheduler.runNowForTesting { wb.lastCheckpoint } == nil)  // queue-only state
 
         // A memory-only value replaces the evicted one; it needs no file, but a restart
         // must not bring the old value back from the journal either.
@@ -487,15 +487,15 @@ struct HybridCacheJournalTests {
         // Twenty keys written once pin the first segment; one hot key fills the next ones.
         for i in 0..<20 { _ = try await Self.store(first, "k\(i)", "\(i)" + pad) }
         for i in 0..<300 { _ = try await Self.store(first, "hot", "\(i)" + pad) }
-        guard let wb = first.writeBehind else {
+        guard let wb = first.local.writeBehind else {
             Issue.record("no journal")
             return
         }
-        let segmentsBefore = first.scheduler.runNowForTesting { wb.journalEnd.segment }
+        let segmentsBefore = first.local.scheduler.runNowForTesting { wb.journalEnd.segment }
         #expect(segmentsBefore >= 3)
-        let copied = first.scheduler.runNowForTesting { () -> Int in
-            let n = wb.copyForward(limit: 64, at: first.now())
-            wb.checkpointIfUseful(first, force: false)
+        let copied = first.local.scheduler.runNowForTesting { () -> Int in
+            let n = wb.copyForward(limit: 64, at: first.local.now())
+            wb.checkpointIfUseful(first.local, force: false)
             return n
         }
         #expect(copied == 20)  // the hot key's record is already in the segment being written

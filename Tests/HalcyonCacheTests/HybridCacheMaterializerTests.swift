@@ -16,8 +16,8 @@ import Glibc
 struct HybridCacheMaterializerTests {
     static func materializeSlice(_ cache: HybridCache) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            cache.scheduler.holdForTesting {
-                cache.writeBehind!.materializeSlice(files: 100, into: cache)
+            cache.local.scheduler.holdForTesting {
+                cache.local.writeBehind!.materializeSlice(files: 100, into: cache.local)
                 c.resume()
             }
         }
@@ -30,7 +30,7 @@ struct HybridCacheMaterializerTests {
     @Test func aRewriteKeepsTheInodeUnlessAnOffQueueReaderIsInFlight() async throws {
         let f = JournalCacheFixture()
         let cache = f.open()
-        let wb = try #require(cache.writeBehind)
+        let wb = try #require(cache.local.writeBehind)
         let url = cache.diskStorage.cacheFileURL(forKey: "k")
 
         _ = try await HybridCacheJournalTests.store(cache, "k", "v1")
@@ -78,7 +78,7 @@ struct HybridCacheMaterializerTests {
         let described = try await result { cache.describe(forKey: "nope", options: options, completion: $0) }.get()
         #expect(described.cacheType == .none)
         _ = try await result { cache.listKeys(prefix: "", cursor: nil, limit: 10, completion: $0) }.get()
-        #expect(cache.writeBehind?.offQueueReaderCount == 0)
+        #expect(cache.local.writeBehind?.offQueueReaderCount == 0)
     }
 
     /// The bytes of a complete format-2 file for `key` and `value`, as another backend

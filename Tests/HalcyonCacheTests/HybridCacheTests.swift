@@ -91,7 +91,7 @@ struct HybridCacheTests {
         let f = HybridCacheFixture()
         let cache = f.cache
         let gate = DispatchSemaphore(value: 0)
-        cache.scheduler.holdForTesting { gate.wait() }  // holds the ioQueue until the checks below are done
+        cache.local.scheduler.holdForTesting { gate.wait() }  // holds the ioQueue until the checks below are done
         cache.store(CacheEntry(bytes: utf8Bytes("disk")), forKey: "k")
         var options = HybridCache.Options()
         options.toDisk = false
@@ -441,7 +441,7 @@ final class HybridCacheFixture: Sendable {
         var config = HybridCache.Config(memory: memory, disk: disk)
         config.sweepInterval = sweepInterval
         cache = HybridCache(config: config)
-        cache.scheduler.setSpecificForTesting(key: Self.ioQueueKey, value: 1)
+        cache.local.scheduler.setSpecificForTesting(key: Self.ioQueueKey, value: 1)
     }
 
     deinit {

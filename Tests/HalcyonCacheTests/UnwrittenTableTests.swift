@@ -8,13 +8,13 @@ import Testing
 
 @Suite("UnwrittenTable", .timeLimit(.minutes(1)))
 struct UnwrittenTableTests {
-    typealias Table = HybridCache.UnwrittenTable
+    typealias Table = LocalStore.UnwrittenTable
 
     static let now = Date(timeIntervalSince1970: 1_000_000)
 
     /// An entry of `key` live for a minute from `now`, its record at `offset` of `segment`.
-    static func entry(_ key: CacheKey, _ offset: UInt64, segment: UInt64 = 1, size: Int = 10, version: UInt64 = 1) -> HybridCache.Unwritten {
-        HybridCache.Unwritten(
+    static func entry(_ key: CacheKey, _ offset: UInt64, segment: UInt64 = 1, size: Int = 10, version: UInt64 = 1) -> LocalStore.Unwritten {
+        LocalStore.Unwritten(
             key: key, entry: CacheEntry(bytes: [UInt8](repeating: 7, count: size), version: version),
             expiresAt: now.addingTimeInterval(60), timeToLive: 60, countedFrom: now,
             start: Journal.Position(segment: segment, offset: offset))

@@ -233,7 +233,7 @@ struct DirectWriteOutcomeTests {
             let done = DispatchSemaphore(value: 0)
             cache.flush { _ in done.signal() }
             done.wait()
-            while !cache.scheduler.isIdle { sched_yield() }
+            while !cache.local.scheduler.isIdle { sched_yield() }
         }
 
         func connect() throws -> EmbeddedChannel {

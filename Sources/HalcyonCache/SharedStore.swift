@@ -1,7 +1,8 @@
-// The hybrid cache's bookkeeping for shared keys (keys that live in an `Upstream.Tier`):
-// which keys are shared, the per-key order of their operations, and the rule that decides
-// whether a copy read from or written to the upstream may be kept in the memory tier.
-// The operations themselves are in HybridCache+Upstream.swift.
+// The home of shared keys (keys that live in an `Upstream.Tier`): which keys are shared,
+// the per-key order of their operations, and the rule that decides whether a copy read
+// from or written to the upstream may be kept in the memory tier. The operations are in
+// SharedStore+Operations.swift (reads and writes), SharedStore+Keys.swift (listing, lease
+// status) and SharedStore+Leases.swift.
 
 import Foundation
 
@@ -53,8 +54,9 @@ public struct UpstreamStats: Sendable, Equatable {
     public init() {}
 }
 
-/// The shared keys of one hybrid cache: the per-key order of their operations and the
-/// copies of them the memory tier may keep.
+/// The shared keys of one hybrid cache: the per-key order of their operations, the
+/// copies of them the memory tier may keep, and the operations on them. Reached only
+/// through `HybridCache`, which decides that a key lives here (`shares`).
 ///
 /// **Order.** Every operation on a shared key is admitted here before it starts. A write
 /// starts when every earlier operation on the key has finished; a read starts at once
@@ -70,11 +72,25 @@ public struct UpstreamStats: Sendable, Equatable {
 /// store. An invalidation of a key with no operation running needs no record: any later
 /// reply carries a greater number.
 ///
+/// **Memory.** The copies live in the memory tier as memory-only entries, written only
+/// through `MemoryStorage.Copies` (keep, drop); the local store never writes a shared
+/// key, because the façade never places one there.
+///
 /// Threading: thread-safe; `state` (a `Locked`) guards the table and the flush mark, and
 /// is held across the memory tier's store and removal of shared copies (the memory tier
-/// never calls back). Start closures run outside the lock, on the thread that admitted
-/// or finished.
-final class NearCache: Upstream.Observer, Sendable {
+/// never calls back: this lock, then a memory shard's, is the only nesting). Start
+/// closures run outside the lock, on the thread that admitted or finished.
+final class SharedStore: Upstream.Observer, DeliversTasks, Sendable {
+    typealias Options = HybridCache.Options
+    typealias StoreResult = HybridCache.StoreResult
+    typealias RetrieveResult = HybridCache.RetrieveResult
+    typealias EntryDescription = HybridCache.EntryDescription
+    typealias TouchResult = HybridCache.TouchResult
+    typealias ConditionalStoreResult = HybridCache.ConditionalStoreResult
+    typealias IncrementOutcome = HybridCache.IncrementOutcome
+    typealias KeyPage = HybridCache.KeyPage
+    typealias MemoryLookup = HybridCache.MemoryLookup
+
     /// A key with operations running or waiting.
     struct KeyState {
         var readers = 0
@@ -188,17 +204,36 @@ final class NearCache: Upstream.Observer, Sendable {
         var lastPrefixRemoval: UInt64 = 0
     }
 
+    /// The lifetimes a store without its own takes: the disk tier's default when it
+    /// asks for a disk copy (`toDisk`), else the memory tier's; the same rule as a local
+    /// store's, so a key's lifetime does not depend on its placement.
+    struct Defaults: Sendable {
+        var disk: StorageExpiration
+        var memory: StorageExpiration
+    }
+
     let tier: any Upstream.Tier
     let prefixes: [CacheKey]
     let leaseWaitersLimit: Int
-    let memory: MemoryStorage.Backend
+    /// This host's copies of shared keys, in the memory tier.
+    let copies: MemoryStorage.Copies
+    /// The cache's request counters (shared with the local store: sets, removals).
+    let counters: Locked<CacheStats>
+    let clock: any CacheClock
+    let defaults: Defaults
     private let state = Locked(State())
 
-    init(config: UpstreamConfig, memory: MemoryStorage.Backend) {
+    init(
+        config: UpstreamConfig, copies: MemoryStorage.Copies, counters: Locked<CacheStats>, clock: any CacheClock,
+        defaults: Defaults
+    ) {
         tier = config.tier
         prefixes = config.prefixes
         leaseWaitersLimit = config.leaseWaitersLimit
-        self.memory = memory
+        self.copies = copies
+        self.counters = counters
+        self.clock = clock
+        self.defaults = defaults
     }
 
     /// Whether `key` is shared.
@@ -356,7 +391,7 @@ final class NearCache: Upstream.Observer, Sendable {
                 remove(key, &state)
                 return
             }
-            memory.store(entry, forKey: key, expiration: NearCache.expiration(timeToLive))
+            copies.keep(entry, forKey: key, expiration: SharedStore.expiration(timeToLive))
             remember(sliding, of: key, &state)
         }
     }
@@ -368,7 +403,7 @@ final class NearCache: Upstream.Observer, Sendable {
 
     /// Records the sliding lifetime `key`'s copy renews (none: nil), within `slidesBound`.
     private func remember(_ sliding: Int64?, of key: CacheKey, _ state: inout State) {
-        if sliding != nil, state.slides.count >= NearCache.slidesBound { forgetEvictedSlides(&state) }
+        if sliding != nil, state.slides.count >= SharedStore.slidesBound { forgetEvictedSlides(&state) }
         state.slides[key] = sliding
     }
 
@@ -379,7 +414,7 @@ final class NearCache: Upstream.Observer, Sendable {
     }
 
     private func remove(_ key: CacheKey, _ state: inout State) {
-        _ = memory.remove(forKey: key)
+        copies.drop(key)
         state.slides[key] = nil
     }
 
@@ -388,7 +423,7 @@ final class NearCache: Upstream.Observer, Sendable {
     /// upstream. Returns how many copies went.
     func dropCopies(departedAt date: Date? = nil) -> Int {
         state.withLock { state in
-            let dropped = memory.removeMemoryOnly(where: shares, departedAt: date)
+            let dropped = copies.drop(where: shares, departedAt: date)
             for key in dropped { state.slides[key] = nil }
             return dropped.count
         }
@@ -401,7 +436,7 @@ final class NearCache: Upstream.Observer, Sendable {
     static let slidesBound = 65_536
 
     private func forgetEvictedSlides(_ state: inout State) {
-        state.slides = state.slides.filter { memory.isCached(forKey: $0.key) }
+        state.slides = state.slides.filter { copies.holds($0.key) }
     }
 
     /// A read of this host's copy of `key`, `remaining` seconds from its end: the sliding
@@ -455,8 +490,8 @@ final class NearCache: Upstream.Observer, Sendable {
                 return
             }
             remember(sliding, of: key, &state)
-            guard let copy = memory.value(forKey: key, extendingExpiration: ExpirationExtending.none), copy.version == version else { return }
-            memory.store(copy, forKey: key, expiration: NearCache.expiration(timeToLive))
+            guard let (copy, _) = copies.copy(forKey: key), copy.version == version else { return }
+            copies.keep(copy, forKey: key, expiration: SharedStore.expiration(timeToLive))
         }
     }
 
@@ -583,13 +618,7 @@ final class NearCache: Upstream.Observer, Sendable {
                 state.stats.flushes += 1
                 state.flushedAt = max(state.flushedAt, sequence)
                 state.slides.removeAll()
-                if prefixes.isEmpty {
-                    _ = memory.removeAll()
-                } else {
-                    for prefix in prefixes {
-                        for key in memory.keys(prefix: prefix, memoryOnly: false) { _ = memory.remove(forKey: key) }
-                    }
-                }
+                _ = copies.drop(where: shares)
                 woken = state.leaseWatches.takeAll()
             }
             return woken

@@ -6,7 +6,7 @@
 
 import Foundation
 
-extension HybridCache {
+extension LocalStore {
     /// Stores `entry` under `key` in memory and (unless `options.toDisk` is false) on disk.
     ///
     /// Runs on the ioQueue after every earlier write. With `toDisk: false` the value goes to
@@ -27,11 +27,10 @@ extension HybridCache {
     ///   - callbackQueue: default `.untouch`.
     ///   - completion: called exactly once, unless nil.
     @discardableResult
-    public func store(
+    func store(
         _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<StoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let near = shared(key) { return storeShared(near, entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         let operation = storeOperation(entry, forKey: key, options: options)
         if !options.toDisk {
             // Inline when nothing for this key is queued and the disk certainly has no file
@@ -46,10 +45,10 @@ extension HybridCache {
                 perform(operation, inline: true)
             }
             if let result {
-                return runInline(callbackQueue, options.priority, completion) { result.map(HybridCache.storeResult) }
+                return runInline(callbackQueue, options.priority, completion) { result.map(LocalStore.storeResult) }
             }
         }
-        return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion, HybridCache.storeResult)
+        return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion, LocalStore.storeResult)
     }
 
     /// The write a store of `entry` under `key` with `options` is. A memory-only entry's
@@ -75,11 +74,10 @@ extension HybridCache {
     /// counted as an expiration, and the result is `touched: true` with `expiresAt` the
     /// current whole second.
     @discardableResult
-    public func touch(
+    func touch(
         forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<TouchResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let near = shared(key) { return touchShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         let operation = WriteOperation.touch(.init(
             key: key, expiration: options.diskExpiration ?? diskStorage.defaultExpiration,
             memoryExpiration: options.memoryExpiration,
@@ -96,15 +94,11 @@ extension HybridCache {
     ///
     /// - Returns (through `completion`): whether either tier held the key.
     @discardableResult
-    public func remove(
+    func remove(
         forKey key: CacheKey, fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Bool, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let near = shared(key) {
-            return removeShared(near, forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
-                                callbackQueue: callbackQueue, completion: completion)
-        }
         let operation = WriteOperation.remove(
             key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: options.forcedExtension)
         return enqueueWrite(operation, scope: .key(key), callbackQueue, options.priority, completion) {

@@ -6,36 +6,7 @@
 
 import Foundation
 
-extension HybridCache {
-    /// The outcome of `add` and `compareAndStore`.
-    public struct ConditionalStoreResult: Sendable, Equatable {
-        /// Whether the value was stored.
-        public var stored: Bool
-        /// Stored: the new version. Not stored: the live entry's version (nil when the key
-        /// holds none, or the expiration was already over).
-        public var version: UInt64?
-        /// The lifetime of the entry now under the key (nil = never, or no entry).
-        public var expiresAt: Date?
-    }
-
-    /// The outcome of `increment`.
-    public enum IncrementOutcome: Sendable, Equatable {
-        /// The new value, its version and the entry's lifetime (nil = never).
-        case incremented(value: Int64, version: UInt64, expiresAt: Date?)
-        /// The live value is not a decimal integer text (JSON's integer form).
-        case notAnInteger
-        /// The sum does not fit a signed 64-bit integer; nothing was stored.
-        case overflow
-        /// The key held no live entry and the caller asked not to create one (no
-        /// `initial`); nothing was stored. Decided on the ioQueue, so no write can slip in
-        /// between the check and the answer (memcached `incr` on a missing key).
-        case missing
-
-        /// Whether the sum was stored (a refusal stores nothing).
-        public var stored: Bool {
-            if case .incremented = self { true } else { false }
-        }
-    }
+extension LocalStore {
 
     /// What `liveEntry` found.
     struct LiveEntry {
@@ -50,15 +21,12 @@ extension HybridCache {
     ///
     /// One ioQueue job, in order with every other write. `options` as for `store`.
     @discardableResult
-    public func add(
+    func add(
         _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let near = shared(key) {
-            return conditionalStoreShared(near, entry, forKey: key, version: nil, options: options, callbackQueue: callbackQueue, completion: completion)
-        }
         return conditionalStore(
-            entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion, when: HybridCache.isAbsent)
+            entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion, when: LocalStore.isAbsent)
     }
 
     /// Stores `entry` only when the version of `key`'s live entry is `version`
@@ -66,17 +34,14 @@ extension HybridCache {
     ///
     /// One ioQueue job, in order with every other write. `options` as for `store`.
     @discardableResult
-    public func compareAndStore(
+    func compareAndStore(
         _ entry: CacheEntry, forKey key: CacheKey, version: UInt64, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ConditionalStoreResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let near = shared(key) {
-            return conditionalStoreShared(near, entry, forKey: key, version: version, options: options, callbackQueue: callbackQueue, completion: completion)
-        }
         return conditionalStore(
             entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion,
-            when: HybridCache.hasVersion(version))
+            when: LocalStore.hasVersion(version))
     }
 
     /// Adds `delta` to the integer under `key`, atomically. A missing or expired key
@@ -87,17 +52,13 @@ extension HybridCache {
     ///
     /// One ioQueue job, in order with every other write.
     @discardableResult
-    public func increment(
+    func increment(
         forKey key: CacheKey, by delta: Int64, initial: Int64? = 0, flags: UInt32, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<IncrementOutcome, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let near = shared(key) {
-            return incrementShared(near, forKey: key, by: delta, initial: initial, flags: flags, options: options,
-                                   callbackQueue: callbackQueue, completion: completion)
-        }
         return enqueue(
-            write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: HybridCache.incrementValueSize),
+            write: .key(key), callbackQueue, options.priority, short: journalsDirectly(options, valueSize: LocalStore.incrementValueSize),
             completion
         ) { [self] in
             applyUpdate(forKey: key, forcedExtension: options.forcedExtension) {
@@ -131,7 +92,7 @@ extension HybridCache {
         let current: Int64
         var flags = flags
         if let live {
-            guard let parsed = HybridCache.decimalInteger(live.entry.bytes) else { return .answer(.notAnInteger) }
+            guard let parsed = LocalStore.decimalInteger(live.entry.bytes) else { return .answer(.notAnInteger) }
             current = parsed
             // The sum is stored as the caller stored the number: a reader that wrote bytes
             // reads bytes back, not a JSON integer it never wrote.
@@ -195,7 +156,7 @@ extension HybridCache {
         case .answer(let answer):
             return .success(answer)
         case .store(let operation, let read):
-            return applyInJob([operation])[0].map { read(HybridCache.storeResult($0)) }
+            return applyInJob([operation])[0].map { read(LocalStore.storeResult($0)) }
         }
     }
 

@@ -3,24 +3,7 @@
 
 import Foundation
 
-extension HybridCache {
-    /// One element of `storeMany`.
-    public struct StoreItem: Sendable {
-        public var key: CacheKey
-        public var entry: CacheEntry
-        /// nil = the disk tier's default.
-        public var diskExpiration: StorageExpiration?
-        /// nil = the memory tier's default.
-        public var memoryExpiration: StorageExpiration?
-
-        public init(key: CacheKey, entry: CacheEntry, diskExpiration: StorageExpiration? = nil,
-                    memoryExpiration: StorageExpiration? = nil) {
-            self.key = key
-            self.entry = entry
-            self.diskExpiration = diskExpiration
-            self.memoryExpiration = memoryExpiration
-        }
-    }
+extension LocalStore {
 
     /// Stores every item, in order, as one ioQueue job: no other write runs between them,
     /// and a read of any of the keys queues behind the whole job. `options.toDisk`,
@@ -31,13 +14,10 @@ extension HybridCache {
     ///
     /// - Returns (through `completion`): one `StoreResult` per item, in order.
     @discardableResult
-    public func storeMany(
+    func storeMany(
         _ items: [StoreItem], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<[StoreResult], CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let nearCache, items.contains(where: { nearCache.shares($0.key) }) {
-            return storeManySplit(items, options: options, callbackQueue: callbackQueue, completion: completion)
-        }
         return enqueue(write: .keys(items.map(\.key)), callbackQueue, options.priority, completion) { [self] () -> Result<[StoreResult], CacheError> in
             let operations = items.map { item in
                 var itemOptions = options
@@ -50,7 +30,7 @@ extension HybridCache {
             results.reserveCapacity(items.count)
             for outcome in applyInJob(operations) {
                 switch outcome {
-                case .success(let outcome): results.append(HybridCache.storeResult(outcome))
+                case .success(let outcome): results.append(LocalStore.storeResult(outcome))
                 case .failure(let error): return .failure(error)
                 }
             }
@@ -66,15 +46,11 @@ extension HybridCache {
     ///
     /// - Returns (through `completion`): per key, in order, whether it held an entry.
     @discardableResult
-    public func removeMany(
+    func removeMany(
         forKeys keys: [CacheKey], fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),
         callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<[Bool], CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if let nearCache, keys.contains(where: nearCache.shares) {
-            return removeManySplit(keys, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
-                                   callbackQueue: callbackQueue, completion: completion)
-        }
         return enqueue(write: .keys(keys), callbackQueue, options.priority, completion) { [self] () -> Result<[Bool], CacheError> in
             let operations = keys.map {
                 WriteOperation.remove(key: $0, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: options.forcedExtension)
@@ -96,13 +72,10 @@ extension HybridCache {
     /// delivers all results at once, in the order of `keys`, through `callbackQueue`. The
     /// first failure is delivered instead. Not cancellable once asked (the reads are
     /// short); the returned task only reports.
-    public func retrieveMany(
+    func retrieveMany(
         forKeys keys: [CacheKey], options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<[RetrieveResult], CacheError>) -> Void
     ) {
-        if let nearCache, keys.contains(where: nearCache.shares) {
-            return retrieveManySplit(keys, options: options, callbackQueue: callbackQueue, completion: completion)
-        }
         // Each key takes the read plan `retrieve` takes: memory hits (and memory-only
         // misses) are answered here; the rest go through `retrieve` one by one, without
         // asking memory again when it already missed.

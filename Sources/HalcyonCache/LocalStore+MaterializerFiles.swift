@@ -3,7 +3,7 @@
 
 import Foundation
 
-extension HybridCache: WriteBehindFileTier {
+extension LocalStore: WriteBehindFileTier {
     func materialize(_ e: Unwritten, replacing: DiskStorage.FileReplacement) throws(CacheError) {
         let old = existingFile(forKey: e.key, forcedExtension: nil)
         if e.isLive(at: config.disk.clock.now()) {
@@ -37,7 +37,7 @@ extension HybridCache: WriteBehindFileTier {
     }
 
     /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
-    public func materializeNow(completion: @escaping @Sendable () -> Void) {
+    func materializeNow(completion: @escaping @Sendable () -> Void) {
         scheduler.enqueue(.background) { [self] in
             materializeAll()
             completion()

@@ -15,7 +15,7 @@
 
 import Foundation
 
-extension HybridCache {
+extension LocalStore {
     /// The unwritten entries by key, in journal order. By key, not by file name: a set
     /// then never hashes its key to a file name (SHA-256) on its way, and a short key
     /// hashes and compares inline; only the key listing and replay need the names.
@@ -141,9 +141,9 @@ extension HybridCache {
     }
 }
 
-extension HybridCache.Unwritten {
+extension LocalStore.Unwritten {
     /// What a free slot of the table holds: no key, no bytes.
-    static let placeholder = HybridCache.Unwritten(
+    static let placeholder = LocalStore.Unwritten(
         key: "", entry: CacheEntry(bytes: []), expiresAt: .distantPast, timeToLive: nil, countedFrom: .distantPast,
         start: Journal.Position(segment: 0, offset: 0))
 }

@@ -4,15 +4,7 @@
 
 import Foundation
 
-extension HybridCache {
-    /// One page of `listKeys`.
-    public struct KeyPage: Sendable, Equatable {
-        /// Live keys starting with the prefix; a page may hold fewer than the limit (even
-        /// none) without being the last.
-        public var keys: [CacheKey]
-        /// Pass back to continue; nil when the listing is complete. Opaque to callers.
-        public var cursor: String?
-    }
+extension LocalStore {
 
     /// Where a listing stands. The walk goes through the disk tier's files in file-name
     /// order (an entry with a disk copy is listed from its file, never from memory, so it
@@ -49,13 +41,10 @@ extension HybridCache {
     ///     one starts over).
     ///   - limit: at least 1.
     @discardableResult
-    public func listKeys(
+    func listKeys(
         prefix: CacheKey, cursor: String?, limit: Int, callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<KeyPage, CacheError>) -> Void
     ) -> CacheTask {
-        if case .upstream(let after)? = KeyCursor(cursor), let nearCache {
-            return sharedKeyPage(nearCache, prefix: prefix, cursor: after, limit: limit, callbackQueue: callbackQueue, completion: completion)
-        }
         let task = makeTask(callbackQueue, .normal, completion)
         DispatchQueue.global(qos: .utility).async { [self] in
             guard task.begin() else { return }
@@ -115,14 +104,13 @@ extension HybridCache {
         }
         guard case .memory(let after) = position else { return .success(page) }
         var memoryOnly = memoryStorage.keys(prefix: prefix, memoryOnly: true)
-        // Copies of shared keys are listed from the upstream instead, every host's.
-        if let nearCache { memoryOnly.removeAll(where: nearCache.shares) }
+        // Memory entries that are not this store's (copies of shared keys) are listed by their own home.
+        if let neighbour { memoryOnly.removeAll(where: neighbour.isCopy) }
         if let after { memoryOnly.removeAll { !after.utf8.lexicographicallyPrecedes($0.utf8) } }
         memoryOnly.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let room = max(1, limit - page.keys.count)
         page.keys.append(contentsOf: memoryOnly.prefix(room))
         if memoryOnly.count > room, let last = memoryOnly.prefix(room).last { page.cursor = "m" + last.string }
-        if page.cursor == nil, nearCache?.mayShare(prefix: prefix) == true { page.cursor = "u" }
         return .success(page)
     }
 
@@ -154,7 +142,7 @@ extension HybridCache {
     }
 
     /// Whether `cursor` could have come from `listKeys` (nil starts a listing).
-    public static func isValidKeyCursor(_ cursor: String?) -> Bool {
+    static func isValidKeyCursor(_ cursor: String?) -> Bool {
         KeyCursor(cursor) != nil
     }
 
@@ -164,19 +152,9 @@ extension HybridCache {
     ///
     /// - Returns (through `completion`): how many keys were removed.
     @discardableResult
-    public func removePrefix(
+    func removePrefix(
         _ prefix: CacheKey, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
-    ) -> CacheTask {
-        if let nearCache, nearCache.mayShare(prefix: prefix) {
-            return removePrefixShared(nearCache, prefix, callbackQueue: callbackQueue, completion: completion)
-        }
-        return removeLocalPrefix(prefix, callbackQueue: callbackQueue, completion: completion)
-    }
-
-    /// `removePrefix` of this host's keys only.
-    func removeLocalPrefix(
-        _ prefix: CacheKey, callbackQueue: CallbackQueue, completion: (@Sendable (Result<Int, CacheError>) -> Void)?
     ) -> CacheTask {
         enqueue(write: .wholeCache, callbackQueue, .normal, completion) { [self] () -> Result<Int, CacheError> in
             var keys = Set(memoryStorage.keys(prefix: prefix, memoryOnly: false))

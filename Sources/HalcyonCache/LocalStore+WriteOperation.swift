@@ -60,7 +60,7 @@
 
 import Foundation
 
-extension HybridCache {
+extension LocalStore {
     /// One write, as a plain value: everything a journal record of it needs.
     enum WriteOperation: Sendable {
         /// A set: the value goes to memory and, unless `toDisk` is false, to disk.
@@ -201,10 +201,10 @@ extension HybridCache {
                 key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: forcedExtension, journaled: journaled)
                 .map { .removed($0 ? 1 : 0) }
         case .clear(let memory, let disk):
-            let droppedShared = memory ? nearCache?.dropCopies() ?? 0 : 0
+            let droppedShared = memory ? neighbour?.dropCopies(nil) ?? 0 : 0
             return applyClear(memory: memory, disk: disk).map { .cleared(removed: $0, droppedShared: droppedShared) }
         case .removeExpired(let memory, let disk, let referenceDate):
-            let droppedShared = memory ? nearCache?.dropCopies(departedAt: referenceDate ?? config.memory.clock.now()) ?? 0 : 0
+            let droppedShared = memory ? neighbour?.dropCopies(referenceDate ?? config.memory.clock.now()) ?? 0 : 0
             return applyRemoveExpired(memory: memory, disk: disk, referenceDate: referenceDate)
                 .map { .cleared(removed: $0, droppedShared: droppedShared) }
         case .trim:
@@ -246,7 +246,7 @@ extension HybridCache {
     /// Writes every lifetime memory knows that its disk copy does not have yet, after
     /// every write queued before it. The completion gets the number of files updated.
     @discardableResult
-    public func flush(
+    func flush(
         callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         enqueue(write: nil, callbackQueue, .normal, completion) { [self] in
@@ -260,7 +260,7 @@ extension HybridCache {
     /// For a clean shutdown: stops the sweep, waits for every queued job, then flushes
     /// every extended lifetime to disk. Blocks the caller; call it once nothing will
     /// ask the cache anything more (extensions after it stay in memory only).
-    public func shutdown() {
+    func shutdown() {
         sweepTimer?.cancel()
         let done = DispatchSemaphore(value: 0)
         scheduler.enqueue(.background) { [self] in
@@ -304,7 +304,7 @@ extension HybridCache {
         // queued behind other jobs), and a replay ends with the write's own lifetime.
         let touches: [Journal.Record] = records.compactMap { r in
             r.forcedExtension == nil
-                ? HybridCache.lifetimeRecord(key: r.key, expiresAt: r.expiresAt, timeToLive: r.timeToLive, keepsAbsolute: false)
+                ? LocalStore.lifetimeRecord(key: r.key, expiresAt: r.expiresAt, timeToLive: r.timeToLive, keepsAbsolute: false)
                 : nil
         }
         guard !touches.isEmpty else { return }

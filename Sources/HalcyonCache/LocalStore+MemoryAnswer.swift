@@ -5,27 +5,14 @@
 
 import Foundation
 
-extension HybridCache {
-    /// What a memory lookup found.
-    public enum MemoryLookup<Answer: Sendable>: Sendable {
-        /// Memory answered: a hit, or a miss that stands because the read is
-        /// `fromMemoryOnly`.
-        case answered(Answer)
-        /// Memory was asked and missed (the miss is counted): go on to the disk with
-        /// `retrieveAfterMemoryMiss`.
-        case missed
-        /// A queued write concerns the key (read-your-writes): memory was not asked; take the
-        /// ordinary read, which queues behind it.
-        case behindWrite
-    }
+extension LocalStore {
 
     /// Reads `key` from memory only, as `retrieve` would first: same lifetime judgement,
     /// extension and counters. Never blocks on the ioQueue.
     ///
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
-    public func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
-        if let near = shared(key) { return memoryLookupShared(near, forKey: key, options: options) }
+    func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
         switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
         case .memoryHit(let found): return .answered(found)
         case .memoryOnlyMiss: return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
@@ -37,7 +24,7 @@ extension HybridCache {
     /// After `memoryLookup` answered `.missed`: `retrieve` without asking memory again
     /// (a read queued behind a write that arrived meanwhile still asks it, after the write).
     @discardableResult
-    public func retrieveAfterMemoryMiss(
+    func retrieveAfterMemoryMiss(
         forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
@@ -50,8 +37,7 @@ extension HybridCache {
     ///
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
-    public func memoryDescription(forKey key: CacheKey, options: Options = .init()) -> EntryDescription? {
-        if let near = shared(key), near.writePending(key) { return nil }
+    func memoryDescription(forKey key: CacheKey, options: Options = .init()) -> EntryDescription? {
         let plan = readPlan(forKey: key, options: options) { memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) }
         guard case .memoryHit(let meta) = plan else { return nil }
         return HybridCache.description(of: meta)

@@ -47,7 +47,7 @@
 
 import Foundation
 
-extension HybridCache {
+extension LocalStore {
     /// A write with the journal on: the operation and what group commit decided for it.
     /// Created by its caller; `ticket` is set once, before its job is queued; every other
     /// `var` is written and read on the ioQueue only (`@unchecked Sendable`: the ioQueue
@@ -214,10 +214,10 @@ extension HybridCache {
             guard s.forcedExtension == nil else { return nil }
             guard s.toDisk else { return .delete(key: s.key) }
             guard s.entry.bytes.count < wb.directValueSize else { return nil }
-            return HybridCache.setRecord(key: s.key, entry: s.entry, expiresAt: s.expiresAt!, timeToLive: s.timeToLive)
+            return LocalStore.setRecord(key: s.key, entry: s.entry, expiresAt: s.expiresAt!, timeToLive: s.timeToLive)
         case .touch(let t):
             guard t.forcedExtension == nil else { return nil }
-            return HybridCache.lifetimeRecord(
+            return LocalStore.lifetimeRecord(
                 key: t.key, expiresAt: t.expiresAt!, timeToLive: t.timeToLive, keepsAbsolute: t.keepsAbsolute)
         case .remove(let key, _, let fromDisk, let forcedExtension):
             guard fromDisk, forcedExtension == nil else { return nil }

@@ -36,7 +36,7 @@
 
 import Foundation
 
-extension HybridCache {
+extension LocalStore {
     /// One acknowledged value whose file is not written yet.
     struct Unwritten: Sendable {
         var key: CacheKey
@@ -70,7 +70,7 @@ extension HybridCache {
         /// one that expired before its file was written (so the older file still goes).
         var journalRecord: Journal.Record {
             guard expiresAt > countedFrom else { return .delete(key: key) }
-            return HybridCache.setRecord(key: key, entry: entry, expiresAt: expiresAt, timeToLive: timeToLive)
+            return LocalStore.setRecord(key: key, entry: entry, expiresAt: expiresAt, timeToLive: timeToLive)
         }
 
         /// The meta a file holding this entry would have.

@@ -11,7 +11,7 @@
 
 import Foundation
 
-extension HybridCache {
+extension LocalStore {
     /// Lists the folder and resets the account to what it holds. ioQueue only.
     func recountDiskUsage() {
         scheduler.assertOnQueue()
@@ -39,11 +39,11 @@ extension HybridCache {
         diskUsage.withLock { usage in
             guard var u = usage else { return }
             if let old {
-                u.bytes -= min(u.bytes, HybridCache.fileBytes(old))
+                u.bytes -= min(u.bytes, LocalStore.fileBytes(old))
                 u.count = max(0, u.count - 1)
             }
             if let new {
-                u.bytes += HybridCache.fileBytes(new)
+                u.bytes += LocalStore.fileBytes(new)
                 u.count += 1
             }
             usage = u

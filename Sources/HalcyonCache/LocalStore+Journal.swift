@@ -35,40 +35,7 @@ import Glibc
 import Musl
 #endif
 
-extension HybridCache {
-    /// The journal's settings (`HybridCache.Config.journal`; nil = no journal: every
-    /// write goes to its file before its reply, as before the journal).
-    public struct JournalConfig: Sendable {
-        /// When appended records reach the device. Default `.everysec`.
-        public var fsync: Journal.FsyncPolicy = .everysec
-        /// The journal's bound in bytes (segments on disk). Default 256 MiB.
-        public var maxJournalBytes: UInt64 = 256 << 20
-        /// The bound on bytes acknowledged but not yet in their files. Default 64 MiB.
-        public var maxUnwrittenBytes: UInt64 = 64 << 20
-        /// How long a write waits at a bound for the materializer before it is refused
-        /// with `diskBacklog`, in seconds. Default 2.
-        public var backlogWait: Double = 2
-        /// Values of this many bytes and more skip the journal: their file is written
-        /// before the reply (Benchmarks/RESULTS.md, "Journal I/O"). Default 1 MiB.
-        public var directValueSize: Int = 1 << 20
-        /// Segment size; at most a quarter of `maxJournalBytes`. Default 16 MiB.
-        public var segmentSize: UInt64 = 16 << 20
-        /// The journal folder; nil = `<cache folder>.journal` beside the cache folder.
-        public var directory: URL? = nil
-        /// How long the materializer rests between looks for a pause in the load, while
-        /// the bounds are under 30 % (`WriteBehind.MaterializerTurn`). Default 25 ms.
-        public var materializerRest: DispatchTimeInterval = .milliseconds(25)
-        /// Test hook: the materializer writes nothing while this returns true.
-        public var materializerHeld: (@Sendable () -> Bool)? = nil
-        /// Told of each journaled value dropped because its file can never be written (see
-        /// `WriteBehind.dropIfNeverWritable`), with its key and the error: on the ioQueue,
-        /// or during replay in init. The daemon logs them. It must not call the cache.
-        public var onDroppedEntry: (@Sendable (_ key: CacheKey, _ error: CacheError) -> Void)? = nil
-
-        public init(fsync: Journal.FsyncPolicy = .everysec) {
-            self.fsync = fsync
-        }
-    }
+extension LocalStore {
 
     /// A lifetime replay gives a file whose key has no unwritten value.
     struct FileTouch {
@@ -84,7 +51,7 @@ extension HybridCache {
     }
 
     /// The journal folder of a cache whose disk folder is `path`.
-    public static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
+    static func journalDirectory(_ config: JournalConfig, diskPath: String) -> String {
         config.directory?.path ?? diskPath + ".journal"
     }
 
@@ -135,7 +102,7 @@ extension HybridCache {
                 versions.observe(version)
                 let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
                 keysByName[name] = key
-                let expiresAt = HybridCache.date(nanos: expiresAtNanos)
+                let expiresAt = LocalStore.date(nanos: expiresAtNanos)
                 let ttl: TimeInterval? = ttlNanos < 0 ? nil : Double(ttlNanos) / 1e9
                 let countedFrom = ttl.map { expiresAt.addingTimeInterval(-$0) } ?? now
                 table.put(Unwritten(
@@ -155,7 +122,7 @@ extension HybridCache {
             case .touch(let key, let expiresAtNanos):
                 // An older build's touch: the new end, the entry's own time-to-live.
                 let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
-                let expiresAt = HybridCache.date(nanos: expiresAtNanos)
+                let expiresAt = LocalStore.date(nanos: expiresAtNanos)
                 let updated = table.update(key) { e in
                     if let ttl = e.timeToLive, expiresAt != .distantFuture {
                         e.countedFrom = expiresAt.addingTimeInterval(-ttl)
@@ -169,7 +136,7 @@ extension HybridCache {
                 }
             case .lifetime(let key, let expiresAtNanos, let ttlNanos, let keepsAbsolute):
                 let name = CacheKey(diskStorage.fileName(forKey: key, forcedExtension: nil))
-                let expiresAt = HybridCache.date(nanos: expiresAtNanos)
+                let expiresAt = LocalStore.date(nanos: expiresAtNanos)
                 let ttl: TimeInterval? = ttlNanos < 0 || expiresAt == .distantFuture ? nil : Double(ttlNanos) / 1e9
                 let updated = table.update(key) { e in
                     if keepsAbsolute, e.isAbsolute { return }

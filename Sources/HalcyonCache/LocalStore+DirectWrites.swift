@@ -32,91 +32,7 @@
 
 import Foundation
 
-extension HybridCache {
-    /// A set that its caller commits itself with `commitDirect`.
-    ///
-    /// A class: a set passes from the transport's group through the dispatcher to the
-    /// commit, and a struct of this size would be copied (and every reference in it
-    /// retained) at each step.
-    ///
-    /// Threading: immutable; any thread.
-    public final class DirectStore: Sendable {
-        public let key: CacheKey
-        public let entry: CacheEntry
-        /// `diskExpiration` and `memoryExpiration` apply; see `canCommitDirect`.
-        public let options: Options
-
-        public init(key: CacheKey, entry: CacheEntry, options: Options) {
-            self.key = key
-            self.entry = entry
-            self.options = options
-        }
-    }
-
-    /// An add, a compare-and-set or an increment that its caller commits itself with
-    /// `commitDirect`: the same step as `add`, `compareAndStore` and `increment` take in
-    /// their own ioQueue jobs.
-    ///
-    /// Threading: immutable; any thread.
-    public final class DirectUpdate: Sendable {
-        public enum Change: Sendable {
-            /// `add`: store when the key holds no live entry.
-            case add(CacheEntry)
-            /// `compareAndStore`: store when the live entry has this version.
-            case compareAndStore(CacheEntry, version: UInt64)
-            /// `increment` (`initial` nil: refuse a missing key).
-            case increment(by: Int64, initial: Int64?, flags: UInt32)
-        }
-
-        public let key: CacheKey
-        public let change: Change
-        /// As for the method the change stands for; see `canCommitDirect`.
-        public let options: Options
-
-        public init(key: CacheKey, change: Change, options: Options) {
-            self.key = key
-            self.change = change
-            self.options = options
-        }
-
-        /// The bytes of the value it may store (an increment's are a few digits).
-        var valueSize: Int {
-            switch change {
-            case .add(let entry), .compareAndStore(let entry, _): entry.bytes.count
-            case .increment: HybridCache.incrementValueSize
-            }
-        }
-    }
-
-    /// One write of a direct commit.
-    public enum DirectWrite: Sendable {
-        case store(DirectStore)
-        case update(DirectUpdate)
-
-        /// The key it writes.
-        public var key: CacheKey {
-            switch self {
-            case .store(let s): s.key
-            case .update(let u): u.key
-            }
-        }
-
-        /// The bytes of the value it may store.
-        public var valueSize: Int {
-            switch self {
-            case .store(let s): s.entry.bytes.count
-            case .update(let u): u.valueSize
-            }
-        }
-    }
-
-    /// What a write of a direct commit did: what `store`, `add`/`compareAndStore` or
-    /// `increment` would have given its completion.
-    public enum DirectOutcome: Sendable {
-        case stored(Result<StoreResult, CacheError>)
-        case conditional(Result<ConditionalStoreResult, CacheError>)
-        case incremented(Result<IncrementOutcome, CacheError>)
-    }
+extension LocalStore {
 
     /// Whether `commitDirect` would take `write` now without making its caller wait: the
     /// ioQueue has no job queued or running (a sweep, a disk read, `debug.sleep`; only
@@ -125,10 +41,7 @@ extension HybridCache {
     /// far enough that the commit will not wait for the materializer, and an update can
     /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
     /// write stands for, whose waits happen on the ioQueue.
-    public func canCommitDirect(_ write: DirectWrite) -> Bool {
-        // Shared keys are written upstream (HybridCache+Upstream.swift). Asked only with a
-        // near cache: inlined, `shared` retains the key before it finds there is none.
-        if nearCache != nil, shared(write.key) != nil { return false }
+    func canCommitDirect(_ write: DirectWrite) -> Bool {
         switch write {
         case .store(let s):
             return admitsDirect(toDisk: s.options.toDisk, forcedExtension: s.options.forcedExtension, valueSize: s.entry.bytes.count)
@@ -183,7 +96,7 @@ extension HybridCache {
     ///   completion delivered `.untouch`): the ioQueue would wait for itself. Check
     ///   `canCommitDirect` first; a write it refuses is still applied correctly here, but
     ///   may wait on the caller's thread (for a bound, for the device).
-    public func commitDirect(_ group: [DirectWrite]) -> [DirectOutcome] {
+    func commitDirect(_ group: [DirectWrite]) -> [DirectOutcome] {
         return scheduler.runDirect { [self] () -> [DirectOutcome] in
             // What was queued first has run (and committed its runs): the group comes after
             // it, and takes nothing queued after it.
@@ -203,7 +116,7 @@ extension HybridCache {
     /// The state of one `commitDirect`: the run of sets or of updates not yet applied,
     /// and the outcomes so far. ioQueue only, inside that call.
     private struct DirectCommit {
-        let cache: HybridCache
+        let cache: LocalStore
         var outcomes: [DirectOutcome?]
         /// The run of sets not yet applied, and where each stands in the group: two arrays,
         /// so the run goes to `commit` as it is.
@@ -214,7 +127,7 @@ extension HybridCache {
         /// then be (nil: the key will hold nothing).
         var decided: [CacheKey: LiveEntry?] = [:]
 
-        init(cache: HybridCache, count: Int) {
+        init(cache: LocalStore, count: Int) {
             self.cache = cache
             outcomes = Array(repeating: nil, count: count)
         }
@@ -255,7 +168,7 @@ extension HybridCache {
             // Stamped now, in order, so the next update of the key sees its version.
             let now = cache.config.disk.clock.now()
             let stamped = operation.stamped(now, versions: cache.versions)
-            decided[u.key] = HybridCache.liveEntry(after: stamped, now: now)
+            decided[u.key] = LocalStore.liveEntry(after: stamped, now: now)
             updates.append((index, .store(stamped, read)))
         }
 
@@ -270,7 +183,7 @@ extension HybridCache {
             cache.scheduler.beginDirect(count: sets.count)
             for (index, outcome) in zip(setIndexes, cache.commit(sets)) {
                 let result = outcome ?? .failure(CacheError.cancelled(started: false))
-                outcomes[index] = .stored(result.map(HybridCache.storeResult))
+                outcomes[index] = .stored(result.map(LocalStore.storeResult))
             }
             sets.removeAll(keepingCapacity: true)
             setIndexes.removeAll(keepingCapacity: true)
@@ -293,7 +206,7 @@ extension HybridCache {
                 case .answered(let outcome):
                     outcomes[u.index] = failure.map { outcome.failed($0) } ?? outcome
                 case .store(_, let read):
-                    let result = results.next()!.map(HybridCache.storeResult)
+                    let result = results.next()!.map(LocalStore.storeResult)
                     if case .failure(let error) = result, failure == nil { failure = error }
                     outcomes[u.index] = read(result)
                 }
@@ -322,12 +235,12 @@ extension HybridCache {
         switch u.change {
         case .add(let entry):
             return UpdateStep(
-                decideConditionalStore(entry, forKey: u.key, options: u.options, live: live, when: HybridCache.isAbsent),
+                decideConditionalStore(entry, forKey: u.key, options: u.options, live: live, when: LocalStore.isAbsent),
                 DirectOutcome.conditional)
         case .compareAndStore(let entry, let version):
             return UpdateStep(
                 decideConditionalStore(
-                    entry, forKey: u.key, options: u.options, live: live, when: HybridCache.hasVersion(version)),
+                    entry, forKey: u.key, options: u.options, live: live, when: LocalStore.hasVersion(version)),
                 DirectOutcome.conditional)
         case .increment(let delta, let initial, let flags):
             return UpdateStep(
@@ -347,9 +260,9 @@ extension HybridCache {
     }
 }
 
-extension HybridCache.DirectOutcome {
+extension LocalStore.DirectOutcome {
     /// A failure of the kind `change` answers with.
-    static func failure(of change: HybridCache.DirectUpdate.Change, _ error: CacheError) -> Self {
+    static func failure(of change: LocalStore.DirectUpdate.Change, _ error: CacheError) -> Self {
         switch change {
         case .add, .compareAndStore: .conditional(.failure(error))
         case .increment: .incremented(.failure(error))

@@ -8,7 +8,7 @@
 import Foundation
 import Synchronization
 
-extension HybridCache {
+extension LocalStore {
     /// How one read is served: the one decision every read makes (`retrieve`,
     /// `describe`, `cachedType`, `getMany`, and the transport's memory answers).
     enum ReadPlan<Found> {
@@ -76,7 +76,7 @@ extension HybridCache {
     /// With `options.fromMemoryOnly` the disk is not looked at. A miss is a success with
     /// `cacheType: .none`.
     @discardableResult
-    public func retrieve(
+    func retrieve(
         forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
@@ -90,7 +90,6 @@ extension HybridCache {
         forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
-        if let near = shared(key) { return retrieveShared(near, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) }
         switch readPlan(forKey: key, options: options, memoryAsked: memoryAsked, { memoryRetrieve(forKey: key, options: options) }) {
         case .memoryHit(let found):
             return runInline(callbackQueue, options.priority, completion) { .success(found) }
@@ -118,7 +117,7 @@ extension HybridCache {
     /// Which tier holds a live `key`, without loading or extending it. Same paths as
     /// `retrieve`; `.none` when neither does.
     @discardableResult
-    public func cachedType(
+    func cachedType(
         forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<CacheType, CacheError>) -> Void
     ) -> CacheTask {
@@ -131,7 +130,7 @@ extension HybridCache {
     /// access of `key`, without loading or extending it. Same paths as `retrieve`; a miss is a success
     /// with `cacheType: .none`.
     @discardableResult
-    public func describe(
+    func describe(
         forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
         completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
     ) -> CacheTask {
@@ -145,9 +144,6 @@ extension HybridCache {
         completion: @escaping @Sendable (Result<T, CacheError>) -> Void,
         _ transform: @escaping @Sendable (EntryDescription) -> T
     ) -> CacheTask {
-        if let near = shared(key) {
-            return describeShared(near, forKey: key, options: options, callbackQueue: callbackQueue) { completion($0.map(transform)) }
-        }
         let lookUp: @Sendable (Bool) -> Result<T, CacheError> = { [self] memoryOnly in
             describeNow(forKey: key, options: options, memoryOnly: memoryOnly).map(transform)
         }
@@ -168,12 +164,6 @@ extension HybridCache {
         }
     }
 
-    static func description(of meta: MemoryStorage.Meta) -> EntryDescription {
-        EntryDescription(
-            cacheType: .memory, size: meta.size, flags: meta.flags,
-            expiresAt: optionalDate(meta.expiration), memoryExpiresAt: optionalDate(meta.memoryExpiration),
-            lastAccessAt: meta.lastAccess, version: meta.version)
-    }
 
     private func describeNow(forKey key: CacheKey, options: Options, memoryOnly: Bool) -> Result<EntryDescription, CacheError> {
         if let meta = memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) {

@@ -5,43 +5,19 @@
 
 import Foundation
 
-extension HybridCache {
-    /// What a clear or a removal of expired entries did.
-    public struct ClearResult: Sendable, Equatable {
-        /// The host's own entries removed: the larger of the two tiers' counts, so a key
-        /// held in both tiers counts once.
-        public var removed: Int
-        /// This host's copies of shared keys dropped from memory (`Config.upstream`); the
-        /// keys stay upstream, and the next read of one asks the upstream again.
-        public var droppedShared: Int
-        /// Shared keys removed upstream, for every host (`clear(shared: true)`); nil when
-        /// not asked, or without an upstream.
-        public var removedShared: Int?
-
-        public init(removed: Int, droppedShared: Int = 0, removedShared: Int? = nil) {
-            self.removed = removed
-            self.droppedShared = droppedShared
-            self.removedShared = removedShared
-        }
-    }
-
-    /// Whether some keys are shared with other hosts (`Config.upstream`).
-    public var hasUpstream: Bool { nearCache != nil }
+extension LocalStore {
 
     /// Removes every entry from the chosen tiers. A whole-cache write on the ioQueue.
     /// With an upstream, clearing memory also drops this host's copies of shared keys,
     /// counted apart (`ClearResult.droppedShared`): the keys stay upstream for every host.
     /// `shared: true` removes the shared keys upstream too (`clearShared`), for every host.
     @discardableResult
-    public func clear(
-        memory: Bool = true, disk: Bool = true, shared: Bool = false, callbackQueue: CallbackQueue = .untouch,
+    func clear(
+        memory: Bool = true, disk: Bool = true, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ClearResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
-        if shared, let nearCache {
-            return clearShared(nearCache, memory: memory, disk: disk, callbackQueue: callbackQueue, completion: completion)
-        }
         return enqueueWrite(.clear(memory: memory, disk: disk), scope: .wholeCache, callbackQueue, .normal, completion,
-                            HybridCache.clearResult)
+                            LocalStore.clearResult)
     }
 
     /// Removes the entries whose lifetime ends at or before `referenceDate` (default now)
@@ -51,13 +27,13 @@ extension HybridCache {
     /// whole-cache write on the ioQueue. Copies of shared keys whose upstream lifetime is
     /// over are dropped from memory and counted apart (`ClearResult.droppedShared`).
     @discardableResult
-    public func removeExpired(
+    func removeExpired(
         memory: Bool = true, disk: Bool = true, referenceDate: Date? = nil, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<ClearResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         enqueueWrite(
             .removeExpired(memory: memory, disk: disk, referenceDate: referenceDate), scope: .wholeCache,
-            callbackQueue, .normal, completion, HybridCache.clearResult)
+            callbackQueue, .normal, completion, LocalStore.clearResult)
     }
 
     @Sendable static func clearResult(_ outcome: WriteOutcome) -> ClearResult {
@@ -69,7 +45,7 @@ extension HybridCache {
     /// removes least recently accessed files until it is at or below half the limit; an
     /// entry read from memory counts as accessed then. A whole-cache write on the ioQueue.
     @discardableResult
-    public func trim(
+    func trim(
         callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<TrimResult, CacheError>) -> Void)? = nil
     ) -> CacheTask {
         enqueueWrite(.trim, scope: .wholeCache, callbackQueue, .normal, completion) {
@@ -80,7 +56,7 @@ extension HybridCache {
 
     /// The disk tier's bytes and file count, read on the ioQueue (after queued writes).
     @discardableResult
-    public func totalSize(
+    func totalSize(
         callbackQueue: CallbackQueue = .untouch, completion: @escaping @Sendable (Result<DiskUsage, CacheError>) -> Void
     ) -> CacheTask {
         enqueue(write: nil, callbackQueue, .normal, completion) { [self] in
@@ -99,7 +75,7 @@ extension HybridCache {
     /// Holds the ioQueue for `seconds` (a plain queued job, not a write: reads of keys
     /// without queued writes still answer from memory). For tests and `debug.sleep`.
     @discardableResult
-    public func debugSleep(
+    func debugSleep(
         seconds: Double, callbackQueue: CallbackQueue = .untouch,
         completion: (@Sendable (Result<Void, CacheError>) -> Void)? = nil
     ) -> CacheTask {
@@ -119,7 +95,7 @@ extension HybridCache {
     }
 
     /// Runs a sweep now, on the ioQueue; for tests and operators.
-    public func sweepNow() {
+    func sweepNow() {
         scheduler.enqueue(.background) { [self] in sweep() }
     }
 }
