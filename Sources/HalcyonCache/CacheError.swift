@@ -39,9 +39,13 @@ public enum CacheError: Error, Sendable, Equatable {
     /// The upstream refused the command for a shared key (the value under the key is not
     /// one Halcyon can use, the store is out of memory, ...); nothing was stored locally.
     case upstreamRefused(detail: String)
-    /// A caller would wait on a shared lease while `limit` callers of this host wait
-    /// already (`UpstreamConfig.leaseWaitersLimit`); it was refused, not parked.
+    /// A caller would wait on a lease while `limit` callers of this host wait already
+    /// (`Leases.Limits.waiters`, `UpstreamConfig.leaseWaitersLimit`); it was refused, not
+    /// parked.
     case tooManyLeaseWaiters(limit: Int)
+    /// A caller would wait on a local key's lease while `limit` callers wait for that key
+    /// already (`Leases.Limits.waitersPerKey`); it was refused, not parked.
+    case tooManyLeaseWaitersForKey(limit: Int)
 
     /// The stable wire name of this error (`data.reason`).
     public var reason: String {
@@ -59,6 +63,7 @@ public enum CacheError: Error, Sendable, Equatable {
         case .upstreamAuthenticationFailed: return "upstreamAuthenticationFailed"
         case .upstreamRefused: return "upstreamRefused"
         case .tooManyLeaseWaiters: return "tooManyLeaseWaiters"
+        case .tooManyLeaseWaitersForKey: return "tooManyLeaseWaitersForKey"
         }
     }
 
@@ -70,7 +75,7 @@ public enum CacheError: Error, Sendable, Equatable {
              .cannotRemoveCacheFile(_, let e), .cannotWriteJournal(_, let e):
             return e
         case .invalidKey, .cancelled, .diskBacklog, .upstreamUnavailable, .upstreamAuthenticationFailed, .upstreamRefused,
-             .tooManyLeaseWaiters:
+             .tooManyLeaseWaiters, .tooManyLeaseWaitersForKey:
             return nil
         }
     }

@@ -17,6 +17,8 @@ extension HybridCache {
         /// The write-ahead journal (see `JournalConfig`); nil (default) = none: every
         /// disk write reaches its file before its reply.
         public var journal: JournalConfig? = nil
+        /// Bounds on the callers parked for leases on this host's keys (`Leases.Limits`).
+        public var leaseLimits = Leases.Limits()
         /// A store shared with other hosts for some keys (SharedStore.swift); nil
         /// (default) = every key is this host's alone.
         public var upstream: UpstreamConfig? = nil
@@ -329,8 +331,8 @@ extension HybridCache {
         }
     }
 
-    /// The lease on a shared key, as `cache.leaseStatus` shows it.
-    public struct SharedLeaseStatus: Sendable, Equatable {
+    /// A key's lease, as `cache.leaseStatus` shows it.
+    public struct LeaseStatus: Sendable, Equatable {
         /// When it ends at the latest; nil: no end.
         public var endsAt: Date?
         /// This host's callers waiting for it.

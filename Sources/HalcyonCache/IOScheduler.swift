@@ -197,10 +197,8 @@ extension LocalStore {
         private let directRunning = Atomic<Bool>(false)
 
         /// The longest a caller spins for another thread's direct group before it blocks
-        /// in `DispatchQueue.sync`. A wait longer than a halted vCPU's wake-up costs more
-        /// to spin through than sleeping does: against 200 µs, this bound took 6 % less CPU
-        /// per set (5.18 -> 4.89 µs, lower in 15 of 16 interleaved pairs of 3 s runs, sets
-        /// at 8x16, release) and ran 4 % more sets/s (307k -> 320k, higher in 13 of 16).
+        /// in `DispatchQueue.sync`: a wait longer than a halted vCPU's wake-up costs more
+        /// to spin through than sleeping does (Benchmarks/RESULTS.md, "The direct commit").
         static let directSpinLimit: UInt64 = 40_000
 
         /// Whether some caller spins in `awaitOtherDirect` now: at most one does.
@@ -208,22 +206,16 @@ extension LocalStore {
 
         /// Spins while another thread's direct group runs, up to `directSpinLimit` ns; a
         /// caller that finds another one spinning already blocks in `sync` at once, so that
-        /// with more event loops than two at most one core spins. (Sets at 8x16 with three
-        /// event loops on two vCPUs, 6 interleaved pairs: one spinner against any number
-        /// took 8 % less CPU per set and ran 8 % more sets/s, better in 5 of 6 pairs; with
-        /// two loops, where only one can wait, 12 pairs were within noise.)
+        /// with more event loops than two at most one core spins.
         ///
         /// Why spin: two event loops commit their groups in turn, and a loop whose group
         /// finds the other's running would otherwise sleep on a futex in `sync` until it
         /// ends; every connection of both loops is then waiting for its replies, the
-        /// waiter's vCPU halts, and waking it again costs tens of µs. Measured (sets at
-        /// 8x16, 8 interleaved pairs of 3 s runs, release): 191k -> 210k sets/s, higher in
-        /// 8 of 8 pairs, server CPU per set +2.6 %; sets at 8x1, 6 pairs: 43k -> 49k/s, CPU
-        /// -6 %; the 9:1 mix at 8x16: within noise (rate higher in 6 of 12 pairs). Spinning
-        /// with `sched_yield` gave the same rate for 4 % more CPU per set. Each turn of the
-        /// loop is a CPU spin-wait hint (`hc_cpu_relax`): sets at 8x16, 20 interleaved pairs,
-        /// server CPU per set 5.04 -> 4.79 and 5.03 -> 4.90 µs (lower in 16 of 20), 310k ->
-        /// 326k and 309k -> 323k sets/s (higher in 14 of 20).
+        /// waiter's vCPU halts, and waking it again costs more than the wait. Each turn of
+        /// the loop is a CPU spin-wait hint (`hc_cpu_relax`), which leaves the core to the
+        /// thread being waited for. (`sched_yield` instead costs more CPU for the same
+        /// rate; the runs that chose all this are in Benchmarks/RESULTS.md, "The direct
+        /// commit".)
         private func awaitOtherDirect() {
             guard directRunning.load(ordering: .relaxed),
                   directSpinning.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged

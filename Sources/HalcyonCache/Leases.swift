@@ -215,10 +215,12 @@ public final class Leases: Sendable {
         }
     }
 
-    /// A write of `key` completed: its lease (if any) ends and every parked caller is
-    /// woken to read the value. With no lease held and nobody parked it changes nothing
-    /// a caller can observe (the epoch only matters where a write is recorded in
-    /// `lastWrite`), so it returns at once.
+    /// A write of `key` took effect: its lease (if any) ends and every parked caller is
+    /// woken, on `timerQueue`, to read the value. With no lease held and nobody parked it
+    /// changes nothing a caller can observe (the epoch only matters where a write is
+    /// recorded in `lastWrite`), so it returns at once. It calls nothing out on the
+    /// caller's thread: the local store calls it where a write takes effect, which may be
+    /// under the write book's lock.
     public func written(key: CacheKey) {
         guard inUse.load(ordering: .acquiring) > 0 else { return }
         let woken = update { s -> [Waiter] in
@@ -234,7 +236,14 @@ public final class Leases: Sendable {
             for w in waiters { w.timer.cancel() }
             return waiters
         }
-        for w in woken { w.wake(.written) }
+        guard !woken.isEmpty else { return }
+        let wakes = woken.map(\.wake)
+        timerQueue.async { for wake in wakes { wake(.written) } }
+    }
+
+    /// Returns once every wake-up queued so far has run (`written` wakes on `timerQueue`).
+    func waitForWakesForTesting() {
+        timerQueue.sync {}
     }
 
     /// The owner went away (its connection closed): its leases end (each passing to the

@@ -6,7 +6,7 @@
 // of the others find their write done. A write queued behind any other job (a read, an
 // update, maintenance) is never taken ahead of it. A caller that gathers its own writes
 // (the transport, the writes of one read burst) commits them itself with `commitDirect`
-// (in `HybridCache+DirectWrites.swift`), on the ioQueue, waiting on its own thread: no
+// (in `LocalStore+DirectWrites.swift`), on the ioQueue, waiting on its own thread: no
 // hop to the ioQueue's thread and back.
 //
 // The invariant both keep: journal order is apply order is enqueue order. Every write is
@@ -29,14 +29,12 @@
 // between their steps and they cannot join a group other jobs commit. Their new values go
 // through `applyInJob`: the job's records are appended with one write, then applied exactly
 // as a group's. Writes queued meanwhile are not taken: their jobs come later, so their
-// records follow. Measured: `incr` at 4 connections x 32 in flight over 1,000 counters went
-// from 0.9k/s (a file written before each reply) to 64k/s.
+// records follow.
 //
-// No single-set inline writes. An earlier attempt ran each set on the caller's thread when
-// the queue was idle; it defeated group commit under concurrency (every set a `write` of
-// its own, `largestGroup` 1) and throughput fell from about 33k to 14k sets/s. The direct
-// path commits a read burst's sets as one group instead (about 14 records per `write` at 8
-// connections x 16 in flight), still inside the queue's order.
+// No single-set inline writes: a set run on the caller's thread whenever the queue is idle
+// would be a `write(2)` of its own under concurrency, which defeats group commit. The
+// direct path commits a read burst's sets as one group instead, still inside the queue's
+// order.
 //
 // Bounds and back-pressure. `--journal-limit` (bytes of segments, default 256 MiB; segments
 // at most a quarter of it, 16 MiB by default) and `--unwritten-limit` (bytes in the table,
@@ -274,7 +272,9 @@ extension LocalStore {
         if case .store(let s) = stamped, s.toDisk, s.forcedExtension == nil {
             if let start {
                 sets += 1
-                return storeUnwritten(s, start: start, wb).map { .stored($0) }
+                let result = storeUnwritten(s, start: start, wb)
+                written(s.key)
+                return result.map { .stored($0) }
             }
             // Too large to journal: the file first (which supersedes any unwritten value,
             // see `supersedeUnwritten`).

@@ -10,10 +10,8 @@
 // the file's times, `written` drops older entries), deletes segments a crash left behind a
 // checkpoint, opens a new segment, and requests are answered at once; the materializer
 // writes the replayed entries in the background. Replay time and record count are in
-// `cache.stats` (`journal.replayMicros`, `journal.replayedRecords`). Measured
-// (Benchmarks/journal/restart.sh, Benchmarks/RESULTS.md "Writes with the journal"): 201 MB
-// of journal, 50,752 records, 44,000 entries not yet in files: replay 1.06 s, first reply
-// 1.8 s after exec.
+// `cache.stats` (`journal.replayMicros`, `journal.replayedRecords`); a large journal's
+// replay time is in Benchmarks/RESULTS.md, "Writes with the journal".
 //
 // Crash guarantees. kill -9: every acknowledged write is in the journal (or, for a large
 // value or a forced extension, in its file) and comes back; removed and cleared keys stay
@@ -21,11 +19,10 @@
 // whatever the kernel had not written under `never`.
 //
 // Large values. Values of 1 MiB and more skip the journal: their file is written before the
-// reply, then a `written` record notes the version. Measured (Benchmarks/RESULTS.md,
-// "Journal I/O"): journaling a value costs 0.6-1.1 µs per KiB on top of the file write's ~5
-// µs per KiB, so the double write adds 5-10 % at 64-256 KiB but 15-25 % at 1-4 MiB, and
-// every journaled byte fills the journal's bound; below 1 MiB the reply-before-file saving
-// (0.3-1.5 ms of create + rename) dominates.
+// reply, then a `written` record notes the version: journaling a value costs in
+// proportion to its size on top of the file write, and every journaled byte fills the
+// journal's bound, so past 1 MiB the double write costs more than answering before the
+// file saves (Benchmarks/RESULTS.md, "Journal I/O").
 
 import Foundation
 import Synchronization

@@ -11,7 +11,7 @@ extension LocalStore {
     /// appears once), then through the entries held in memory only, in key byte order.
     /// A cursor is `"d"` + the last file name examined, or `"m"` + the last key listed,
     /// or `"u"` + the upstream's own cursor (shared keys, listed last, from the upstream:
-    /// `HybridCache+SharedKeys.swift`).
+    /// `SharedStore+Keys.swift`, by way of `HybridCache.listKeys`).
     enum KeyCursor: Equatable {
         case disk(after: String?)
         case memory(after: String?)

@@ -1,7 +1,7 @@
 // The synchronous read entry point: what memory alone can answer, on the caller's
 // thread, with no task, no completion and no callback queue. The transport's fast path
 // uses it for reads of the `fast` kind; anything memory cannot answer goes on to the
-// ordinary reads (HybridCache+Reads.swift), which keep every path and order.
+// ordinary reads (LocalStore+Reads.swift), which keep every path and order.
 
 import Foundation
 

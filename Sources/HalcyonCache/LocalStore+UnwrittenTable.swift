@@ -8,10 +8,8 @@
 // rebuild, replay, all in journal order), so appending at the newest end keeps the order
 // sorted by start.
 //
-// Measured (sets at 8 x 16 over 10,000 keys, perf): a FIFO of one item per set, whose
-// superseded items the materializer's two walks skipped one by one (copying each entry to
-// compare its start), took 4.7 % of the daemon's samples; in this order, the materializer
-// takes 0.4 %, and a set costs about 5 % less server CPU (interleaved A/B, 7 of 10 pairs).
+// Why not a queue of one item per set: the materializer would walk every superseded item
+// (Benchmarks/RESULTS.md has the profile that showed it).
 
 import Foundation
 

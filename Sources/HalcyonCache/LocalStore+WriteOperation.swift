@@ -190,16 +190,20 @@ extension LocalStore {
             let result = s.toDisk ? storeInBothTiers(s) : storeInMemoryOnly(s, inline: inline, journaled: journaled)
             // A set is a store that completed: `stored: false` (already expired) counts, a
             // disk error does not (the key is then in neither tier, or memory only).
-            if case .success = result { counters.withLock { $0.sets += 1 } }
+            if case .success = result {
+                counters.withLock { $0.sets += 1 }
+                written(s.key)
+            }
             return result.map { .stored($0) }
         case .touch(let t):
             return applyTouch(t).map { .touched($0) }
         case .writeBack(let records):
             return .success(.wroteBack(applyWriteBacks(records)))
         case .remove(let key, let fromMemory, let fromDisk, let forcedExtension):
-            return applyRemove(
+            let result = applyRemove(
                 key: key, fromMemory: fromMemory, fromDisk: fromDisk, forcedExtension: forcedExtension, journaled: journaled)
-                .map { .removed($0 ? 1 : 0) }
+            if case .success(true) = result { written(key) }
+            return result.map { .removed($0 ? 1 : 0) }
         case .clear(let memory, let disk):
             let droppedShared = memory ? neighbour?.dropCopies(nil) ?? 0 : 0
             return applyClear(memory: memory, disk: disk).map { .cleared(removed: $0, droppedShared: droppedShared) }

@@ -102,6 +102,8 @@ final class LocalStore: DeliversTasks, @unchecked Sendable {
     let writeBehind: WriteBehind?
     /// The memory tier's other tenant, if any.
     let neighbour: Neighbour?
+    /// The leases on this host's keys: a write of a key ends its lease (`written`).
+    let leases: Leases
 
     /// Creates the ioQueue, opens the journal and starts the sweep timer over the given
     /// tiers. Never fails: a disk tier that is not ready makes every disk call fail with
@@ -110,6 +112,7 @@ final class LocalStore: DeliversTasks, @unchecked Sendable {
         config: Config, memory: MemoryStorage.Backend, disk: DiskStorage.Backend, counters: Locked<CacheStats>,
         neighbour: Neighbour?
     ) {
+        leases = Leases(limits: config.leaseLimits)
         self.config = config
         memoryStorage = memory
         diskStorage = disk
@@ -141,6 +144,15 @@ final class LocalStore: DeliversTasks, @unchecked Sendable {
 
     deinit {
         sweepTimer?.cancel()
+    }
+
+    /// The one hook of a local write that took effect and may have changed `key` (a
+    /// store, whatever it stored; a removal that removed): the key's lease ends and its
+    /// parked callers read again. Called from the write path itself (`perform`, and a
+    /// group's journaled sets), so no write method can forget it; it may run with the
+    /// write book's lock held, and calls nothing out (see `Leases.written`).
+    func written(_ key: CacheKey) {
+        leases.written(key: key)
     }
 
     /// The counters and both tiers' occupancy (the façade adds the shared keys').

@@ -24,10 +24,10 @@ extension SharedStore {
 
     /// Whether anyone, on any host, holds the lease on the shared `key` (asked of the
     /// upstream): nil when not.
-    func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<HybridCache.SharedLeaseStatus?, CacheError>) -> Void) {
+    func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<HybridCache.LeaseStatus?, CacheError>) -> Void) {
         self.tier.leaseStatus(key) { result in
             completion(self.mapped(result) { held in
-                held.map { timeToLive in HybridCache.SharedLeaseStatus(endsAt: SharedStore.expiry(timeToLive), waiting: self.leaseWaiters(for: key)) }
+                held.map { timeToLive in HybridCache.LeaseStatus(endsAt: SharedStore.expiry(timeToLive), waiting: self.leaseWaiters(for: key)) }
             })
         }
     }

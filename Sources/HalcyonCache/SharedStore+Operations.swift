@@ -80,7 +80,7 @@ extension SharedStore {
     }
 
     /// Renews a shared key's sliding lifetime when a read hit a copy with less than half of
-    /// it left (`NearCache.slideDue`): at most one renewal per half lifetime per key and host.
+    /// it left (`slideDue`): at most one renewal per half lifetime per key and host.
     private func slideIfDue(_ key: CacheKey, _ hit: RetrieveResult) {
         // A copy with no end has nothing to renew: no lock taken on that hit.
         guard let entry = hit.entry, let expiresAt = hit.expiresAt,
@@ -88,7 +88,7 @@ extension SharedStore {
         self.tier.slide(key, version: entry.version, lifetime: sliding, completion: renewalEnd(key, entry.version, sliding: sliding))
     }
 
-    /// Gives a shared key the lifetime a read asked for when `NearCache.renewalDue` says
+    /// Gives a shared key the lifetime a read asked for when `renewalDue` says
     /// so: about twice per lifetime per key and host, whatever the read rate.
     private func renewIfDue(_ key: CacheKey, _ hit: RetrieveResult, _ asked: StorageExpiration) -> RetrieveResult {
         guard let entry = hit.entry else { return hit }
@@ -106,7 +106,7 @@ extension SharedStore {
     }
 
     /// The completion of a slide or a renewal: a failure is counted, and the copy follows
-    /// the outcome (`NearCache.renewalEnded`).
+    /// the outcome (`renewalEnded`).
     private func renewalEnd(
         _ key: CacheKey, _ version: UInt64, sliding: Int64?
     ) -> @Sendable (Result<Upstream.Renewal, Upstream.Failure>) -> Void {

@@ -1,6 +1,6 @@
 // An order over the slots of an array-backed store, and the slots' reuse: the doubly
 // linked list and free list that the memory tier's recency (`MemoryStorage+LRU.swift`) and
-// the unwritten table's journal order (`HybridCache+UnwrittenTable.swift`) both keep beside
+// the unwritten table's journal order (`LocalStore+UnwrittenTable.swift`) both keep beside
 // their values. The links live in their own array of 8-byte pairs, apart from the values, so
 // moving a slot touches a few small lines instead of the values' own.
 

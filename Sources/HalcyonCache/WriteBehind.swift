@@ -1,9 +1,9 @@
 // The write-behind store: the journal's writer, the unwritten table, and the state the
-// journal keeps between group commits, checkpoints and the materializer. The hybrid cache
+// journal keeps between group commits, checkpoints and the materializer. The local store
 // composes one (nil without a journal) and reaches it only through its methods:
-// HybridCache+Journal.swift opens it at start, HybridCache+GroupCommit.swift appends to
+// LocalStore+Journal.swift opens it at start, LocalStore+GroupCommit.swift appends to
 // it, and its materializer (below, beside the private state it works on) drains it into
-// the files the cache lends it (HybridCache+MaterializerFiles.swift).
+// the files the store lends it (LocalStore+MaterializerFiles.swift).
 
 import CHalcyonSystem
 import Foundation
@@ -495,19 +495,19 @@ extension LocalStore {
 // oldest journal record first, in small slices on the ioQueue, and moves the checkpoint
 // so whole segments can be deleted. Only the newest version of a key is in the table,
 // so a key set many times is written once. It rewrites an existing file in place
-// rather than through a temporary file and a rename (45 times cheaper on ext4), which
-// the journal makes safe: see `materializeSlice`.
+// rather than through a temporary file and a rename (no new inode, no flush before a
+// rename), which the journal makes safe: see `materializeSlice`.
 //
 // Pacing. It runs as jobs of a few files each, so an acknowledgement waits for at most one
 // slice. Below 30 % of the fuller bound it works only after 3 ms without a journaled write
 // or a direct commit (files wait for a pause in the load; a direct commit of refused
-// updates appends nothing but is load all the same: without it the materializer wrote files
-// back to back under a stream of refused increments, each one the loops' next commit waited
-// behind, 73k against 168k refusals/s at 8 x 16); from 30 % one file per millisecond; from
+// updates appends nothing but is load all the same, or the materializer would write files
+// back to back under a stream of refused increments, each one the loops' next commit waits
+// behind); from 30 % one file per millisecond; from
 // 60 % four files per queue turn; from 90 % 32. While it waits for a pause it looks every
 // 25 ms (`JournalConfig.materializerRest`), and a group commit that finds the bounds at 30 % cuts the rest
-// short: each look is a timer and a queue thread woken, which at a 5 ms period cost a
-// stream of single small sets about 0.15 context switches per request.
+// short: each look is a timer and a queue thread woken, so a shorter period costs a
+// stream of single small sets context switches.
 //
 // Copying forward instead of writing files. Under a steady load of rewrites the journal
 // fills with records later sets superseded, and what pins the oldest segment is a few keys
@@ -520,10 +520,9 @@ extension LocalStore {
 // the copy, the same version and lifetime. The quarter keeps each round freeing several
 // times what it writes, so copying ends once the journal is below 30 %; an expired entry at
 // the head stops it, and the files take over, as they do when the table itself is full. The
-// checkpoint syncs the journal before the old segments go. A 60 s set load over 100,000
-// keys (8 x 16) wrote about 1,200 files a second before (a quarter of the daemon's CPU) and
-// about none after, copying about 1,000 records a second: 69k -> 93k sets/s
-// (`recordsCopiedForward`).
+// checkpoint syncs the journal before the old segments go. Copies are counted
+// (`recordsCopiedForward`); what copying saves under a long set load is in
+// Benchmarks/RESULTS.md, "Writes with the journal".
 //
 // Checkpoint and segment deletion. The checkpoint may go up to the oldest of: the oldest
 // table entry's record, the oldest record journaled but not yet applied, the end of the
@@ -570,10 +569,10 @@ extension LocalStore {
 
 /// What the materializer writes into: the per-key files, and the cache state that
 /// goes with them (the disk usage and size limit, the memory copy of an entry it
-/// drops, the maintenance error count). The hybrid cache is one; the store holds it
-/// only weakly, through the jobs it queues. Outside `HybridCache`, which conforms to
-/// it: a type cannot conform to a protocol nested in itself. Every method is called on the
-/// scheduler's queue.
+/// drops, the maintenance error count). The local store is one; the write-behind store
+/// holds it only weakly, through the jobs it queues. Outside `LocalStore`, which conforms
+/// to it: a type cannot conform to a protocol nested in itself. Every method is called on
+/// the scheduler's queue.
 protocol WriteBehindFileTier: AnyObject, Sendable {
     /// Writes `e`'s value to its file, or removes the file when `e` expired before it
     /// got there, replacing an existing file per `replacing`; counts the disk usage.

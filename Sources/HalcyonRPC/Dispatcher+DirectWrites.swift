@@ -82,20 +82,11 @@ extension Dispatcher {
         let write: DirectWrite
         let result: HybridCache.DirectOutcome
 
-        /// Whether the write may have changed its key, so the key's lease ends (the rule of
-        /// `Leases.mayHaveWritten`): a refusal (`stored: false`, not an integer, an
-        /// overflow) did not.
-        var mayHaveWritten: Bool {
-            switch result {
-            case .stored(let r): Leases.mayHaveWritten(r) { _ in true }
-            case .conditional(let r): Leases.mayHaveWritten(r) { $0.stored }
-            case .incremented(let r): Leases.mayHaveWritten(r) { $0.stored }
-            }
-        }
     }
 
     /// Commits `writes` as one group, in order (see `HybridCache.commitDirect`). Write
-    /// each reply with `writeReply`, then call `endLeases` once they are all written.
+    /// each reply with `writeReply`. (The leases of the keys written end in the write
+    /// path itself: `LocalStore.written`.)
     ///
     /// Threading: on an event loop thread; it waits there for the ioQueue.
     public func commitDirectWrites(_ writes: [DirectWrite]) -> [DirectOutcome] {
@@ -129,15 +120,6 @@ extension Dispatcher {
             let error = RPCError(failure)
             RPCResponseWriter.error(id: id, error, into: &writer)
             return error
-        }
-    }
-
-    /// Ends the leases of the keys the outcomes wrote. Their parked callers may be
-    /// answered on this thread before this returns, so call it after the replies of the
-    /// outcomes are written and with no reply buffer borrowed.
-    public func endLeases(_ outcomes: [DirectOutcome]) {
-        for outcome in outcomes where outcome.mayHaveWritten {
-            leases.written(key: outcome.write.key)
         }
     }
 }

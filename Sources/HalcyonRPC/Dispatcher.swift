@@ -223,18 +223,15 @@ struct Responder: Sendable {
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
-    /// The lease table of `cache.lease` (LeaseMethods.swift); owners are connection ids.
-    public let leases: Leases
     /// The keys the cache can name files with, fixed at start (`Params.keyRule`).
     let keyRule: DiskStorage.KeyRule
     /// The tiers' size limits, fixed at start (`Params.entryLimits`).
     let entryLimits: EntrySizeLimits
-    public init(cache: HybridCache, facts: ServerFacts, leases: Leases = Leases()) {
+    public init(cache: HybridCache, facts: ServerFacts) {
         self.cache = cache
         self.keyRule = cache.diskStorage.keyRule
         self.entryLimits = cache.entrySizeLimits
         self.facts = facts
-        self.leases = leases
         // The table's checks run here, at start, not at the first request.
         _ = MethodRoute.byName
     }
@@ -243,8 +240,7 @@ public final class Dispatcher: Sendable {
     /// passes to the next waiting caller) and its waiting lease calls are dropped; its
     /// leases on shared keys are given back upstream, waking every host's waiters.
     public func connectionClosed(_ session: ConnectionSession) {
-        leases.releaseAll(owner: session.id)
-        cache.releaseSharedLeases(owner: session.id)
+        cache.releaseLeases(owner: session.id)
     }
 
     /// `--max-batch`, the bound on `cache.getMany` keys and `cache.setMany` entries.

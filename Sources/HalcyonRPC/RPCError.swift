@@ -277,6 +277,8 @@ extension RPCError {
             self.init(code: Code.upstreamUnavailable, message: "Upstream refused: \(detail)", reason: error.reason)
         case .tooManyLeaseWaiters(let limit):
             self = .overloaded(reason: .tooManyLeaseWaiters, limit: limit)
+        case .tooManyLeaseWaitersForKey(let limit):
+            self = .overloaded(reason: .tooManyLeaseWaitersForKey, limit: limit)
         }
     }
 

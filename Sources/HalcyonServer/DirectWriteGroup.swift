@@ -110,7 +110,6 @@ final class DirectWriteGroup {
             // tail of its pipeline (its client is gone; the writes stay done).
             channel.pipeline.syncOperations.fireUserInboundEventTriggered(Committed(outcomes: scratch))
         }
-        dispatcher.endLeases(outcomes)
     }
 }
 

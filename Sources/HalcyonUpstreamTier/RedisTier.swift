@@ -11,7 +11,7 @@ import NIOCore
 /// ```swift
 /// let tier = RedisTier(configuration: .init(seeds: [.tcp(host: "127.0.0.1", port: 6379)]), eventLoop: group.next())
 /// try await tier.start().get()
-/// tier.observe(nearCache)
+/// tier.observe(observer)   // the shared store, which keeps copies coherent
 /// tier.get("user:1") { result in … }
 /// ```
 ///

@@ -5,7 +5,7 @@
 // suite's test_upstream.py.)
 
 import Foundation
-import HalcyonCache
+@testable import HalcyonCache
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))

@@ -54,7 +54,8 @@ extension Leases.Acquire {
         #expect(leases.stats.waiting == 0)
         // Its place under the per-key bound is free again, and a write wakes only the new one.
         #expect(leases.acquire(key: "k", owner: 3, ttl: 60, wait: 30, observed: e, wake: wakes.add).isParked)
-        leases.written(key: "k")  // wakes synchronously
+        leases.written(key: "k")  // ends the lease now; wakes on the table's queue
+        leases.waitForWakesForTesting()
         #expect(wakes.pending == 1)
         #expect(wakes.next() == .written)
         #expect(leases.stats.waiting == 0)

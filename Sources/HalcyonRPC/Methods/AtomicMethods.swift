@@ -14,9 +14,7 @@ extension Dispatcher {
         static func add(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, entry, options) = try call.storeRequest()
             let responder = call.responder
-            let leases = dispatcher.leases
             return dispatcher.cache.add(entry, forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
-                if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in w.conditionalStore(r) }
             }
         }
@@ -26,12 +24,10 @@ extension Dispatcher {
             let (key, entry, options) = try call.storeRequest()
             let version = try casVersion(call.params)
             let responder = call.responder
-            let leases = dispatcher.leases
             return dispatcher.cache.compareAndStore(
                 entry, forKey: key, version: version, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: key) }
                 responder.finish(result) { (r, w) throws(RPCError) in w.conditionalStore(r) }
             }
         }
@@ -40,12 +36,10 @@ extension Dispatcher {
         static func incr(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let p = try IncrParams(call.params, call.options)
             let responder = call.responder
-            let leases = dispatcher.leases
             return dispatcher.cache.increment(
                 forKey: p.key, by: p.by, initial: p.initial, flags: ValueEncoding.json.flags, options: p.options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if Leases.mayHaveWritten(result, { $0.stored }) { leases.written(key: p.key) }
                 responder.finish(result, writeIncrement)
             }
         }

@@ -34,7 +34,7 @@ extension Dispatcher {
                 w.field("lineTooLongRefusals", live.lineTooLongRefusals)
                 w.field("inputBufferFullRefusals", live.inputBufferFullRefusals)
                 w.field("uptime", Int(uptime.rounded(.down)))
-                let leases = dispatcher.leases.stats
+                let leases = dispatcher.cache.leaseStats
                 w.field("leases", leases.held)
                 w.field("leaseWaiters", leases.waiting)
                 w.field("leasesGranted", leases.granted)

@@ -77,10 +77,7 @@ extension Dispatcher {
             var options = call.options
             options.toDisk = toDisk
             let responder = call.responder
-            let leases = dispatcher.leases
-            let keys = items.map(\.key)
             return dispatcher.cache.storeMany(items, options: options, callbackQueue: call.callbackQueue) { result in
-                if Leases.mayHaveWritten(result, { _ in true }) { for key in keys { leases.written(key: key) } }
                 responder.finish(result) { (results, w) throws(RPCError) in
                     w.beginObject()
                     w.field("stored", results.filter(\.stored).count)

@@ -13,14 +13,13 @@ extension Dispatcher {
         static func set(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let set = try SetParams(call.params, call.options)
             let responder = call.responder
-            let leases = dispatcher.leases
             let key = set.key
             let cache = dispatcher.cache
             return cache.store(set.entry, forKey: key, options: set.options, callbackQueue: call.callbackQueue) { result in
-                if Leases.mayHaveWritten(result, { _ in true }) { leases.written(key: key) }
-                // A shared key's lease lives upstream: the write gives it back, waking every host's waiters.
-                if let token = set.lease, case .success = result, cache.isShared(key) {
-                    return cache.releaseSharedLease(key, token: token) { _ in responder.finish(result, writeSet) }
+                // The writer's lease goes with its write: a local key's ended in the write
+                // itself; a shared key's lives upstream, and giving it back wakes every host's waiters.
+                if let token = set.lease, case .success = result {
+                    return cache.releaseLease(key, token: token) { _ in responder.finish(result, writeSet) }
                 }
                 responder.finish(result, writeSet)
             }
@@ -89,12 +88,10 @@ extension Dispatcher {
             var options = call.options
             options.forcedExtension = try call.params.string("forcedExtension")
             let responder = call.responder
-            let leases = dispatcher.leases
             return dispatcher.cache.remove(
                 forKey: key, fromMemory: fromMemory, fromDisk: fromDisk, options: options,
                 callbackQueue: call.callbackQueue
             ) { result in
-                if Leases.mayHaveWritten(result, { $0 }) { leases.written(key: key) }
                 responder.finish(result) { (removed, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", removed); w.endObject()
                 }
