@@ -12,6 +12,11 @@ extension Dispatcher {
         /// What `cache.get` asks, read from its params over the call's options; shared by
         /// the handler and the memory answer so they cannot drift apart.
         struct GetQuery {
+            /// The member names `cache.get`'s params may hold.
+            static let params: ParamNames = [
+                "key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options",
+            ]
+
             let key: CacheKey
             let encoding: ValueEncoding?
             let options: HybridCache.Options
@@ -28,21 +33,29 @@ extension Dispatcher {
             }
         }
 
-        /// `cache.get`
+        /// `cache.get`. After a memory lookup that missed (`MemoryFinding.getMissed`), the
+        /// query it read goes on to the disk without asking memory again.
         static func get(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            if case .getMissed(let query) = call.memory {
+                return dispatcher.cache.retrieveAfterMemoryMiss(
+                    forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
+                    completion: reply(in: query.encoding, to: call.responder))
+            }
             let query = try GetQuery(call.params, call.options)
-            let responder = call.responder
-            let completion: @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void = { result in
+            return dispatcher.cache.retrieve(
+                forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
+                completion: reply(in: query.encoding, to: call.responder))
+        }
+
+        /// The completion of a `cache.get`: its result, in `encoding`, through `responder`.
+        private static func reply(
+            in encoding: ValueEncoding?, to responder: Responder
+        ) -> @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void {
+            { result in
                 responder.finish(result) { (found, w) throws(RPCError) in
-                    try w.getResult(found, encoding: query.encoding)
+                    try w.getResult(found, encoding: encoding)
                 }
             }
-            if call.memoryMissed {
-                return dispatcher.cache.retrieveAfterMemoryMiss(
-                    forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
-            }
-            return dispatcher.cache.retrieve(
-                forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
         }
 
         /// `cache.isCached`
