@@ -7,33 +7,17 @@ import Foundation
 import HalcyonCache
 import HalcyonJSON
 @testable import HalcyonRPC
+import HalcyonTestSupport
 import Testing
 
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct PreparedCallTests {
-    /// One cache and dispatcher in a folder of their own, removed by `cleanUp`.
+    /// One cache and dispatcher in a folder of their own, and one connection's session.
     final class Fixture {
-        let folder: URL
-        let cache: HybridCache
-        let dispatcher: Dispatcher
+        let base = DispatcherFixture(prefix: "hc-prepared", debugMethods: false)
         let session = ConnectionSession(peerDescription: "test")
-
-        init() {
-            folder = URL(fileURLWithPath: NSTemporaryDirectory())
-                .appendingPathComponent("hc-prepared-\(UUID().uuidString.prefix(8))")
-            var config = HybridCache.Config(memory: .init(), disk: .init(directory: folder))
-            config.sweepInterval = 0
-            config.journal = HybridCache.JournalConfig(fsync: .never)
-            cache = HybridCache(config: config)
-            let facts = ServerFacts(
-                version: "test", socketPath: "/nowhere", startedAt: Date(), limits: [],
-                diskExpiration: .never, memoryExpiration: .never, debugMethodsEnabled: false,
-                liveCounters: { LiveCounters() }
-            )
-            dispatcher = Dispatcher(cache: cache, facts: facts)
-        }
-
-        func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+        var cache: HybridCache { base.cache }
+        var dispatcher: Dispatcher { base.dispatcher }
 
         /// The request of one request line.
         func request(_ line: String) throws -> RPCRequest {
@@ -69,7 +53,6 @@ struct PreparedCallTests {
 
     @Test func aMemoryMissHandsItsQueryOnAndTheDiskAnswersWithOneMissCounted() throws {
         let fixture = Fixture()
-        defer { fixture.cleanUp() }
         try fixture.run(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"d","value":"on disk"}}"#)
         try fixture.run(#"{"jsonrpc":"2.0","id":2,"method":"cache.remove","params":{"key":"d","fromDisk":false}}"#)
         let before = fixture.cache.stats()
@@ -103,7 +86,6 @@ struct PreparedCallTests {
 
     @Test func aHitIsAnsweredIntoTheWriterAndWhatMemoryCannotAnswerIsHandedOnAsPrepared() throws {
         let fixture = Fixture()
-        defer { fixture.cleanUp() }
         try fixture.run(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":"hello"}}"#)
         let call = fixture.dispatcher.prepare(
             try fixture.request(#"{"jsonrpc":"2.0","id":2,"method":"cache.get","params":{"key":"k"}}"#),
@@ -133,7 +115,6 @@ struct PreparedCallTests {
 
     @Test func aRefusalIsPreparedOnceAndAnsweredByHandle() throws {
         let fixture = Fixture()
-        defer { fixture.cleanUp() }
         let cases: [(line: String, reason: String?, code: Int64)] = [
             (#"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"k","nope":1}}"#, "unknownParam", -32602),
             (#"{"jsonrpc":"2.0","id":2,"method":"cache.nothing"}"#, nil, -32601),
@@ -162,7 +143,6 @@ struct PreparedCallTests {
 
     @Test func aDeclinedDirectWriteIsHandledFromTheSamePreparedCall() throws {
         let fixture = Fixture()
-        defer { fixture.cleanUp() }
         // `toDisk: false` is not for the journal: the direct path declines it.
         let call = fixture.dispatcher.prepare(
             try fixture.request(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"m","value":"mem","toDisk":false}}"#),

@@ -10,10 +10,10 @@ import HalcyonJSON
 
 /// A method's spec: everything the daemon does for that method, found from one place.
 ///
-/// The routes beside the handler are true by construction: an initialiser that takes a
-/// memory answer requires a `fast` method that is not a debug method, one that takes a
-/// direct write requires a `write` method, and `MethodTable.add` refuses a name twice;
-/// all of it runs when the table is built, at start.
+/// A spec cannot be made that breaks the table's rules: its initialiser requires a `fast`
+/// method that is not a debug method for a memory answer, a `write` method for a direct
+/// write, and the `transport` flag exactly for a transport handler; `MethodTable.add`
+/// refuses a name twice. All of it runs when the table is built, at start.
 ///
 /// Threading: immutable; any thread. A class: a request holds its method's spec, and a
 /// struct of strings, sets and closures would cost a retain per member per copy.
@@ -68,11 +68,36 @@ public final class MethodSpec: Sendable {
     public let index: Int
 
     /// A method run by `handler`; with a memory answer and/or a direct write beside it.
-    init(
+    convenience init(
         index: Int, _ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping CallHandler,
         memoryAnswer: MemoryAnswer? = nil, directWrite: DirectWriteBuilder? = nil
     ) {
-        precondition(!flags.contains(.transport), "\(name): a transport method takes a TransportHandler")
+        self.init(index: index, name, params, flags, .call(handler),
+                  memoryAnswer: memoryAnswer.map(MemoryAnswerRoute.init), directWrite: directWrite.map(DirectWriteRoute.init))
+    }
+
+    /// A method the transport carries out itself, from what `handler` decodes.
+    convenience init(
+        index: Int, _ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping TransportHandler
+    ) {
+        self.init(index: index, name, params, flags, .transport(handler), memoryAnswer: nil, directWrite: nil)
+    }
+
+    /// Checks what the flags and the routes require of each other; the table is built once,
+    /// at start, so a spec that breaks a rule stops the daemon there.
+    private init(
+        index: Int, _ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: Handler,
+        memoryAnswer: MemoryAnswerRoute?, directWrite: DirectWriteRoute?
+    ) {
+        let isCall: Bool
+        switch handler {
+        case .call:
+            isCall = true
+            precondition(!flags.contains(.transport), "\(name): a transport method takes a TransportHandler")
+        case .transport:
+            isCall = false
+            precondition(flags.contains(.transport), "\(name): a TransportHandler needs the transport flag")
+        }
         if memoryAnswer != nil {
             precondition(flags.contains(.fast) && !flags.contains(.debug),
                          "\(name): a memory answer needs a fast method that is not a debug method")
@@ -84,23 +109,11 @@ public final class MethodSpec: Sendable {
         self.name = name
         self.params = params
         self.flags = flags
-        self.handler = .call(handler)
-        self.memoryAnswer = memoryAnswer.map(MemoryAnswerRoute.init)
-        self.directWrite = directWrite.map(DirectWriteRoute.init)
-        self.takesOptions = params.contains("options")
-    }
-
-    /// A method the transport carries out itself, from what `handler` decodes.
-    init(index: Int, _ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping TransportHandler) {
-        precondition(flags.contains(.transport), "\(name): a TransportHandler needs the transport flag")
-        self.index = index
-        self.name = name
-        self.params = params
-        self.flags = flags
-        self.handler = .transport(handler)
-        self.memoryAnswer = nil
-        self.directWrite = nil
-        self.takesOptions = false
+        self.handler = handler
+        self.memoryAnswer = memoryAnswer
+        self.directWrite = directWrite
+        // A transport method's params never reach `Dispatcher.prepare`.
+        self.takesOptions = isCall && params.contains("options")
     }
 }
 
