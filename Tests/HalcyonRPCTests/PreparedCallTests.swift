@@ -154,6 +154,7 @@ struct PreparedCallTests {
         #expect(got["result"]?["value"]?.string == "mem")
         #expect(got["result"]?["cacheType"]?.string == "memory")
 
+        fixture.base.waitUntilIdle()
         let direct = fixture.dispatcher.prepare(
             try fixture.request(#"{"jsonrpc":"2.0","id":3,"method":"cache.set","params":{"key":"j","value":"journal"}}"#),
             session: fixture.session)

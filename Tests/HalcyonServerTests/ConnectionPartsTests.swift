@@ -210,14 +210,8 @@ struct DirectWriteOutcomeTests {
         var dispatcher: Dispatcher { fixture.dispatcher }
 
         /// Waits (on this thread, the loop's) until the ioQueue is idle, so the writes take the
-        /// direct path: a flush queues behind whatever start-up work the cache queued, and
-        /// the job count drops just after its completion runs.
-        func waitUntilIdle() {
-            let done = DispatchSemaphore(value: 0)
-            cache.flush { _ in done.signal() }
-            done.wait()
-            while !cache.scheduler.isIdle { sched_yield() }
-        }
+        /// direct path.
+        func waitUntilIdle() { fixture.waitUntilIdle() }
 
         func connect() throws -> EmbeddedChannel {
             let handler = ConnectionHandler(

@@ -2,7 +2,7 @@
 // tests of the dispatcher and of the transport's parts without a daemon.
 
 import Foundation
-import HalcyonCache
+@testable import HalcyonCache
 import HalcyonRPC
 
 /// A `Dispatcher` over a `HybridCache` in a fresh temporary folder (journal without
@@ -30,6 +30,16 @@ public final class DispatcherFixture: Sendable {
             liveCounters: { LiveCounters() }
         )
         dispatcher = Dispatcher(cache: cache, facts: facts)
+    }
+
+    /// Waits on this thread until the ioQueue is idle, so that a write may take the direct
+    /// path (`HybridCache.canCommitDirect`): a flush queues behind whatever start-up work
+    /// the cache queued, and the job count drops just after its completion runs.
+    public func waitUntilIdle() {
+        let done = DispatchSemaphore(value: 0)
+        cache.flush { _ in done.signal() }
+        done.wait()
+        while !cache.scheduler.isIdle { sched_yield() }
     }
 
     deinit { try? FileManager.default.removeItem(at: folder) }
