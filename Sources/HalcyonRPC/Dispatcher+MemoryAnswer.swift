@@ -3,7 +3,8 @@
 // no storage task, no responder, no callback. Anything else (a miss that needs the disk,
 // a key behind a queued write, bad params) is handed on, prepared, to `handle`, which
 // answers it as before; a miss goes with what the memory answer found out, so the handler
-// neither reads the params nor asks memory again.
+// neither reads the params nor asks memory again. Each method's memory answer is beside
+// its handler (ReadMethods, InfoMethods) and named in its spec (MethodTable.swift).
 
 import HalcyonCache
 import HalcyonJSON
@@ -61,69 +62,5 @@ extension Dispatcher {
             // The handler refuses the same params with the same error.
             return .notAnswered(call)
         }
-    }
-}
-
-extension Dispatcher.ReadMethods {
-    /// `cache.get` from memory.
-    static func getFromMemory(
-        _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
-        _ writer: inout JSONWriter
-    ) throws(RPCError) -> Dispatcher.MemoryAnswerResult {
-        let query = try GetQuery(params, options)
-        switch dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) {
-        case .answered(let found):
-            if RPCResponseWriter.foundGetLine(id: id, found, encoding: query.encoding, into: &writer) { return .answered(nil) }
-            return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
-                try w.getResult(found, encoding: query.encoding)
-            })
-        case .missed:
-            return .declined(.getMissed(query))
-        case .behindWrite:
-            return .declined(.nothing)
-        }
-    }
-
-    /// `cache.isCached` from memory: a key memory holds (a miss may still be on disk).
-    static func isCachedFromMemory(
-        _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
-        _ writer: inout JSONWriter
-    ) throws(RPCError) -> Dispatcher.MemoryAnswerResult {
-        try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeIsCached(found.cacheType, into: &w) }
-    }
-
-    /// `cache.describe` from memory: a key memory holds.
-    static func describeFromMemory(
-        _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
-        _ writer: inout JSONWriter
-    ) throws(RPCError) -> Dispatcher.MemoryAnswerResult {
-        try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeDescription(found, into: &w) }
-    }
-
-    /// The lookups that never load a value (isCached, describe): answered when memory
-    /// holds the key, with `write` shaping the result.
-    private static func lookupFromMemory(
-        _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
-        _ writer: inout JSONWriter, _ write: (HybridCache.EntryDescription, inout JSONWriter) -> Void
-    ) throws(RPCError) -> Dispatcher.MemoryAnswerResult {
-        let (key, options) = try MethodCall.keyAndLookupOptions(params, options)
-        guard let found = dispatcher.cache.memoryDescription(forKey: key, options: options) else {
-            return .declined(.nothing)
-        }
-        return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
-            write(found, &w)
-        })
-    }
-}
-
-extension Dispatcher.InfoMethods {
-    /// `server.ping`, at once.
-    static func serverPingNow(
-        _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
-        _ writer: inout JSONWriter
-    ) throws(RPCError) -> Dispatcher.MemoryAnswerResult {
-        .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
-            writePong(into: &w)
-        })
     }
 }

@@ -1,13 +1,15 @@
-// The read methods: cache.get, cache.isCached, cache.describe. A memory hit is answered
-// on the reading thread; a disk read runs where the hybrid cache puts it (ioQueue, or the
-// reading thread with loadDiskFileSynchronously), behind any queued write to the key.
+// The read methods: cache.get, cache.isCached, cache.describe, each with its memory answer
+// (`MethodSpec.memoryAnswer`). A memory hit is answered on the reading thread, by the memory
+// answer straight into the transport's writer where the transport offers it, else by the
+// handler; a disk read runs where the hybrid cache puts it (ioQueue, or the reading thread
+// with loadDiskFileSynchronously), behind any queued write to the key.
 
 import Foundation
 import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    /// Handlers and memory answers of the methods in this file; their specs are in `MethodTable.swift`.
     enum ReadMethods {
         /// What `cache.get` asks, read from its params over the call's options; shared by
         /// the handler and the memory answer so they cannot drift apart.
@@ -58,6 +60,25 @@ extension Dispatcher {
             }
         }
 
+        /// `cache.get` from memory.
+        static func getFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            let query = try GetQuery(params, options)
+            switch dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) {
+            case .answered(let found):
+                if RPCResponseWriter.foundGetLine(id: id, found, encoding: query.encoding, into: &writer) { return .answered(nil) }
+                return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+                    try w.getResult(found, encoding: query.encoding)
+                })
+            case .missed:
+                return .declined(.getMissed(query))
+            case .behindWrite:
+                return .declined(.nothing)
+            }
+        }
+
         /// `cache.isCached`
         static func isCached(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let (key, options) = try call.keyAndLookupOptions()
@@ -65,6 +86,14 @@ extension Dispatcher {
             return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (type, w) throws(RPCError) in writeIsCached(type, into: &w) }
             }
+        }
+
+        /// `cache.isCached` from memory: a key memory holds (a miss may still be on disk).
+        static func isCachedFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeIsCached(found.cacheType, into: &w) }
         }
 
         /// The result of `cache.isCached`.
@@ -84,6 +113,14 @@ extension Dispatcher {
             }
         }
 
+        /// `cache.describe` from memory: a key memory holds.
+        static func describeFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeDescription(found, into: &w) }
+        }
+
         /// The result of `cache.describe`.
         static func writeDescription(_ d: HybridCache.EntryDescription, into w: inout JSONWriter) {
             w.beginObject()
@@ -98,6 +135,21 @@ extension Dispatcher {
                 w.field("version", d.version)
             }
             w.endObject()
+        }
+
+        /// The lookups that never load a value (isCached, describe): answered when memory
+        /// holds the key, with `write` shaping the result.
+        private static func lookupFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter, _ write: (HybridCache.EntryDescription, inout JSONWriter) -> Void
+        ) throws(RPCError) -> MemoryAnswerResult {
+            let (key, options) = try MethodCall.keyAndLookupOptions(params, options)
+            guard let found = dispatcher.cache.memoryDescription(forKey: key, options: options) else {
+                return .declined(.nothing)
+            }
+            return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+                write(found, &w)
+            })
         }
     }
 }
