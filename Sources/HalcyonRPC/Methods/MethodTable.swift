@@ -6,8 +6,8 @@
 //
 // Adding a method is one `table.add` line below, and its handler (and any memory answer
 // or direct write) beside its kind: ReadMethods, WriteMethods, InfoMethods, AtomicMethods,
-// MultiKeyMethods, KeyListMethods, LeaseMethods, SharedLeaseMethods, MetricsMethods,
-// TransportMethods. A new flag is a constant of `MethodFlags`, set on the lines it concerns.
+// MultiKeyMethods, KeyListMethods, LeaseMethods, MetricsMethods, TransportMethods. A new
+// flag is a constant of `MethodFlags`, set on the lines it concerns.
 //
 // Flags: `read` reads the cache and changes nothing (a sliding expiration aside); `write`
 // changes it and runs in the cache's order across connections; `fast` can be answered
