@@ -126,10 +126,11 @@ let package = Package(
             ]
         ),
         // What several test targets share: the test client, the daemon and CLI launchers (one
-        // way to find the built binaries), the seeded generator, lock boxes.
+        // way to find the built binaries), an in-process dispatcher over a real cache, the
+        // seeded generator, lock boxes.
         .target(
             name: "HalcyonTestSupport",
-            dependencies: ["HalcyonJSON", "HalcyonCache"],
+            dependencies: ["HalcyonJSON", "HalcyonCache", "HalcyonRPC"],
             path: "Tests/HalcyonTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -226,7 +227,8 @@ let package = Package(
         ),
         .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HalcyonRPCTests", dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing"],
+            name: "HalcyonRPCTests",
+            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing", "HalcyonTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

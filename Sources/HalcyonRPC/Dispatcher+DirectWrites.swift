@@ -5,7 +5,7 @@
 // into its reply buffer: no storage task, no responder, no hop to the ioQueue's thread
 // and back. Anything else (bad params, a value too large for the journal, a forced
 // extension, `toDisk: false`, `--fsync always`, bounds nearly full) is left to `handle`,
-// which answers it as before.
+// which answers it as before, from the same prepared call.
 
 import HalcyonCache
 import HalcyonJSON
@@ -22,39 +22,15 @@ extension Dispatcher {
         public var key: CacheKey { write.key }
     }
 
-    /// A method's direct write, from its checked params and the connection's options.
-    /// Throws what `handle` would refuse the request with (which then answers it).
-    typealias DirectWriteBuilder = @Sendable (_ params: Params, _ options: HybridCache.Options)
-        throws(RPCError) -> HybridCache.DirectWrite
-
-    /// One line of `directWrites`: a struct for the reason `MemoryAnswerLine` gives.
-    struct DirectWriteLine: Sendable {
-        let name: String
-        let build: DirectWriteBuilder
-
-        init(_ name: String, _ build: @escaping DirectWriteBuilder) {
-            self.name = name
-            self.build = build
-        }
-    }
-
-    /// The methods with a direct path; each must be a `write` line of the table.
-    static let directWrites: [DirectWriteLine] = [
-        .init("cache.set", WriteMethods.directSet),
-        .init("cache.add", AtomicMethods.directAdd),
-        .init("cache.cas", AtomicMethods.directCas),
-        .init("cache.incr", AtomicMethods.directIncr),
-    ]
-
-    /// The request as a direct write, or nil: then hand it to `handle` (which refuses bad
-    /// params with the same error). Only for requests with an id.
+    /// `call` as a direct write, or nil: then hand it to `handle` (which refuses bad params
+    /// with the same error). Only a request with an id takes the direct path.
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
-    public func directWrite(_ request: RPCRequest, id: RPCID, session: ConnectionSession) -> DirectWrite? {
-        guard let route = request.route, let line = route.directWrite else { return nil }
+    public func directWrite(_ call: PreparedCall) -> DirectWrite? {
+        guard let id = call.id, case .ready(let spec, let params, let options, _) = call.stage,
+              let directWrite = spec.directWrite else { return nil }
         do throws(RPCError) {
-            let (params, options) = try prepare(route.spec, request, session: session)
-            let write = try line.build(params, options)
+            let write = try directWrite.build(params, options)
             guard cache.canCommitDirect(write) else { return nil }
             return DirectWrite(id: id, write: write)
         } catch {
@@ -64,14 +40,14 @@ extension Dispatcher {
 
     /// Whether `request`'s method may take the direct path (`directWrite` decides).
     public func hasDirectWrite(_ request: RPCRequest) -> Bool {
-        request.route?.directWrite != nil
+        request.spec?.directWrite != nil
     }
 
     /// What a memory-answered read of `request` depends on, for a transport holding
     /// direct writes not committed yet: nil when `request` has no memory answer (commit
     /// first), `.some(nil)` when its answer reads no key (`server.ping`), else the key.
     public func memoryAnswerKey(_ request: RPCRequest) -> CacheKey?? {
-        guard request.route?.memoryAnswer != nil else { return nil }
+        guard request.spec?.memoryAnswer != nil else { return nil }
         guard let key = request.paramsNode?.view["key"] else { return .some(nil) }
         // A key that is not a string is refused by the answer itself, writing nothing.
         return .some(key.withStringBytes { CacheKey(utf8: $0) } ?? "")

@@ -1,7 +1,9 @@
-// Method dispatch: looks a request's method up in the method table (Methods/MethodTable.swift)
-// and checks what its line states (the method exists and is enabled, the params it
-// names, the per-request options) before any handler runs, as Redis's processCommand
-// checks a command's arity and flags before calling it.
+// Method dispatch: prepares a request once against its method's spec (Methods/MethodTable.swift),
+// checking what the spec states (the method exists and is enabled, the params it names,
+// the per-request options) before any handler runs, as Redis's processCommand checks a
+// command's arity and flags before calling it; then runs the spec's handler with the
+// prepared call, which the transport may first have offered to the direct write and the
+// memory answer.
 
 import Foundation
 import HalcyonCache
@@ -165,6 +167,28 @@ public struct ServerFacts: Sendable {
     }
 }
 
+/// A request made ready for its handler, once (`Dispatcher.prepare`): its params read
+/// and checked against its method's spec, its options laid over the connection's, or the
+/// error the table refuses it with. The transport hands it from one path to the next (the
+/// direct write, the memory answer, `Dispatcher.handle`), so no path parses the params
+/// again; a memory answer that declines adds what it found out (`MemoryFinding`).
+///
+/// Threading: made, passed on and handled on the requesting connection's event loop
+/// thread (it holds the connection's session).
+public struct PreparedCall {
+    /// The id to answer; nil for a notification.
+    let id: RPCID?
+    let session: ConnectionSession
+    let stage: Stage
+
+    enum Stage {
+        /// The table refuses the request: its reply is this error, and no handler runs.
+        case refused(RPCError)
+        /// Ready for the spec's call handler, with what memory was found to hold.
+        case ready(MethodSpec, Params, HybridCache.Options, Dispatcher.MemoryFinding)
+    }
+}
+
 /// Everything a handler needs for one request.
 ///
 /// Threading: built and used by the dispatcher on the connection's event loop thread
@@ -174,9 +198,8 @@ struct MethodCall {
     let session: ConnectionSession
     let options: HybridCache.Options
     let responder: Responder
-    /// The transport's `answerFromMemory` already asked memory for this read and missed
-    /// (the miss is counted): the handler goes on without asking again.
-    var memoryMissed = false
+    /// What the method's memory answer found out before it declined (`PreparedCall.Stage.ready`).
+    let memory: Dispatcher.MemoryFinding
 
     var id: RPCID? { responder.id }
     var callbackQueue: CallbackQueue { responder.callbackQueue }
@@ -232,8 +255,8 @@ public final class Dispatcher: Sendable {
         self.keyRule = cache.diskStorage.keyRule
         self.entryLimits = cache.entrySizeLimits
         self.facts = facts
-        // The table's checks run here, at start, not at the first request.
-        _ = MethodRoute.byName
+        // The table is built and checked here, at start, not at the first request.
+        _ = MethodSpec.byName
     }
 
     /// The transport calls this once when a connection has closed: its leases end (each
@@ -252,59 +275,72 @@ public final class Dispatcher: Sendable {
     /// are made once, up front).
     public static var methodNames: [String] { methodTable.map(\.name) }
 
-    /// Handles one request. Returns the storage task for queued work, so the transport can
-    /// cancel it; nil when the request was answered (or refused) at once.
+    /// Handles one request: `prepare`, then `handle(_:respond:)`. Returns the storage task
+    /// for queued work, so the transport can cancel it; nil when the request was answered
+    /// (or refused) at once.
     ///
     /// A notification (no `id`) runs like a request; the transport drops its reply.
-    /// `memoryMissed`: `answerFromMemory` answered `.notAnswered(memoryMissed: true)` for
-    /// this very request just before.
     @discardableResult
     public func handle(
-        _ request: RPCRequest, session: ConnectionSession, memoryMissed: Bool = false,
-        respond: @escaping @Sendable (RPCReply) -> Void
+        _ request: RPCRequest, session: ConnectionSession, respond: @escaping @Sendable (RPCReply) -> Void
     ) -> CacheTask? {
-        let callbackQueue = session.callbackQueue
+        handle(prepare(request, session: session), respond: respond)
+    }
+
+    /// Runs a prepared request's handler, or answers its refusal, through the session's
+    /// callback queue. Returns the storage task for queued work; nil when the request was
+    /// answered (or refused) at once.
+    @discardableResult
+    public func handle(_ call: PreparedCall, respond: @escaping @Sendable (RPCReply) -> Void) -> CacheTask? {
+        let callbackQueue = call.session.callbackQueue
         var priority = Operation.QueuePriority.normal
         do throws(RPCError) {
-            guard let spec = request.route?.spec else { throw .methodNotFound(method: request.method) }
-            guard case .call(let handler) = spec.handler else {
-                try check(spec, request)
-                // The transport carries these out itself (`transportAction(for:)`).
-                throw .methodNotFound(method: request.method)
+            switch call.stage {
+            case .refused(let error):
+                throw error
+            case .ready(let spec, let params, let options, let memory):
+                // `prepare` refuses every spec but a call's.
+                guard case .call(let handler) = spec.handler else { throw .methodNotFound(method: spec.name) }
+                priority = options.priority
+                let responder = Responder(id: call.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
+                return try handler(
+                    self, MethodCall(params: params, session: call.session, options: options, responder: responder, memory: memory))
             }
-            let (params, options) = try prepare(spec, request, session: session)
-            priority = options.priority
-            var call = MethodCall(
-                params: params, session: session, options: options,
-                responder: Responder(id: request.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
-            )
-            call.memoryMissed = memoryMissed
-            return try handler(self, call)
         } catch {
-            callbackQueue.execute(priority: priority) { respond(.error(id: request.id, error)) }
+            let id = call.id
+            callbackQueue.execute(priority: priority) { respond(.error(id: id, error)) }
             return nil
         }
     }
 
-    /// The table's checks before any handler, in this order: the method is enabled here,
-    /// its params name nothing it does not take, its options are valid. Returns the params
-    /// and the request's options laid over the connection's.
-    func prepare(
-        _ spec: MethodSpec, _ request: RPCRequest, session: ConnectionSession
-    ) throws(RPCError) -> (Params, HybridCache.Options) {
-        try check(spec, request)
-        var params = try Params(node: request.paramsNode, allowed: spec.params)
-        params.keyRule = keyRule
-        params.entryLimits = entryLimits
-        var options = HybridCache.Options()
-        options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
-        options.extendingExpiration = session.extendingExpiration
-        if spec.takesOptions {
-            let requestOptions = try params.options()
-            if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
-            if let p = requestOptions.priority { options.priority = p }
+    /// Makes `request` ready for its handler, once: the table's checks in this order (the
+    /// method exists and is not carried out by the transport, it is enabled here, its
+    /// params name nothing it does not take, its options are valid), the params read, and
+    /// the request's options laid over the connection's. A failed check is kept in the
+    /// result, which `handle` answers with it.
+    ///
+    /// Threading: on the requesting connection's event loop thread (it reads the session).
+    public func prepare(_ request: RPCRequest, session: ConnectionSession) -> PreparedCall {
+        do throws(RPCError) {
+            guard let spec = request.spec else { throw .methodNotFound(method: request.method) }
+            try check(spec, request)
+            // The transport carries these out itself (`transportAction(for:)`).
+            guard case .call = spec.handler else { throw .methodNotFound(method: request.method) }
+            var params = try Params(node: request.paramsNode, allowed: spec.params)
+            params.keyRule = keyRule
+            params.entryLimits = entryLimits
+            var options = HybridCache.Options()
+            options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
+            options.extendingExpiration = session.extendingExpiration
+            if spec.takesOptions {
+                let requestOptions = try params.options()
+                if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
+                if let p = requestOptions.priority { options.priority = p }
+            }
+            return PreparedCall(id: request.id, session: session, stage: .ready(spec, params, options, .nothing))
+        } catch {
+            return PreparedCall(id: request.id, session: session, stage: .refused(error))
         }
-        return (params, options)
     }
 
     private func check(_ spec: MethodSpec, _ request: RPCRequest) throws(RPCError) {

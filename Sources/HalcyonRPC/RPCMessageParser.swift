@@ -112,8 +112,8 @@ public enum RPCMessageParser {
         guard let methodValue else {
             return .invalid(id: replyID, .invalidRequest(reason: .missingMethod, message: "Invalid Request: missing method"))
         }
-        guard let (method, route) = methodValue.withStringBytes({
-            (String(decoding: $0, as: UTF8.self), MethodRoute.named($0))
+        guard let (method, spec) = methodValue.withStringBytes({
+            (String(decoding: $0, as: UTF8.self), MethodSpec.named($0))
         }) else {
             return .invalid(id: replyID, .invalidRequest(reason: .methodNotString,
                                                          message: "Invalid Request: method must be a string"))
@@ -137,7 +137,7 @@ public enum RPCMessageParser {
                                                              message: "Invalid Request: params must be an object"))
             }
         }
-        return .request(RPCRequest(id: id, method: method, route: route, paramsNode: params))
+        return .request(RPCRequest(id: id, method: method, spec: spec, paramsNode: params))
     }
 
     /// The members a request object may have; anything else is `-32600 unknownMember`,

@@ -12,9 +12,8 @@ public struct RPCRequest: Sendable {
     public var id: RPCID?
     /// The method name, as sent.
     public let method: String
-    /// The method's line of the table, looked up once here; nil for a name the table
-    /// does not hold.
-    public let route: MethodRoute?
+    /// The method's spec, looked up once here; nil for a name the table does not hold.
+    public let spec: MethodSpec?
     /// The params object, kept alive with the line it was parsed from (no object of its
     /// own); nil when absent. Never an array (see `RPCMessageParser`).
     public var paramsNode: JSONNode?
@@ -24,14 +23,14 @@ public struct RPCRequest: Sendable {
     }
 
     public init(id: RPCID?, method: String, paramsNode: JSONNode?) {
-        self.init(id: id, method: method, route: MethodRoute.byName[method], paramsNode: paramsNode)
+        self.init(id: id, method: method, spec: MethodSpec.byName[method], paramsNode: paramsNode)
     }
 
-    /// A request whose method the caller has already looked up (`MethodRoute.named`).
-    init(id: RPCID?, method: String, route: MethodRoute?, paramsNode: JSONNode?) {
+    /// A request whose method the caller has already looked up (`MethodSpec.named`).
+    init(id: RPCID?, method: String, spec: MethodSpec?, paramsNode: JSONNode?) {
         self.id = id
         self.method = method
-        self.route = route
+        self.spec = spec
         self.paramsNode = paramsNode
     }
 
@@ -39,8 +38,8 @@ public struct RPCRequest: Sendable {
     /// `paramsNode` instead.
     public var params: JSONValue? { paramsNode?.value }
 
-    /// The flags of the method's table line; empty for a method the table does not hold.
-    public var flags: MethodFlags { route?.flags ?? [] }
+    /// The flags of the method's spec; empty for a method the table does not hold.
+    public var flags: MethodFlags { spec?.flags ?? [] }
 
     /// True when no reply may be written for this request.
     public var isNotification: Bool { id == nil }

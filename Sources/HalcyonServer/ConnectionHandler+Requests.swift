@@ -1,5 +1,6 @@
 // The start path of a connection's requests: the one direct-write check, the memory,
-// direct and queued paths, the in-flight entry each reply comes back to, and cancellation.
+// direct and queued paths (one prepared call handed from each to the next), the in-flight
+// entry each reply comes back to, and cancellation.
 
 import HalcyonCache
 import HalcyonJSON
@@ -40,45 +41,48 @@ extension ConnectionHandler {
         }
     }
 
+    /// Prepares `request` once and hands the prepared call down the paths in turn: the
+    /// direct write, the memory answer, then `handle`, each taking it as the one before
+    /// left it.
     private func dispatch(_ request: RPCRequest, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
         let observed = observer?.started(request, peer: session.peerDescription, loop: loopCounters)
-        var memoryMissed = false
+        var call = dispatcher.prepare(request, session: session)
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
-                if let group = direct?.group, let write = dispatcher.directWrite(request, id: id, session: session) {
+                if let group = direct?.group, let write = dispatcher.directWrite(call) {
                     direct?.joining(write)
                     group.add(write, observed: observed, from: context.channel)
                     if !insideRead { commitDirectWrites() }
                     return
                 }
-                switch dispatcher.answerFromMemory(request, id: id, session: session, into: &outbound.writer) {
+                switch dispatcher.answerFromMemory(call, into: &outbound.writer) {
                 case .answered(let error):
                     observed?.finished(error: error)
                     appended(context: context)
                     return
-                case .notAnswered(let missed):
-                    memoryMissed = missed
+                case .notAnswered(let handedOn):
+                    call = handedOn
                     // What `handle` queues goes after the writes before it.
                     commitDirectWrites()
                 }
             } else if !session.callbackQueue.ordersByPriority {
                 var writer = JSONWriter(capacity: 256)
-                switch dispatcher.answerFromMemory(request, id: id, session: session, into: &writer) {
+                switch dispatcher.answerFromMemory(call, into: &writer) {
                 case .answered(let error):
                     // Only the policy's delivery hop remains.
                     let reply = RPCReply(id: id, element: writer.bytes, error: error)
                     let respond = track(request, batch: nil, slot: 0, observed: observed, context: context)
                     session.callbackQueue.execute { respond(reply) }
                     return
-                case .notAnswered(let missed):
-                    memoryMissed = missed
+                case .notAnswered(let handedOn):
+                    call = handedOn
                 }
             }
         }
         let seq = inFlight.nextSeq
         let respond = track(request, batch: batch, slot: slot, observed: observed, context: context)
         // The reply may already have been written (a memory hit under `untouch`).
-        if let task = dispatcher.handle(request, session: session, memoryMissed: memoryMissed, respond: respond) {
+        if let task = dispatcher.handle(call, respond: respond) {
             inFlight.attach(task, to: seq)
         }
     }

@@ -4,12 +4,12 @@ import HalcyonRPC
 import HalcyonCache
 import NIOCore
 
-/// The direct writes (`cache.set`, `cache.add`, `cache.cas`, `cache.incr`: see
-/// `Dispatcher.directWrites`) the connections of one event loop gathered during one turn of the
-/// loop, committed as one group when the turn's reads are done (a task queued on the loop
-/// runs after every channel's reads of the turn): Redis's rule, the writes of one turn of
-/// the event loop share one `write(2)`. A connection gathering its own sets made groups of
-/// one read burst, a single set under a 9:1 read/write mix.
+/// The direct writes (`cache.set`, `cache.add`, `cache.cas`, `cache.incr`: the methods
+/// whose `MethodSpec` has a `directWrite`) the connections of one event loop gathered
+/// during one turn of the loop, committed as one group when the turn's reads are done (a
+/// task queued on the loop runs after every channel's reads of the turn): Redis's rule,
+/// the writes of one turn of the event loop share one `write(2)`. A connection gathering
+/// its own sets made groups of one read burst, a single set under a 9:1 read/write mix.
 ///
 /// The group is committed earlier when a connection must handle something else after its
 /// sets (a read of one of their keys, queued work, a cancel: see `ConnectionHandler`), or

@@ -34,9 +34,9 @@ enum RequestLatencies {
     static let slots = 17
 
     /// The index in `methodNames` of `method`, or `unknownIndex`. A request carries its
-    /// own (`RPCRequest.route`), found when it was parsed.
+    /// own (`RPCRequest.spec`), found when it was parsed.
     static func index(of method: String) -> Int {
-        MethodRoute.index(of: method) ?? unknownIndex
+        MethodSpec.index(of: method) ?? unknownIndex
     }
 
     /// One method's histogram on one loop.

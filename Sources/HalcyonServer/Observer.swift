@@ -48,7 +48,7 @@ final class Observer: Sendable {
     /// are `loop`; call `finished` on the result with its reply's outcome.
     func started(_ request: RPCRequest, peer: String, loop: LoopCounters) -> Request {
         Request(
-            histograms: loop.latencies, index: request.route?.index ?? RequestLatencies.unknownIndex,
+            histograms: loop.latencies, index: request.spec?.index ?? RequestLatencies.unknownIndex,
             start: MonotonicClock.nanoseconds(),
             trace: tracesRequests ? Request.Trace(observer: self, method: request.method, id: request.id, peer: peer) : nil
         )

@@ -1,7 +1,8 @@
 // One fuzz input through the request parser and the dispatcher, as the transport would
-// hand it a request line, with the checks that make a run fail: every reply is one JSON
-// object with `"jsonrpc":"2.0"` and either `result` or `error`, and comes within a time
-// limit. Shared by the libFuzzer entry point and the corpus replay test.
+// hand it a request line (prepared once, offered to memory, then handled), with the
+// checks that make a run fail: every reply is one JSON object with `"jsonrpc":"2.0"` and
+// either `result` or `error`, and comes within a time limit. Shared by the libFuzzer
+// entry point and the corpus replay test.
 
 import Dispatch
 import Foundation
@@ -64,10 +65,26 @@ public final class RequestFuzzer: Sendable {
             // connection.configure may move delivery to the main queue, which the
             // replaying thread (main, blocked below) could never run: parsed, not run.
             if request.method.hasPrefix("$/") || request.method == "connection.configure" { return nil }
+            let session = ConnectionSession(peerDescription: "fuzz")
+            var call = dispatcher.prepare(request, session: session)
+            // As the transport does for a request with an id: memory first, on this thread.
+            if request.id != nil {
+                var writer = JSONWriter()
+                switch dispatcher.answerFromMemory(call, into: &writer) {
+                case .answered:
+                    var line = writer.bytes
+                    guard line.popLast() == UInt8(ascii: "\n"), !line.contains(UInt8(ascii: "\n")) else {
+                        return "a memory answer is not one line: \(String(decoding: writer.bytes, as: UTF8.self))"
+                    }
+                    return Self.problem(in: line)
+                case .notAnswered(let handedOn):
+                    guard writer.bytes.isEmpty else { return "a memory answer that declined wrote a reply" }
+                    call = handedOn
+                }
+            }
             let done = DispatchSemaphore(value: 0)
             let reply = LockedReply()
-            let session = ConnectionSession(peerDescription: "fuzz")
-            dispatcher.handle(request, session: session) { answer in
+            dispatcher.handle(call) { answer in
                 reply.set(answer.bytes)
                 done.signal()
             }

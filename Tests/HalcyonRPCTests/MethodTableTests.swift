@@ -21,11 +21,32 @@ import Testing
         #expect(debug == ["debug.sleep"])
     }
 
+    @Test func eachSpecHoldsItsRoutesOnlyWhereItsFlagsAllowThem() {
+        for (index, spec) in Dispatcher.methodTable.enumerated() {
+            #expect(spec.index == index, "\(spec.name): numbered \(spec.index), at \(index)")
+            #expect(Dispatcher.methodNames[index] == spec.name)
+            if spec.memoryAnswer != nil {
+                #expect(spec.flags.contains(.fast) && !spec.flags.contains(.debug), "\(spec.name): memory answer")
+                guard case .call = spec.handler else {
+                    Issue.record("\(spec.name): a memory answer beside a transport handler")
+                    continue
+                }
+            }
+            if spec.directWrite != nil {
+                #expect(spec.flags.contains(.write), "\(spec.name): direct write")
+            }
+        }
+        let memory = Dispatcher.methodTable.filter { $0.memoryAnswer != nil }.map(\.name)
+        #expect(memory == ["cache.get", "cache.isCached", "cache.describe", "server.ping"])
+        let direct = Dispatcher.methodTable.filter { $0.directWrite != nil }.map(\.name)
+        #expect(direct == ["cache.set", "cache.add", "cache.cas", "cache.incr"])
+    }
+
     @Test func aNameFoundByItsBytesIsTheLineFoundByName() {
-        func named(_ name: String) -> MethodRoute? { Array(name.utf8).withUnsafeBytes { MethodRoute.named($0) } }
+        func named(_ name: String) -> MethodSpec? { Array(name.utf8).withUnsafeBytes { MethodSpec.named($0) } }
         for spec in Dispatcher.methodTable {
-            #expect(named(spec.name) === MethodRoute.byName[spec.name], "\(spec.name)")
-            #expect(named(spec.name)?.spec.name == spec.name)
+            #expect(named(spec.name) === MethodSpec.byName[spec.name], "\(spec.name)")
+            #expect(named(spec.name)?.name == spec.name)
             // Near misses of every line: a byte short, a byte more, a byte changed, another case.
             #expect(named(String(spec.name.dropLast())) == nil || Dispatcher.methodTable.contains { $0.name == String(spec.name.dropLast()) })
             #expect(named(spec.name + "x") == nil)

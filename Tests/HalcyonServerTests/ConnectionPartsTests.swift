@@ -203,38 +203,15 @@ struct ConnectionInboundTests {
 struct DirectWriteOutcomeTests {
     /// Connections on one embedded loop sharing one group, in front of a journaled cache.
     final class Loop {
-        let folder: URL
-        let cache: HybridCache
+        let fixture = DispatcherFixture(prefix: "hc-direct", debugMethods: true)
         let loop = EmbeddedEventLoop()
         let groups = DirectWriteGroups()
-        let dispatcher: Dispatcher
-
-        init() {
-            folder = URL(fileURLWithPath: NSTemporaryDirectory())
-                .appendingPathComponent("hc-direct-\(UUID().uuidString.prefix(8))")
-            var config = HybridCache.Config(memory: .init(), disk: .init(directory: folder))
-            config.sweepInterval = 0
-            config.journal = HybridCache.JournalConfig(fsync: .never)
-            cache = HybridCache(config: config)
-            let facts = ServerFacts(
-                version: "test", socketPath: "/nowhere", startedAt: Date(), limits: [],
-                diskExpiration: .never, memoryExpiration: .never, debugMethodsEnabled: true,
-                liveCounters: { LiveCounters() }
-            )
-            dispatcher = Dispatcher(cache: cache, facts: facts)
-        }
-
-        deinit { try? FileManager.default.removeItem(at: folder) }
+        var cache: HybridCache { fixture.cache }
+        var dispatcher: Dispatcher { fixture.dispatcher }
 
         /// Waits (on this thread, the loop's) until the ioQueue is idle, so the writes take the
-        /// direct path: a flush queues behind whatever start-up work the cache queued, and
-        /// the job count drops just after its completion runs.
-        func waitUntilIdle() {
-            let done = DispatchSemaphore(value: 0)
-            cache.flush { _ in done.signal() }
-            done.wait()
-            while !cache.local.scheduler.isIdle { sched_yield() }
-        }
+        /// direct path.
+        func waitUntilIdle() { fixture.waitUntilIdle() }
 
         func connect() throws -> EmbeddedChannel {
             let handler = ConnectionHandler(

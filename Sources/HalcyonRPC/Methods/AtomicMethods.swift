@@ -46,6 +46,11 @@ extension Dispatcher {
 
         /// What `cache.incr` takes.
         struct IncrParams: Sendable {
+            /// The member names `cache.incr`'s params may hold.
+            static let params: ParamNames = [
+                "key", "by", "initial", "create", "expiration", "memoryExpiration", "toDisk", "options",
+            ]
+
             var key: CacheKey
             var by: Int64
             /// Where a missing key starts; nil with `create: false` (a missing key is refused).
@@ -88,7 +93,7 @@ extension Dispatcher {
             }
         }
 
-        // The direct paths (`Dispatcher.directWrites`): the same params, read the same way.
+        // The direct writes (`MethodSpec.directWrite`): the same params, read the same way.
 
         @Sendable static func directAdd(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
             let s = try WriteMethods.SetParams(params, options)

@@ -6,7 +6,8 @@ import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    /// Handlers of the methods in this file, and `server.ping`'s memory answer; their specs
+    /// are in `MethodTable.swift`.
     enum InfoMethods {
         /// `cache.totalSize`
         static func totalSize(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
@@ -58,6 +59,16 @@ extension Dispatcher {
         static func serverPing(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in writePong(into: &w) })
             return nil
+        }
+
+        /// `server.ping`, at once.
+        static func serverPingNow(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+                writePong(into: &w)
+            })
         }
 
         /// The result of `server.ping`.

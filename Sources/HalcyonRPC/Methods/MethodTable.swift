@@ -1,9 +1,13 @@
-// The method table: every JSON-RPC method the daemon knows, one line each (name, the
-// params it accepts, its flags, its handler), as Redis declares each command once with
-// its arity, flags and handler. The dispatcher checks what a line states before the
-// handler runs; the transport asks a line's flags. Adding a method is a line here and
-// a handler beside its kind (ReadMethods, WriteMethods, InfoMethods, AtomicMethods,
-// MultiKeyMethods, KeyListMethods, LeaseMethods).
+// The method table: every JSON-RPC method the daemon knows, one spec each (name, the
+// params it accepts, its flags, its handler, and beside the handler its memory answer or
+// direct write, if it has one), as Redis declares each command once with its arity, flags
+// and handler. The dispatcher checks what a spec states before the handler runs; the
+// transport asks a spec's flags and routes.
+//
+// Adding a method is one `table.add` line below, and its handler (and any memory answer
+// or direct write) beside its kind: ReadMethods, WriteMethods, InfoMethods, AtomicMethods,
+// MultiKeyMethods, KeyListMethods, LeaseMethods, MetricsMethods, TransportMethods. A new
+// flag is a constant of `MethodFlags`, set on the lines it concerns.
 //
 // Flags: `read` reads the cache and changes nothing (a sliding expiration aside); `write`
 // changes it and runs in the cache's order across connections; `fast` can be answered
@@ -11,16 +15,17 @@
 // transport itself (`$/cancelRequest`: never held, never reaches a handler); `debug` exists
 // only with `--enable-debug-methods`.
 //
-// Before any handler runs, `Dispatcher.prepare` checks what the line states, in a fixed
+// Routes beside the handler: `memoryAnswer` answers at once from memory on the reading
+// thread (only on a `fast` method that is not a debug method); `directWrite` turns the
+// request into a write the transport commits with the others of its read burst (only on a
+// `write` method). `MethodSpec`'s initialisers check both and `MethodTable` refuses a name
+// twice, when the table is built at the dispatcher's start.
+//
+// Before any handler runs, `Dispatcher.prepare` checks what the spec states, in a fixed
 // order (the first failure is the one reported): the method exists and is enabled, its
-// params name nothing the line does not list (-32602 `unknownParam`), its `options` are
-// valid. `Dispatcher.memoryAnswers` names, for some `fast` lines, a second function that
-// answers from memory at once (`cache.get`, `cache.isCached`, `cache.describe`,
-// `server.ping`). `MethodRoute.byName` joins them once, checked when the dispatcher starts
-// (no name twice; a memory answer only for a `fast`, non-debug line); a request resolves
-// its route once, when it is parsed, and every later step reads it (flags, memory answer,
-// direct write, handler, and the method's latency series, made up front so recording a
-// request takes no lock).
+// params name nothing the spec does not list (-32602 `unknownParam`), its `options` are
+// valid. A request resolves its spec once, when it is parsed, and is prepared once; every
+// later step reads the prepared call.
 
 import HalcyonCache
 
@@ -43,79 +48,68 @@ public struct MethodFlags: OptionSet, Sendable {
     public static let debug = MethodFlags(rawValue: 1 << 4)
 }
 
-/// A method's line in the table.
-///
-/// Threading: immutable; any thread. A class: the dispatcher looks a line up for every
-/// request, and a struct of strings, sets and closures cost a retain per member per copy.
-final class MethodSpec: Sendable {
-    /// Runs a request: returns its storage task when the work was queued.
-    typealias CallHandler = @Sendable (Dispatcher, MethodCall) throws(RPCError) -> CacheTask?
-    /// Decodes a `transport` method's params into what the transport is to do.
-    typealias TransportHandler = @Sendable (Params) throws(RPCError) -> TransportAction
-
-    enum Handler: Sendable {
-        case call(CallHandler)
-        case transport(TransportHandler)
-    }
-
-    let name: String
-    /// Member names `params` may hold; anything else is `-32602 unknownParam`.
-    let params: ParamNames
-    let flags: MethodFlags
-    let handler: Handler
-    /// Whether `params` may hold `options`, which the dispatcher reads before the handler.
-    let takesOptions: Bool
-
-    init(_ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping CallHandler) {
-        precondition(!flags.contains(.transport), "\(name): a transport method takes a TransportHandler")
-        self.name = name
-        self.params = params
-        self.flags = flags
-        self.handler = .call(handler)
-        self.takesOptions = params.contains("options")
-    }
-
-    init(_ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping TransportHandler) {
-        precondition(flags.contains(.transport), "\(name): a TransportHandler needs the transport flag")
-        self.name = name
-        self.params = params
-        self.flags = flags
-        self.handler = .transport(handler)
-        self.takesOptions = false
-    }
+extension Dispatcher {
+    /// Every method, one spec each, numbered in this order (`Dispatcher.methodNames`).
+    static let methodTable: [MethodSpec] = {
+        var table = MethodTable()
+        //        name                  params                                                                    flags                handler                         memory answer / direct write
+        table.add("cache.get",          ReadMethods.GetQuery.params,                                              [.read, .fast],      ReadMethods.get,                memoryAnswer: ReadMethods.getFromMemory)
+        table.add("cache.isCached",     MethodCall.lookupParams,                                                  [.read, .fast],      ReadMethods.isCached,           memoryAnswer: ReadMethods.isCachedFromMemory)
+        table.add("cache.describe",     MethodCall.lookupParams,                                                  [.read, .fast],      ReadMethods.describe,           memoryAnswer: ReadMethods.describeFromMemory)
+        table.add("cache.set",          MethodCall.storeParams,                                                   [.write],            WriteMethods.set,               directWrite: WriteMethods.directSet)
+        table.add("cache.touch",        ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],  [.write],            WriteMethods.touch)
+        table.add("cache.remove",       ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],          [.write],            WriteMethods.remove)
+        table.add("cache.clear",        ["memory", "disk", "shared", "options"],                                  [.write],            WriteMethods.clear)
+        table.add("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                           [.write],            WriteMethods.removeExpired)
+        table.add("cache.trim",         ["options"],                                                              [.write],            WriteMethods.trim)
+        table.add("cache.totalSize",    ["options"],                                                              [.read],             InfoMethods.totalSize)
+        table.add("cache.add",          MethodCall.storeParams,                                                   [.write],            AtomicMethods.add,              directWrite: AtomicMethods.directAdd)
+        table.add("cache.cas",          MethodCall.casParams,                                                     [.write],            AtomicMethods.cas,              directWrite: AtomicMethods.directCas)
+        table.add("cache.incr",         AtomicMethods.IncrParams.params,                                          [.write],            AtomicMethods.incr,             directWrite: AtomicMethods.directIncr)
+        table.add("cache.getMany",      ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"], [.read],             MultiKeyMethods.getMany)
+        table.add("cache.setMany",      ["entries", "toDisk", "options"],                                         [.write],            MultiKeyMethods.setMany)
+        table.add("cache.removeMany",   ["keys", "fromMemory", "fromDisk", "options"],                            [.write],            MultiKeyMethods.removeMany)
+        table.add("cache.keys",         ["prefix", "cursor", "limit", "options"],                                 [.read],             KeyListMethods.keys)
+        table.add("cache.removePrefix", ["prefix", "options"],                                                    [.write],            KeyListMethods.removePrefix)
+        table.add("cache.lease",        ["key", "ttl", "wait", "encoding", "options"],                            [.read],             LeaseMethods.lease)
+        table.add("cache.releaseLease", ["key", "lease", "options"],                                              [.fast],             LeaseMethods.releaseLease)
+        table.add("cache.leaseStatus",  ["key", "options"],                                                       [.fast],             LeaseMethods.leaseStatus)
+        table.add("cache.stats",        ["options"],                                                              [.read, .fast],      InfoMethods.stats)
+        table.add("server.ping",        [],                                                                       [.fast],             InfoMethods.serverPing,         memoryAnswer: InfoMethods.serverPingNow)
+        table.add("server.info",        [],                                                                       [.fast],             InfoMethods.serverInfo)
+        table.add("server.metrics",     [],                                                                       [.fast],             MetricsMethods.metrics)
+        table.add("connection.configure", ["callbackQueue", "loadDiskFileSynchronously", "extendingExpiration"],    [.fast],             InfoMethods.connectionConfigure)
+        table.add("$/cancelRequest",    ["id"],                                                                   [.transport, .fast], TransportMethods.cancelRequest)
+        table.add("debug.sleep",        ["seconds", "on", "options"],                                             [.debug],            InfoMethods.debugSleep)
+        return table.specs
+    }()
 }
 
-extension Dispatcher {
-    /// Every method, one line each.
-    static let methodTable: [MethodSpec] = [
-        // name                   params                                                                                                      flags               handler
-        .init("cache.get",        ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"], [.read, .fast],     ReadMethods.get),
-        .init("cache.isCached",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.isCached),
-        .init("cache.describe",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.describe),
-        .init("cache.set",        MethodCall.storeParams,                                                                                     [.write],           WriteMethods.set),
-        .init("cache.touch",      ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],                                    [.write],           WriteMethods.touch),
-        .init("cache.remove",     ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],                                            [.write],           WriteMethods.remove),
-        .init("cache.clear",      ["memory", "disk", "shared", "options"],                                                                    [.write],           WriteMethods.clear),
-        .init("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                                                          [.write],           WriteMethods.removeExpired),
-        .init("cache.trim",       ["options"],                                                                                                [.write],           WriteMethods.trim),
-        .init("cache.totalSize",  ["options"],                                                                                                [.read],            InfoMethods.totalSize),
-        .init("cache.add",        MethodCall.storeParams,                                                                                     [.write],           AtomicMethods.add),
-        .init("cache.cas",        MethodCall.casParams,                                                                                       [.write],           AtomicMethods.cas),
-        .init("cache.incr",       ["key", "by", "initial", "create", "expiration", "memoryExpiration", "toDisk", "options"],                  [.write],           AtomicMethods.incr),
-        .init("cache.getMany",    ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"],                                   [.read],            MultiKeyMethods.getMany),
-        .init("cache.setMany",    ["entries", "toDisk", "options"],                                                                           [.write],           MultiKeyMethods.setMany),
-        .init("cache.removeMany", ["keys", "fromMemory", "fromDisk", "options"],                                                              [.write],           MultiKeyMethods.removeMany),
-        .init("cache.keys",       ["prefix", "cursor", "limit", "options"],                                                                   [.read],            KeyListMethods.keys),
-        .init("cache.removePrefix", ["prefix", "options"],                                                                                    [.write],           KeyListMethods.removePrefix),
-        .init("cache.lease",      ["key", "ttl", "wait", "encoding", "options"],                                                              [.read],            LeaseMethods.lease),
-        .init("cache.releaseLease", ["key", "lease", "options"],                                                                              [.fast],            LeaseMethods.releaseLease),
-        .init("cache.leaseStatus", ["key", "options"],                                                                                        [.fast],            LeaseMethods.leaseStatus),
-        .init("cache.stats",      ["options"],                                                                                                [.read, .fast],     InfoMethods.stats),
-        .init("server.ping",      [],                                                                                                         [.fast],            InfoMethods.serverPing),
-        .init("server.info",      [],                                                                                                         [.fast],            InfoMethods.serverInfo),
-        .init("server.metrics",   [],                                                                                                         [.fast],            MetricsMethods.metrics),
-        .init("connection.configure", ["callbackQueue", "loadDiskFileSynchronously", "extendingExpiration"],                                                        [.fast],            InfoMethods.connectionConfigure),
-        .init("$/cancelRequest",  ["id"],                                                                                                     [.transport, .fast], TransportMethods.cancelRequest),
-        .init("debug.sleep",      ["seconds", "on", "options"],                                                                               [.debug],           InfoMethods.debugSleep),
-    ]
+/// The table being declared: numbers each spec by its position and refuses a name twice.
+///
+/// Threading: a local value of the table's initialiser.
+struct MethodTable {
+    private(set) var specs: [MethodSpec] = []
+    private var names: Set<String> = []
+
+    /// Adds a method run by `handler` (see `MethodSpec.init`).
+    mutating func add(
+        _ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping MethodSpec.CallHandler,
+        memoryAnswer: MethodSpec.MemoryAnswer? = nil, directWrite: MethodSpec.DirectWriteBuilder? = nil
+    ) {
+        append(MethodSpec(index: specs.count, name, params, flags, handler,
+                          memoryAnswer: memoryAnswer, directWrite: directWrite))
+    }
+
+    /// Adds a method the transport carries out itself.
+    mutating func add(
+        _ name: String, _ params: ParamNames, _ flags: MethodFlags, _ handler: @escaping MethodSpec.TransportHandler
+    ) {
+        append(MethodSpec(index: specs.count, name, params, flags, handler))
+    }
+
+    private mutating func append(_ spec: MethodSpec) {
+        precondition(names.insert(spec.name).inserted, "method table: \(spec.name) twice")
+        specs.append(spec)
+    }
 }

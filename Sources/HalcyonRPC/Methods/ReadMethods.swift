@@ -1,17 +1,24 @@
-// The read methods: cache.get, cache.isCached, cache.describe. A memory hit is answered
-// on the reading thread; a disk read runs where the hybrid cache puts it (ioQueue, or the
-// reading thread with loadDiskFileSynchronously), behind any queued write to the key.
+// The read methods: cache.get, cache.isCached, cache.describe, each with its memory answer
+// (`MethodSpec.memoryAnswer`). A memory hit is answered on the reading thread, by the memory
+// answer straight into the transport's writer where the transport offers it, else by the
+// handler; a disk read runs where the hybrid cache puts it (ioQueue, or the reading thread
+// with loadDiskFileSynchronously), behind any queued write to the key.
 
 import Foundation
 import HalcyonCache
 import HalcyonJSON
 
 extension Dispatcher {
-    /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.
+    /// Handlers and memory answers of the methods in this file; their specs are in `MethodTable.swift`.
     enum ReadMethods {
         /// What `cache.get` asks, read from its params over the call's options; shared by
         /// the handler and the memory answer so they cannot drift apart.
         struct GetQuery {
+            /// The member names `cache.get`'s params may hold.
+            static let params: ParamNames = [
+                "key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options",
+            ]
+
             let key: CacheKey
             let encoding: ValueEncoding?
             let options: HybridCache.Options
@@ -28,21 +35,48 @@ extension Dispatcher {
             }
         }
 
-        /// `cache.get`
+        /// `cache.get`. After a memory lookup that missed (`MemoryFinding.getMissed`), the
+        /// query it read goes on to the disk without asking memory again.
         static func get(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            if case .getMissed(let query) = call.memory {
+                return dispatcher.cache.retrieveAfterMemoryMiss(
+                    forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
+                    completion: reply(in: query.encoding, to: call.responder))
+            }
             let query = try GetQuery(call.params, call.options)
-            let responder = call.responder
-            let completion: @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void = { result in
+            return dispatcher.cache.retrieve(
+                forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
+                completion: reply(in: query.encoding, to: call.responder))
+        }
+
+        /// The completion of a `cache.get`: its result, in `encoding`, through `responder`.
+        private static func reply(
+            in encoding: ValueEncoding?, to responder: Responder
+        ) -> @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void {
+            { result in
                 responder.finish(result) { (found, w) throws(RPCError) in
-                    try w.getResult(found, encoding: query.encoding)
+                    try w.getResult(found, encoding: encoding)
                 }
             }
-            if call.memoryMissed {
-                return dispatcher.cache.retrieveAfterMemoryMiss(
-                    forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
+        }
+
+        /// `cache.get` from memory.
+        static func getFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            let query = try GetQuery(params, options)
+            switch dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) {
+            case .answered(let found):
+                if RPCResponseWriter.foundGetLine(id: id, found, encoding: query.encoding, into: &writer) { return .answered(nil) }
+                return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+                    try w.getResult(found, encoding: query.encoding)
+                })
+            case .missed:
+                return .declined(.getMissed(query))
+            case .behindWrite:
+                return .declined(.nothing)
             }
-            return dispatcher.cache.retrieve(
-                forKey: query.key, options: query.options, callbackQueue: call.callbackQueue, completion: completion)
         }
 
         /// `cache.isCached`
@@ -52,6 +86,14 @@ extension Dispatcher {
             return dispatcher.cache.cachedType(forKey: key, options: options, callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (type, w) throws(RPCError) in writeIsCached(type, into: &w) }
             }
+        }
+
+        /// `cache.isCached` from memory: a key memory holds (a miss may still be on disk).
+        static func isCachedFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeIsCached(found.cacheType, into: &w) }
         }
 
         /// The result of `cache.isCached`.
@@ -71,6 +113,14 @@ extension Dispatcher {
             }
         }
 
+        /// `cache.describe` from memory: a key memory holds.
+        static func describeFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter
+        ) throws(RPCError) -> MemoryAnswerResult {
+            try lookupFromMemory(dispatcher, params, options, id, &writer) { found, w in writeDescription(found, into: &w) }
+        }
+
         /// The result of `cache.describe`.
         static func writeDescription(_ d: HybridCache.EntryDescription, into w: inout JSONWriter) {
             w.beginObject()
@@ -85,6 +135,21 @@ extension Dispatcher {
                 w.field("version", d.version)
             }
             w.endObject()
+        }
+
+        /// The lookups that never load a value (isCached, describe): answered when memory
+        /// holds the key, with `write` shaping the result.
+        private static func lookupFromMemory(
+            _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
+            _ writer: inout JSONWriter, _ write: (HybridCache.EntryDescription, inout JSONWriter) -> Void
+        ) throws(RPCError) -> MemoryAnswerResult {
+            let (key, options) = try MethodCall.keyAndLookupOptions(params, options)
+            guard let found = dispatcher.cache.memoryDescription(forKey: key, options: options) else {
+                return .declined(.nothing)
+            }
+            return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+                write(found, &w)
+            })
         }
     }
 }

@@ -24,7 +24,7 @@ extension Dispatcher {
     ///
     /// Threading: any thread; the transport calls it on the connection's event loop.
     public func transportAction(for request: RPCRequest) throws(RPCError) -> TransportAction {
-        guard let spec = request.route?.spec, case .transport(let decode) = spec.handler else {
+        guard let spec = request.spec, case .transport(let decode) = spec.handler else {
             throw .methodNotFound(method: request.method)
         }
         return try decode(try Params(node: request.paramsNode, allowed: spec.params))

@@ -48,7 +48,7 @@ extension Dispatcher {
             }
         }
 
-        /// `cache.set`'s direct path (`Dispatcher.directWrites`).
+        /// `cache.set`'s direct write (`MethodSpec.directWrite`).
         @Sendable static func directSet(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
             let s = try SetParams(params, options)
             return .store(.init(key: s.key, entry: s.entry, options: s.options))
