@@ -19,7 +19,7 @@ import NIOCore
 /// member connection is handed its own outcomes, by value and in its own order, as a
 /// `Committed` event through its channel's pipeline: the connection applies them there
 /// (its replies join its outbound buffer, and go out unless it is inside a read burst).
-/// Then the leases of the keys written end (their parked callers may be answered at once).
+/// The leases of the keys written ended in the storage commit itself.
 ///
 /// Threading: confined to its event loop. Connections reach it through
 /// `DirectWriteGroups`, which hands each loop's group out in a `NIOLoopBound`.
