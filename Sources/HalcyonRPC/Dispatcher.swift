@@ -297,7 +297,16 @@ public final class Dispatcher: Sendable {
         _ spec: MethodSpec, _ request: RPCRequest, session: ConnectionSession
     ) throws(RPCError) -> (Params, HybridCache.Options) {
         try check(spec, request)
-        var params = try Params(node: request.paramsNode, allowed: spec.params)
+        var params: Params
+        if let access = session.access {
+            // Tenancy (`--access`): the right the line needs, then the keyspace its keys are in.
+            try access.permit(spec.flags)
+            let keyspace = spec.flags.contains(.keyspace)
+            params = try Params(node: request.paramsNode, allowed: spec.params, alsoAllowed: keyspace ? Self.namespaceParam : nil)
+            if keyspace { params.namespace = try access.namespace(for: params) }
+        } else {
+            params = try Params(node: request.paramsNode, allowed: spec.params)
+        }
         params.keyRule = keyRule
         params.entryLimits = entryLimits
         var options = HybridCache.Options()
@@ -310,6 +319,9 @@ public final class Dispatcher: Sendable {
         }
         return (params, options)
     }
+
+    /// The param an admin names another namespace with, on `keyspace` lines under `--access`.
+    static let namespaceParam: ParamNames = ["namespace"]
 
     private func check(_ spec: MethodSpec, _ request: RPCRequest) throws(RPCError) {
         if spec.flags.contains(.debug), !facts.debugMethodsEnabled {

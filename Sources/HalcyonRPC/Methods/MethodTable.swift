@@ -9,7 +9,9 @@
 // changes it and runs in the cache's order across connections; `fast` can be answered
 // without waiting for that order (the synchronous path); `transport` is carried out by the
 // transport itself (`$/cancelRequest`: never held, never reaches a handler); `debug` exists
-// only with `--enable-debug-methods`.
+// only with `--enable-debug-methods`. Under `--access`: `admin` needs the admin right,
+// `write` the write right, `read` the read right; `keyspace` lines act in the caller's
+// namespace.
 //
 // Before any handler runs, `Dispatcher.prepare` checks what the line states, in a fixed
 // order (the first failure is the one reported): the method exists and is enabled, its
@@ -41,6 +43,12 @@ public struct MethodFlags: OptionSet, Sendable {
     public static let transport = MethodFlags(rawValue: 1 << 3)
     /// Exists only when the daemon runs with debug methods enabled.
     public static let debug = MethodFlags(rawValue: 1 << 4)
+    /// Acts on the whole cache (stats, metrics, maintenance): under `--access` it needs
+    /// the `admin` right.
+    public static let admin = MethodFlags(rawValue: 1 << 5)
+    /// Acts on keys: under `--access` its keys are the caller's namespace's, and an admin
+    /// may name another with a `namespace` param (`Dispatcher.prepare`).
+    public static let keyspace = MethodFlags(rawValue: 1 << 6)
 }
 
 /// A method's line in the table.
@@ -89,31 +97,31 @@ extension Dispatcher {
     /// Every method, one line each.
     static let methodTable: [MethodSpec] = [
         // name                   params                                                                                                      flags               handler
-        .init("cache.get",        ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"], [.read, .fast],     ReadMethods.get),
-        .init("cache.isCached",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.isCached),
-        .init("cache.describe",   MethodCall.lookupParams,                                                                                    [.read, .fast],     ReadMethods.describe),
-        .init("cache.set",        MethodCall.storeParams,                                                                                     [.write],           WriteMethods.set),
-        .init("cache.touch",      ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],                                    [.write],           WriteMethods.touch),
-        .init("cache.remove",     ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],                                            [.write],           WriteMethods.remove),
-        .init("cache.clear",      ["memory", "disk", "shared", "options"],                                                                    [.write],           WriteMethods.clear),
-        .init("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                                                          [.write],           WriteMethods.removeExpired),
-        .init("cache.trim",       ["options"],                                                                                                [.write],           WriteMethods.trim),
-        .init("cache.totalSize",  ["options"],                                                                                                [.read],            InfoMethods.totalSize),
-        .init("cache.add",        MethodCall.storeParams,                                                                                     [.write],           AtomicMethods.add),
-        .init("cache.cas",        MethodCall.casParams,                                                                                       [.write],           AtomicMethods.cas),
-        .init("cache.incr",       ["key", "by", "initial", "create", "expiration", "memoryExpiration", "toDisk", "options"],                  [.write],           AtomicMethods.incr),
-        .init("cache.getMany",    ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"],                                   [.read],            MultiKeyMethods.getMany),
-        .init("cache.setMany",    ["entries", "toDisk", "options"],                                                                           [.write],           MultiKeyMethods.setMany),
-        .init("cache.removeMany", ["keys", "fromMemory", "fromDisk", "options"],                                                              [.write],           MultiKeyMethods.removeMany),
-        .init("cache.keys",       ["prefix", "cursor", "limit", "options"],                                                                   [.read],            KeyListMethods.keys),
-        .init("cache.removePrefix", ["prefix", "options"],                                                                                    [.write],           KeyListMethods.removePrefix),
-        .init("cache.lease",      ["key", "ttl", "wait", "encoding", "options"],                                                              [.read],            LeaseMethods.lease),
-        .init("cache.releaseLease", ["key", "lease", "options"],                                                                              [.fast],            LeaseMethods.releaseLease),
-        .init("cache.leaseStatus", ["key", "options"],                                                                                        [.fast],            LeaseMethods.leaseStatus),
-        .init("cache.stats",      ["options"],                                                                                                [.read, .fast],     InfoMethods.stats),
+        .init("cache.get",        ["key", "encoding", "extendingExpiration", "forcedExtension", "fromMemoryOnly", "referenceDate", "options"], [.read, .fast, .keyspace], ReadMethods.get),
+        .init("cache.isCached",   MethodCall.lookupParams,                                                                                    [.read, .fast, .keyspace], ReadMethods.isCached),
+        .init("cache.describe",   MethodCall.lookupParams,                                                                                    [.read, .fast, .keyspace], ReadMethods.describe),
+        .init("cache.set",        MethodCall.storeParams,                                                                                     [.write, .keyspace], WriteMethods.set),
+        .init("cache.touch",      ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],                                    [.write, .keyspace], WriteMethods.touch),
+        .init("cache.remove",     ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],                                            [.write, .keyspace], WriteMethods.remove),
+        .init("cache.clear",      ["memory", "disk", "shared", "options"],                                                                    [.write, .keyspace], WriteMethods.clear),
+        .init("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                                                          [.write, .admin],   WriteMethods.removeExpired),
+        .init("cache.trim",       ["options"],                                                                                                [.write, .admin],   WriteMethods.trim),
+        .init("cache.totalSize",  ["options"],                                                                                                [.read, .admin],    InfoMethods.totalSize),
+        .init("cache.add",        MethodCall.storeParams,                                                                                     [.write, .keyspace], AtomicMethods.add),
+        .init("cache.cas",        MethodCall.casParams,                                                                                       [.write, .keyspace], AtomicMethods.cas),
+        .init("cache.incr",       ["key", "by", "initial", "create", "expiration", "memoryExpiration", "toDisk", "options"],                  [.write, .keyspace], AtomicMethods.incr),
+        .init("cache.getMany",    ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"],                                   [.read, .keyspace], MultiKeyMethods.getMany),
+        .init("cache.setMany",    ["entries", "toDisk", "options"],                                                                           [.write, .keyspace], MultiKeyMethods.setMany),
+        .init("cache.removeMany", ["keys", "fromMemory", "fromDisk", "options"],                                                              [.write, .keyspace], MultiKeyMethods.removeMany),
+        .init("cache.keys",       ["prefix", "cursor", "limit", "options"],                                                                   [.read, .keyspace], KeyListMethods.keys),
+        .init("cache.removePrefix", ["prefix", "options"],                                                                                    [.write, .keyspace], KeyListMethods.removePrefix),
+        .init("cache.lease",      ["key", "ttl", "wait", "encoding", "options"],                                                              [.read, .keyspace], LeaseMethods.lease),
+        .init("cache.releaseLease", ["key", "lease", "options"],                                                                              [.fast, .read, .keyspace], LeaseMethods.releaseLease),
+        .init("cache.leaseStatus", ["key", "options"],                                                                                        [.fast, .read, .keyspace], LeaseMethods.leaseStatus),
+        .init("cache.stats",      ["options"],                                                                                                [.read, .fast, .admin], InfoMethods.stats),
         .init("server.ping",      [],                                                                                                         [.fast],            InfoMethods.serverPing),
         .init("server.info",      [],                                                                                                         [.fast],            InfoMethods.serverInfo),
-        .init("server.metrics",   [],                                                                                                         [.fast],            MetricsMethods.metrics),
+        .init("server.metrics",   [],                                                                                                         [.fast, .admin],    MetricsMethods.metrics),
         .init("connection.configure", ["callbackQueue", "loadDiskFileSynchronously", "extendingExpiration"],                                                        [.fast],            InfoMethods.connectionConfigure),
         .init("$/cancelRequest",  ["id"],                                                                                                     [.transport, .fast], TransportMethods.cancelRequest),
         .init("debug.sleep",      ["seconds", "on", "options"],                                                                               [.debug],           InfoMethods.debugSleep),
