@@ -129,6 +129,7 @@ def _start_tenants(rules_text: str) -> Daemon:
     rules = os.path.join(folder, "access.conf")
     Path(rules).write_text(rules_text)
     d = _start_daemon(["--access", rules, "--socket-mode", "0666", "--log-level", "notice"])
+    os.chmod(d.folder, 0o711)  # the socket's folder: searchable by the other users
     d.rules = rules  # type: ignore[attr-defined]
     d.rules_folder = folder  # type: ignore[attr-defined]
     return d
@@ -218,7 +219,7 @@ def shape(reply: Dict[str, Any]) -> Any:
 def test_no_method_reaches_or_reveals_another_namespaces_key(tenants: Daemon) -> None:
     alice = peer(tenants, ALICE)
     stored = alice.result("cache.set", {"key": "k", "value": "alice-secret"})
-    alice.result("cache.set", {"key": "k2", "value": "7", "encoding": "json"})
+    alice.result("cache.set", {"key": "k2", "value": 7, "encoding": "json"})
     held = alice.result("cache.lease", {"key": "lk", "ttl": {"seconds": 60}})
     assert "lease" in held
     bob = peer(tenants, BOB)
