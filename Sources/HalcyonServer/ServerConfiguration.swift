@@ -406,8 +406,9 @@ extension ServerConfiguration {
             do { allowedGIDs.append(try AccountNames.groupID(text)) } catch { throw .invalid(flag: "--allow-gid", reason: error.description) }
         }
         if let path = given(flags.access) {
-            accessFile = Self.absolute(path)
-            do { accessRules = try AccessRules.load(path: path) } catch { throw .invalid(flag: "--access", reason: "\(path) \(error)") }
+            let file = Self.absolute(path)
+            accessFile = file
+            do { accessRules = try AccessRules.load(path: file) } catch { throw .invalid(flag: "--access", reason: "\(path) \(error)") }
         }
         if let text = flags.logLevel {
             guard let level = Logger.Level(rawValue: text.lowercased()) else {
