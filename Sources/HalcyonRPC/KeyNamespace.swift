@@ -104,9 +104,10 @@ public struct ConnectionAccess: Sendable, Equatable {
     }
 
     /// Refuses a method whose table flags need a right the connection lacks: `admin` for
-    /// an `admin` line, else `write` for a `write` line, `read` for a `read` line.
+    /// an `admin` or `debug` line (a debug method can hold the whole cache's queue), else
+    /// `write` for a `write` line, `read` for a `read` line.
     func permit(_ flags: MethodFlags) throws(RPCError) {
-        if flags.contains(.admin) {
+        if flags.contains(.admin) || flags.contains(.debug) {
             if !rights.contains(.admin) { throw .notPermitted(right: "admin") }
         } else if flags.contains(.write) {
             if !rights.contains(.write) { throw .notPermitted(right: "write") }

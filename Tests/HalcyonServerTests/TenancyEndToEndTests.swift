@@ -66,6 +66,21 @@ import Testing
         #expect(try c.result("cache.keys")["keys"]?.compactText == #"["k"]"#)
     }
 
+    @Test func clearingANamespaceRemovesOnlyItsKeysAndAnAdminNamesAnother() throws {
+        let d = try daemon("one read,write,admin")
+        defer { d.cleanUp() }
+        let c = try d.client()
+        _ = try c.result("cache.set", #"{"key":"k","value":"in one"}"#)
+        _ = try c.result("cache.set", #"{"key":"k","value":"in two","namespace":"two"}"#)
+        let error = try c.call("cache.clear", #"{"memory":false}"#)["error"]
+        #expect(error?["data"]?.compactText == #"{"reason":"wholeNamespaceOnly","param":"memory"}"#)
+        #expect(try c.result("cache.clear").compactText == #"{"removed":1}"#)
+        #expect(try c.result("cache.get", #"{"key":"k"}"#)["found"]?.bool == false)
+        #expect(try c.result("cache.get", #"{"key":"k","namespace":"two"}"#)["value"]?.string == "in two")
+        #expect(try c.call("cache.get", #"{"key":"k","namespace":"t/o"}"#)["error"]?["data"]?["reason"]?.string
+            == "invalidNamespace")
+    }
+
     @Test func storedKeysCarryTheNamespaceAndADaemonWithoutAccessSeesThem() throws {
         let root = URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
         let first = try daemon("one read,write", root: root)
