@@ -9,6 +9,7 @@ Needs root (to create the users and to switch to them) and ``setpriv``; the clie
 
 from __future__ import annotations
 
+import asyncio
 import grp
 import json
 import os
@@ -26,6 +27,7 @@ import pytest
 from conftest import Daemon, _start_daemon, short_tmpdir
 
 import halcyon
+from halcyon.aio import AsyncClient
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 SRC = str(Path(__file__).resolve().parent.parent / "src")
@@ -164,8 +166,20 @@ def test_each_peer_gets_the_namespace_and_rights_of_its_first_matching_rule(tena
         OPS: (None, ["read", "write", "admin"]),
     }
     # Root, matching no rule, keeps the whole keyspace (it can read the cache folder anyway).
+    whole = {"namespace": None, "rights": ["read", "write", "admin"], "access": True}
     with halcyon.Client(tenants.socket, timeout=10) as c:
-        assert c.identity() == {"namespace": None, "rights": ["read", "write", "admin"], "access": True}
+        assert c.identity() == whole
+
+    async def identity() -> Dict[str, Any]:
+        async with AsyncClient(tenants.socket) as c:
+            return await c.identity()
+    assert asyncio.run(asyncio.wait_for(identity(), 20)) == whole
+
+
+def test_identity_without_access_is_every_right_and_no_namespace(daemon: Daemon) -> None:
+    with halcyon.Client(daemon.socket, timeout=10) as c:
+        assert c.identity() == {"namespace": None, "rights": ["read", "write", "admin"], "access": False}
+        assert "namespace" not in c.info() and "rights" not in c.info()
 
 
 def test_the_python_client_reports_its_identity_as_another_user(tenants: Daemon) -> None:
