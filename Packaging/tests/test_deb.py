@@ -103,13 +103,19 @@ def test_deb_installs_serves_then_remove_keeps_the_cache_and_purge_deletes_it(
     # The system unit's own command line, as user halcyon. systemd would make the socket
     # (as root, with SocketGroup=halcyon-users, which user halcyon cannot set); here the
     # daemon makes it open to all on the file system, so its own peer check, from the
-    # unit's --allow-gid halcyon-users, is what admits a member and refuses anyone else.
+    # rules file the unit names, is what admits a member and refuses anyone else, and
+    # gives each member a namespace of their own.
     unit = (debian_root.path / "usr/lib/systemd/system/halcyon.service").read_text()
     exec_start = re.search(r"^ExecStart=(.*)$", unit, re.MULTILINE)
     assert exec_start is not None and exec_start.group(1).startswith("/usr/bin/halcyond ")
-    assert "--allow-gid halcyon-users" in exec_start.group(1)
+    assert "--access /etc/halcyon/access.conf" in exec_start.group(1)
+    rules = [line.split() for line in (debian_root.path / "etc/halcyon/access.conf").read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    assert rules == [["group", "halcyon-users", "$user", "read,write"]]
+    assert "/etc/halcyon/access.conf" in debian_root.run("dpkg-query", "-W", "-f=${Conffiles}", "halcyon").stdout
     debian_root.run("install", "-d", "-o", "halcyon", "-g", "halcyon", "-m", "0711", "/run/halcyon")
     debian_root.run("useradd", "--create-home", "--groups", "halcyon-users", "alice")
+    debian_root.run("useradd", "--create-home", "--groups", "halcyon-users", "bob")
     debian_root.run("useradd", "--create-home", "mallory")
     socket = "/run/halcyon/halcyon.sock"
     daemon = subprocess.Popen(debian_root.argv(*exec_start.group(1).split(), "--socket", socket,
@@ -120,6 +126,11 @@ def test_deb_installs_serves_then_remove_keeps_the_cache_and_purge_deletes_it(
         debian_root.run("halcyon", "--socket", socket, "set", "greeting", "hello from the deb", user="alice")
         assert debian_root.run("halcyon", "--socket", socket, "get", "greeting",
                                user="alice").stdout == "hello from the deb"
+        assert debian_root.run("halcyon", "--socket", socket, "whoami", user="alice").stdout.startswith(
+            "namespace  alice\n")
+        # Bob, of the same group, has a namespace of his own: Alice's key is not there.
+        missing = debian_root.run("halcyon", "--socket", socket, "get", "greeting", user="bob", check=False)
+        assert missing.returncode == 1 and missing.stdout == "", missing.stderr
         refused = debian_root.run("halcyon", "--socket", socket, "get", "greeting", user="mallory", check=False)
         assert refused.returncode == 2 and refused.stdout == "", refused.stderr
     finally:

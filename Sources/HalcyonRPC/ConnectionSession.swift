@@ -26,9 +26,13 @@ public final class ConnectionSession {
     public let peerDescription: String
     /// Unique per connection in this process: the owner of the connection's leases.
     public let id: UInt64
+    /// The connection's namespace and rights, resolved once when it was accepted by a
+    /// daemon run with `--access`; nil without `--access` (one keyspace, every right).
+    public let access: ConnectionAccess?
 
-    public init(peerDescription: String = "unknown peer") {
+    public init(peerDescription: String = "unknown peer", access: ConnectionAccess? = nil) {
         self.peerDescription = peerDescription
+        self.access = access
         id = ConnectionSession.ids.wrappingAdd(1, ordering: .relaxed).newValue
     }
 

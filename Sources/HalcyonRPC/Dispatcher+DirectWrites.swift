@@ -46,11 +46,15 @@ extension Dispatcher {
     /// What a memory-answered read of `request` depends on, for a transport holding
     /// direct writes not committed yet: nil when `request` has no memory answer (commit
     /// first), `.some(nil)` when its answer reads no key (`server.ping`), else the key.
-    public func memoryAnswerKey(_ request: RPCRequest) -> CacheKey?? {
+    /// The key is the stored one, in the connection's namespace (`--access`); a request
+    /// naming a namespace of its own commits first.
+    public func memoryAnswerKey(_ request: RPCRequest, session: ConnectionSession) -> CacheKey?? {
         guard request.spec?.memoryAnswer != nil else { return nil }
-        guard let key = request.paramsNode?.view["key"] else { return .some(nil) }
+        guard let params = request.paramsNode?.view, let key = params["key"] else { return .some(nil) }
+        if session.access != nil, params["namespace"] != nil { return nil }
         // A key that is not a string is refused by the answer itself, writing nothing.
-        return .some(key.withStringBytes { CacheKey(utf8: $0) } ?? "")
+        let wire = key.withStringBytes { CacheKey(utf8: $0) } ?? ""
+        return .some(KeyNamespace.cacheKey(wire, in: session.access?.namespace))
     }
 
     /// A committed direct write: what its reply says.

@@ -314,9 +314,10 @@ public final class Dispatcher: Sendable {
     }
 
     /// Makes `request` ready for its handler, once: the table's checks in this order (the
-    /// method exists and is not carried out by the transport, it is enabled here, its
-    /// params name nothing it does not take, its options are valid), the params read, and
-    /// the request's options laid over the connection's. A failed check is kept in the
+    /// method exists and is not carried out by the transport, it is enabled here, the
+    /// connection has the right it needs under `--access`, its params name nothing it does
+    /// not take, its options are valid), the params read (in the connection's keyspace),
+    /// and the request's options laid over the connection's. A failed check is kept in the
     /// result, which `handle` answers with it.
     ///
     /// Threading: on the requesting connection's event loop thread (it reads the session).
@@ -326,7 +327,16 @@ public final class Dispatcher: Sendable {
             try check(spec, request)
             // The transport carries these out itself (`transportAction(for:)`).
             guard case .call = spec.handler else { throw .methodNotFound(method: request.method) }
-            var params = try Params(node: request.paramsNode, allowed: spec.params)
+            var params: Params
+            if let access = session.access {
+                // Tenancy (`--access`): the right the line needs, then the keyspace its keys are in.
+                try access.permit(spec.flags)
+                let keyspace = spec.flags.contains(.keyspace)
+                params = try Params(node: request.paramsNode, allowed: spec.params, alsoAllowed: keyspace ? Self.namespaceParam : nil)
+                if keyspace { params.namespace = try access.namespace(for: params) }
+            } else {
+                params = try Params(node: request.paramsNode, allowed: spec.params)
+            }
             params.keyRule = keyRule
             params.entryLimits = entryLimits
             var options = HybridCache.Options()
@@ -342,6 +352,9 @@ public final class Dispatcher: Sendable {
             return PreparedCall(id: request.id, session: session, stage: .refused(error))
         }
     }
+
+    /// The param an admin names another namespace with, on `keyspace` lines under `--access`.
+    static let namespaceParam: ParamNames = ["namespace"]
 
     private func check(_ spec: MethodSpec, _ request: RPCRequest) throws(RPCError) {
         if spec.flags.contains(.debug), !facts.debugMethodsEnabled {

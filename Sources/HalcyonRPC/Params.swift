@@ -28,6 +28,11 @@ public struct Params: Sendable {
     /// is refused before anything runs. Default: every key.
     public var keyRule = DiskStorage.KeyRule.anyKey
 
+    /// The namespace whose keyspace `key(_:)`, `keyPrefix(_:)` and the multi-key methods'
+    /// keys are in (`KeyNamespace.cacheKey`): the dispatcher sets the connection's under
+    /// `--access`. Default: none, the keys as sent.
+    public var namespace: KeyNamespace?
+
     /// The tiers' size limits a stored entry is held to (`checkEntrySize`): the
     /// dispatcher sets the cache's own. Default: none.
     public var entryLimits = EntrySizeLimits.none
@@ -40,7 +45,9 @@ public struct Params: Sendable {
 
     /// Wraps `params`, rejecting any member whose name is not in `allowed`
     /// (`unknownParam`), so a typo does not silently fall back to a default.
-    public init(node params: JSONNode?, allowed: ParamNames) throws(RPCError) {
+    /// `alsoAllowed` is one more name accepted beside `allowed` (the `namespace` param of
+    /// key methods under `--access`).
+    public init(node params: JSONNode?, allowed: ParamNames, alsoAllowed: ParamNames? = nil) throws(RPCError) {
         if let params {
             let view = params.view
             guard view.isObject else { throw .positionalParams }
@@ -48,7 +55,7 @@ public struct Params: Sendable {
             var lengths: UInt64 = 0
             withExtendedLifetime(params) {
                 view.forEachMember { name, _ in
-                    guard allowed.contains(name) else { unknown = name; return false }
+                    guard allowed.contains(name) || alsoAllowed?.contains(name) == true else { unknown = name; return false }
                     lengths |= 1 &<< UInt64(name.count & 63)
                     return true
                 }
@@ -104,7 +111,14 @@ public struct Params: Sendable {
         try Params.checkKeyLength(length, param: name)
         let key = member.withStringBytes { CacheKey(utf8: $0) } ?? ""
         guard keyRule.accepts(key) else { throw .invalidKey(param: name) }
-        return key
+        return KeyNamespace.cacheKey(key, in: namespace)
+    }
+
+    /// An optional key prefix in `namespace` (`""` when absent): the namespace's own
+    /// prefix alone lists or removes the whole namespace.
+    public func keyPrefix(_ name: String = "prefix") throws(RPCError) -> CacheKey? {
+        guard let text = try string(name) else { return nil }
+        return KeyNamespace.cacheKey(CacheKey(text), in: namespace)
     }
 
     /// `emptyKey` and `keyTooLong`, for a key of `length` UTF-8 bytes in member `param`.

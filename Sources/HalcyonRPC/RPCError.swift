@@ -213,6 +213,22 @@ extension RPCError {
                  data: [DataMember("uid", .int(Int64(uid))), DataMember("gid", .int(Int64(gid)))])
     }
 
+    /// -32005 `peerNotAllowed` on a daemon run with `--access`: no line of the rules file
+    /// matches the connecting process.
+    public static func peerNotAllowedByRules(uid: UInt32, gid: UInt32) -> RPCError {
+        RPCError(code: Code.overloaded,
+                 message: "Not allowed: no rule of the daemon's access file admits uid \(uid)",
+                 reason: "peerNotAllowed",
+                 data: [DataMember("uid", .int(Int64(uid))), DataMember("gid", .int(Int64(gid)))])
+    }
+
+    /// -32005 `notPermitted`: the connection's rule (`--access`) does not grant the right
+    /// the method needs (`data.right`: `read`, `write` or `admin`). Nothing ran.
+    public static func notPermitted(right: String) -> RPCError {
+        RPCError(code: Code.overloaded, message: "Not permitted: this connection lacks the '\(right)' right",
+                 reason: "notPermitted", data: [DataMember("right", .string(right))])
+    }
+
     /// -32005 `shuttingDown`: the daemon is draining and did not finish this request in
     /// time (or got it after shutdown began). Whether it ran is unknown to the client.
     public static var shuttingDown: RPCError {
@@ -334,6 +350,11 @@ extension RPCError {
         case emptyPrefix
         /// `cache.clear` with `shared: true` on a daemon without an upstream.
         case noUpstream
+        /// `namespace` is not a namespace name (letters, digits, `-`, `_`, `.`; at most 64).
+        case invalidNamespace
+        /// `cache.clear` inside a namespace with `memory` or `disk` false: a namespace is
+        /// cleared from every tier at once.
+        case wholeNamespaceOnly
         /// The entry is larger than the whole size limit of the tier it would live in
         /// (`data.tier`, `data.limit`): it would be acknowledged and then evicted at once.
         case valueTooLarge

@@ -82,12 +82,22 @@ public enum AccountNames {
 
     /// The home folder of `uid` from the password database, or nil.
     public static func homeDirectory(of uid: uid_t) -> String? {
+        passwordEntry(of: uid) { $0.pw_dir }
+    }
+
+    /// The user name of `uid` from the password database, or nil.
+    public static func userName(_ uid: uid_t) -> String? {
+        passwordEntry(of: uid) { $0.pw_name }
+    }
+
+    /// One text field of `uid`'s password entry, or nil.
+    private static func passwordEntry(of uid: uid_t, _ field: (passwd) -> UnsafeMutablePointer<CChar>?) -> String? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let dir = entry.pw_dir else {
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let text = field(entry) else {
             return nil
         }
-        return String(cString: dir)
+        return String(cString: text)
     }
 }

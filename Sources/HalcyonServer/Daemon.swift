@@ -75,6 +75,9 @@ public final class Daemon: Sendable {
     private let outOfDescriptors = Locked(false)
     /// The spare descriptor that lets the daemon answer clients while it has none left.
     private let descriptorReserve = DescriptorReserve()
+    /// The rules of `--access` in force, replaced on SIGHUP; nil without `--access`. A
+    /// connection resolves its namespace and rights from the rules it was accepted under.
+    private let accessRules: Locked<AccessRules?>
     /// The listening descriptor, once bound or adopted; -1 before.
     private let listenerFD = Locked<Int32>(-1)
     /// Unfinished request lines of all connections together (`--max-input-buffer`).
@@ -100,6 +103,7 @@ public final class Daemon: Sendable {
         metricsListen: MetricsListenAddress? = nil
     ) {
         self.configuration = configuration
+        self.accessRules = Locked(configuration.accessRules)
         self.folderLock = folderLock
         self.logger = logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
@@ -341,12 +345,17 @@ public final class Daemon: Sendable {
     private func admit(
         _ channel: any Channel, peer: PeerCredentials, dispatcher: Dispatcher, policy: AccessPolicy
     ) -> EventLoopFuture<Void> {
-        guard policy.allows(peer) else {
+        // Under --access the rules decide, once: the connection keeps what they grant it.
+        let rules = accessRules.withLock { $0 }
+        let access = rules?.access(for: peer)
+        guard rules == nil ? policy.allows(peer) : access != nil else {
             counters.peerRefused()
             logger.warning("refused peer", metadata: ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "gid": "\(peer.gid)"])
             // Told why before the close, as a refusal for --max-connections is; nothing
             // it sent is read.
-            let reply = RPCReply.error(id: nil, .peerNotAllowed(uid: peer.uid, gid: peer.gid))
+            let error: RPCError = rules == nil
+                ? .peerNotAllowed(uid: peer.uid, gid: peer.gid) : .peerNotAllowedByRules(uid: peer.uid, gid: peer.gid)
+            let reply = RPCReply.error(id: nil, error)
             return channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(line: reply.bytes))
             }
@@ -377,7 +386,7 @@ public final class Daemon: Sendable {
         }
         let inputBudget = self.inputBudget
         let parseBudget = self.parseBudget
-        let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)")
+        let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)", access: access)
         let c = configuration
         let logger = self.logger
         let directGroups = self.directGroups
@@ -407,7 +416,29 @@ public final class Daemon: Sendable {
             sources.append(source)
         }
         signal(SIGPIPE, SIG_IGN)
+        if configuration.accessFile != nil {
+            signal(SIGHUP, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: lifecycleQueue)
+            source.setEventHandler { [self] in self.reloadAccessRules() }
+            source.resume()
+            sources.append(source)
+        }
         return sources
+    }
+
+    /// Reads the `--access` file again (on SIGHUP): good rules apply to connections
+    /// accepted from now on; bad ones are logged and the rules in force stay. Open
+    /// connections keep what they were granted. Runs on `lifecycleQueue`.
+    private func reloadAccessRules() {
+        guard let path = configuration.accessFile else { return }
+        do {
+            let rules = try AccessRules.load(path: path)
+            accessRules.withLock { $0 = rules }
+            logger.notice("access rules reloaded", metadata: ["file": "\(path)", "rules": "\(rules.rules.count)"])
+        } catch {
+            logger.error("access rules not reloaded; the previous rules stay in force",
+                         metadata: ["file": "\(path)", "error": "\(error)"])
+        }
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `drainTimeout`, answers

@@ -142,7 +142,7 @@ extension DirectWriteGroup {
             guard !inBatch, case .untouch = session.callbackQueue, case .request(let request) = element,
                   request.id != nil else { return true }
             if dispatcher.hasDirectWrite(request) { return false }
-            guard let key = dispatcher.memoryAnswerKey(request) else { return true }
+            guard let key = dispatcher.memoryAnswerKey(request, session: session) else { return true }
             return key.map { keys.contains($0) } ?? false
         }
 

@@ -91,6 +91,11 @@ public struct ServerConfiguration: Sendable {
     public var allowedUIDs: [uid_t] = []
     /// Groups whose members may talk to it, primary or supplementary (`--allow-gid`).
     public var allowedGIDs: [gid_t] = []
+    /// The rules file of `--access`, read again on SIGHUP; nil (default) for no tenancy:
+    /// one keyspace for every peer `allowedUIDs`/`allowedGIDs` admit.
+    public var accessFile: String? = nil
+    /// The rules `accessFile` held at start (`AccessRules`); nil without `--access`.
+    public var accessRules: AccessRules? = nil
     /// Seconds the server waits for in-flight work after SIGTERM/SIGINT before answering
     /// the rest with a shutting-down error (`--drain-timeout`). Default 10.
     public var drainTimeout: TimeInterval = 10
@@ -192,6 +197,17 @@ public struct ServerConfiguration: Sendable {
             if upstreamPasswordFile != nil { throw fail("--upstream-password-file", "needs --upstream") }
             if !upstreamPrefixes.isEmpty { throw fail("--upstream-prefix", "needs --upstream") }
         }
+        if accessFile != nil {
+            if !upstreamURLs.isEmpty {
+                throw fail("--access", "cannot be combined with --upstream in this version (which keys a namespace shares is not decided yet)")
+            }
+            if !usesHashedFileNames {
+                throw fail("--access", "needs hashed file names: a key with its namespace is not a safe file name (drop --no-hashed-file-names)")
+            }
+            if !allowedUIDs.isEmpty || !allowedGIDs.isEmpty {
+                throw fail("--access", "replaces --allow-uid and --allow-gid: give those peers a line of the rules file")
+            }
+        }
         if upstreamPrefixes.contains("") { throw fail("--upstream-prefix", "must not be empty (leave it out to share every key)") }
     }
 
@@ -259,6 +275,7 @@ public struct ServerConfiguration: Sendable {
         if let group = socketGroup { parts.append("socket-group=\(group)") }
         if !allowedUIDs.isEmpty { parts.append("allow-uid=\(allowedUIDs.map(String.init).joined(separator: ","))") }
         if !allowedGIDs.isEmpty { parts.append("allow-gid=\(allowedGIDs.map(String.init).joined(separator: ","))") }
+        if let accessFile { parts.append("access=\(accessFile)") }
         if enableDebugMethods { parts.append("debug-methods=on") }
         for url in upstreamURLs { parts.append("upstream=\(url)") }
         if upstreamPasswordFile != nil { parts.append("upstream-password=(from file)") }
@@ -309,6 +326,7 @@ extension ServerConfiguration {
         public var socketGroup: String?
         public var allowUID: [String] = []
         public var allowGID: [String] = []
+        public var access: String?
         public var drainTimeout: String?
         public var logLevel: String?
         public var enableDebugMethods = false
@@ -386,6 +404,11 @@ extension ServerConfiguration {
         }
         for text in flags.allowGID {
             do { allowedGIDs.append(try AccountNames.groupID(text)) } catch { throw .invalid(flag: "--allow-gid", reason: error.description) }
+        }
+        if let path = given(flags.access) {
+            let file = Self.absolute(path)
+            accessFile = file
+            do { accessRules = try AccessRules.load(path: file) } catch { throw .invalid(flag: "--access", reason: "\(path) \(error)") }
         }
         if let text = flags.logLevel {
             guard let level = Logger.Level(rawValue: text.lowercased()) else {

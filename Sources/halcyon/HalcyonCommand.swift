@@ -30,7 +30,7 @@ struct HalcyonCommand: ParsableCommand {
         version: HalcyonVersion.current,
         subcommands: [
             GetCommand.self, SetCommand.self, RemoveCommand.self, ExistsCommand.self,
-            DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self,
+            DescribeCommand.self, TouchCommand.self, StatsCommand.self, InfoCommand.self, WhoamiCommand.self,
             PingCommand.self, ClearCommand.self, TrimCommand.self, RemoveExpiredCommand.self,
             SizeCommand.self, CallCommand.self, MetricsCommand.self, AddCommand.self, IncrementCommand.self,
             DecrementCommand.self, CompareAndSetCommand.self, KeysCommand.self, RemovePrefixCommand.self,

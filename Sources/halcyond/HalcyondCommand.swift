@@ -94,6 +94,11 @@ struct HalcyondCommand: ParsableCommand {
     @Option(name: .customLong("allow-gid"), help: "Also allow members of this group (name or gid); repeatable.")
     var allowGID: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "Rules file: one namespace and rights per peer (user, uid, group, gid); reread on SIGHUP.",
+        discussion: "Replaces --allow-uid/--allow-gid. Not with --upstream or --no-hashed-file-names. (default: none)"))
+    var access: String?
+
     @Option(help: "How long SIGTERM/SIGINT waits for in-flight work. (default: 10s)")
     var drainTimeout: String?
 
@@ -152,6 +157,7 @@ struct HalcyondCommand: ParsableCommand {
         flags.socketGroup = socketGroup
         flags.allowUID = allowUID
         flags.allowGID = allowGID
+        flags.access = access
         flags.drainTimeout = drainTimeout
         flags.logLevel = logLevel
         flags.enableDebugMethods = enableDebugMethods

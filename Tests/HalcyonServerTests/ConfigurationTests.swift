@@ -228,6 +228,31 @@ struct HalcyondFlagsTests {
                 "\(scheme)")
     }
 
+    @Test func accessIsRefusedWithFlagsItCannotHonour() throws {
+        let folder = URL(fileURLWithPath: "/tmp/hc-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let rules = folder.appendingPathComponent("access.conf").path
+        try "uid 1 web read\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        func refusal(_ change: (inout ServerConfiguration.Flags) -> Void) -> String {
+            var flags = ServerConfiguration.Flags()
+            flags.access = rules
+            change(&flags)
+            do {
+                let configuration = try ServerConfiguration(flags: flags, environment: ["HOME": "/home/ada"])
+                return "accepted \(configuration.accessRules?.rules.count ?? 0) rule(s) from \(configuration.accessFile ?? "")"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refusal { _ in } == "accepted 1 rule(s) from \(rules)")
+        #expect(refusal { $0.upstream = ["redis://127.0.0.1:6379"] }.hasPrefix("--access: cannot be combined with --upstream"))
+        #expect(refusal { $0.noHashedFileNames = true }.hasPrefix("--access: needs hashed file names"))
+        #expect(refusal { $0.allowGID = ["0"] }.hasPrefix("--access: replaces --allow-uid and --allow-gid"))
+        try "uid 1 web read,fly\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        #expect(refusal { _ in } == "--access: \(rules) line 1: 'fly' is not one of the rights read, write, admin")
+    }
+
     @Test func helpExitsZero() throws {
         let result = try run(["--help"])
         #expect(result.status == 0)

@@ -196,7 +196,7 @@ struct ProtocolDocTests {
             "lineTooLong", "batchTooLarge", "methodNotFound", "debugMethodsDisabled", "internalError",
             "requestCancelled", "shuttingDown", "cannotEncode", "diskStorageIsNotReady",
             "cannotCreateCacheFile", "cannotSetCacheFileAttribute", "cannotRemoveCacheFile",
-            "cannotLoadDataFromDisk", "peerNotAllowed",
+            "cannotLoadDataFromDisk", "peerNotAllowed", "notPermitted",
         ])
         let missing = reasons.filter { !table.contains("`\($0)`") }.sorted()
         #expect(missing.isEmpty, "not in the §3 table: \(missing)")

@@ -80,6 +80,7 @@ extension Dispatcher {
         static func serverInfo(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let facts = dispatcher.facts
             let folder = dispatcher.cache.diskStorage.directoryURL.path
+            let access = call.session.access
             call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
                 w.beginObject()
                 w.field("name", "halcyond")
@@ -101,9 +102,20 @@ extension Dispatcher {
                 w.endObject()
                 w.field("debugMethods", facts.debugMethodsEnabled)
                 if let upstream = facts.upstream() { w.key("upstream"); upstream.writeInfo(to: &w) }
+                if let access { writeAccess(access, into: &w) }
                 w.endObject()
             })
             return nil
+        }
+
+        /// `server.info`'s fields under `--access`: the connection's `namespace` (null for
+        /// the whole keyspace) and `rights`.
+        static func writeAccess(_ access: ConnectionAccess, into w: inout JSONWriter) {
+            w.key("namespace")
+            if let namespace = access.namespace { w.string(namespace.name) } else { w.null() }
+            w.key("rights"); w.beginArray()
+            for name in access.rights.names { w.string(name) }
+            w.endArray()
         }
 
         /// `connection.configure`

@@ -13,7 +13,8 @@ extension Dispatcher {
     enum KeyListMethods {
         /// `cache.keys`
         static func keys(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            let prefix = CacheKey(try call.params.string("prefix") ?? "")
+            let prefix = try call.params.keyPrefix() ?? KeyNamespace.cacheKey("", in: call.params.namespace)
+            let namespace = call.params.namespace
             let cursor = try call.params.string("cursor")
             guard HybridCache.isValidKeyCursor(cursor) else {
                 throw .invalidParams(reason: .invalidCursor, param: "cursor",
@@ -34,7 +35,7 @@ extension Dispatcher {
                     w.beginObject()
                     w.key("keys")
                     w.beginArray()
-                    for key in page.keys { w.string(key.string) }
+                    for key in page.keys { w.string((namespace?.wireKey(key) ?? key).string) }
                     w.endArray()
                     w.key("cursor")
                     if let next = page.cursor { w.string(next) } else { w.null() }
@@ -50,8 +51,14 @@ extension Dispatcher {
                 throw .invalidParams(reason: .emptyPrefix, param: "prefix",
                                      message: "'prefix' must not be empty (cache.clear removes everything)")
             }
+            return removeKeys(dispatcher, call, prefix: KeyNamespace.cacheKey(CacheKey(prefix), in: call.params.namespace))
+        }
+
+        /// Removes every key starting with `prefix` from every tier; answers `{"removed": n}`
+        /// (`cache.removePrefix`, and `cache.clear` inside a namespace).
+        static func removeKeys(_ dispatcher: Dispatcher, _ call: MethodCall, prefix: CacheKey) -> CacheTask? {
             let responder = call.responder
-            return dispatcher.cache.removePrefix(CacheKey(prefix), callbackQueue: call.callbackQueue) { result in
+            return dispatcher.cache.removePrefix(prefix, callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (count, w) throws(RPCError) in
                     w.beginObject(); w.field("removed", count); w.endObject()
                 }

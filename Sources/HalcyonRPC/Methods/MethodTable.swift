@@ -13,7 +13,9 @@
 // changes it and runs in the cache's order across connections; `fast` can be answered
 // without waiting for that order (the synchronous path); `transport` is carried out by the
 // transport itself (`$/cancelRequest`: never held, never reaches a handler); `debug` exists
-// only with `--enable-debug-methods`.
+// only with `--enable-debug-methods`. Under `--access`: `admin` needs the admin right,
+// `write` the write right, `read` the read right; `keyspace` lines act in the caller's
+// namespace.
 //
 // Routes beside the handler: `memoryAnswer` answers at once from memory on the reading
 // thread (only on a `fast` method that is not a debug method); `directWrite` turns the
@@ -46,41 +48,47 @@ public struct MethodFlags: OptionSet, Sendable {
     public static let transport = MethodFlags(rawValue: 1 << 3)
     /// Exists only when the daemon runs with debug methods enabled.
     public static let debug = MethodFlags(rawValue: 1 << 4)
+    /// Acts on the whole cache (stats, metrics, maintenance): under `--access` it needs
+    /// the `admin` right.
+    public static let admin = MethodFlags(rawValue: 1 << 5)
+    /// Acts on keys: under `--access` its keys are the caller's namespace's, and an admin
+    /// may name another with a `namespace` param (`Dispatcher.prepare`).
+    public static let keyspace = MethodFlags(rawValue: 1 << 6)
 }
 
 extension Dispatcher {
     /// Every method, one spec each, numbered in this order (`Dispatcher.methodNames`).
     static let methodTable: [MethodSpec] = {
         var table = MethodTable()
-        //        name                  params                                                                    flags                handler                         memory answer / direct write
-        table.add("cache.get",          ReadMethods.GetQuery.params,                                              [.read, .fast],      ReadMethods.get,                memoryAnswer: ReadMethods.getFromMemory)
-        table.add("cache.isCached",     MethodCall.lookupParams,                                                  [.read, .fast],      ReadMethods.isCached,           memoryAnswer: ReadMethods.isCachedFromMemory)
-        table.add("cache.describe",     MethodCall.lookupParams,                                                  [.read, .fast],      ReadMethods.describe,           memoryAnswer: ReadMethods.describeFromMemory)
-        table.add("cache.set",          MethodCall.storeParams,                                                   [.write],            WriteMethods.set,               directWrite: WriteMethods.directSet)
-        table.add("cache.touch",        ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],  [.write],            WriteMethods.touch)
-        table.add("cache.remove",       ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],          [.write],            WriteMethods.remove)
-        table.add("cache.clear",        ["memory", "disk", "shared", "options"],                                  [.write],            WriteMethods.clear)
-        table.add("cache.removeExpired", ["memory", "disk", "referenceDate", "options"],                           [.write],            WriteMethods.removeExpired)
-        table.add("cache.trim",         ["options"],                                                              [.write],            WriteMethods.trim)
-        table.add("cache.totalSize",    ["options"],                                                              [.read],             InfoMethods.totalSize)
-        table.add("cache.add",          MethodCall.storeParams,                                                   [.write],            AtomicMethods.add,              directWrite: AtomicMethods.directAdd)
-        table.add("cache.cas",          MethodCall.casParams,                                                     [.write],            AtomicMethods.cas,              directWrite: AtomicMethods.directCas)
-        table.add("cache.incr",         AtomicMethods.IncrParams.params,                                          [.write],            AtomicMethods.incr,             directWrite: AtomicMethods.directIncr)
-        table.add("cache.getMany",      ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"], [.read],             MultiKeyMethods.getMany)
-        table.add("cache.setMany",      ["entries", "toDisk", "options"],                                         [.write],            MultiKeyMethods.setMany)
-        table.add("cache.removeMany",   ["keys", "fromMemory", "fromDisk", "options"],                            [.write],            MultiKeyMethods.removeMany)
-        table.add("cache.keys",         ["prefix", "cursor", "limit", "options"],                                 [.read],             KeyListMethods.keys)
-        table.add("cache.removePrefix", ["prefix", "options"],                                                    [.write],            KeyListMethods.removePrefix)
-        table.add("cache.lease",        ["key", "ttl", "wait", "encoding", "options"],                            [.read],             LeaseMethods.lease)
-        table.add("cache.releaseLease", ["key", "lease", "options"],                                              [.fast],             LeaseMethods.releaseLease)
-        table.add("cache.leaseStatus",  ["key", "options"],                                                       [.fast],             LeaseMethods.leaseStatus)
-        table.add("cache.stats",        ["options"],                                                              [.read, .fast],      InfoMethods.stats)
-        table.add("server.ping",        [],                                                                       [.fast],             InfoMethods.serverPing,         memoryAnswer: InfoMethods.serverPingNow)
-        table.add("server.info",        [],                                                                       [.fast],             InfoMethods.serverInfo)
-        table.add("server.metrics",     [],                                                                       [.fast],             MetricsMethods.metrics)
-        table.add("connection.configure", ["callbackQueue", "loadDiskFileSynchronously", "extendingExpiration"],    [.fast],             InfoMethods.connectionConfigure)
-        table.add("$/cancelRequest",    ["id"],                                                                   [.transport, .fast], TransportMethods.cancelRequest)
-        table.add("debug.sleep",        ["seconds", "on", "options"],                                             [.debug],            InfoMethods.debugSleep)
+        //        name                  params                                                                     flags                       handler                         memory answer / direct write
+        table.add("cache.get",          ReadMethods.GetQuery.params,                                               [.read, .fast, .keyspace],  ReadMethods.get,                memoryAnswer: ReadMethods.getFromMemory)
+        table.add("cache.isCached",     MethodCall.lookupParams,                                                   [.read, .fast, .keyspace],  ReadMethods.isCached,           memoryAnswer: ReadMethods.isCachedFromMemory)
+        table.add("cache.describe",     MethodCall.lookupParams,                                                   [.read, .fast, .keyspace],  ReadMethods.describe,           memoryAnswer: ReadMethods.describeFromMemory)
+        table.add("cache.set",          MethodCall.storeParams,                                                    [.write, .keyspace],        WriteMethods.set,               directWrite: WriteMethods.directSet)
+        table.add("cache.touch",        ["key", "expiration", "memoryExpiration", "forcedExtension", "options"],   [.write, .keyspace],        WriteMethods.touch)
+        table.add("cache.remove",       ["key", "fromMemory", "fromDisk", "forcedExtension", "options"],           [.write, .keyspace],        WriteMethods.remove)
+        table.add("cache.clear",        ["memory", "disk", "shared", "options"],                                   [.write, .keyspace],        WriteMethods.clear)
+        table.add("cache.removeExpired",["memory", "disk", "referenceDate", "options"],                            [.write, .admin],           WriteMethods.removeExpired)
+        table.add("cache.trim",         ["options"],                                                               [.write, .admin],           WriteMethods.trim)
+        table.add("cache.totalSize",    ["options"],                                                               [.read, .admin],            InfoMethods.totalSize)
+        table.add("cache.add",          MethodCall.storeParams,                                                    [.write, .keyspace],        AtomicMethods.add,              directWrite: AtomicMethods.directAdd)
+        table.add("cache.cas",          MethodCall.casParams,                                                      [.write, .keyspace],        AtomicMethods.cas,              directWrite: AtomicMethods.directCas)
+        table.add("cache.incr",         AtomicMethods.IncrParams.params,                                           [.write, .keyspace],        AtomicMethods.incr,             directWrite: AtomicMethods.directIncr)
+        table.add("cache.getMany",      ["keys", "encoding", "extendingExpiration", "fromMemoryOnly", "options"],  [.read, .keyspace],         MultiKeyMethods.getMany)
+        table.add("cache.setMany",      ["entries", "toDisk", "options"],                                          [.write, .keyspace],        MultiKeyMethods.setMany)
+        table.add("cache.removeMany",   ["keys", "fromMemory", "fromDisk", "options"],                             [.write, .keyspace],        MultiKeyMethods.removeMany)
+        table.add("cache.keys",         ["prefix", "cursor", "limit", "options"],                                  [.read, .keyspace],         KeyListMethods.keys)
+        table.add("cache.removePrefix", ["prefix", "options"],                                                     [.write, .keyspace],        KeyListMethods.removePrefix)
+        table.add("cache.lease",        ["key", "ttl", "wait", "encoding", "options"],                             [.read, .keyspace],         LeaseMethods.lease)
+        table.add("cache.releaseLease", ["key", "lease", "options"],                                               [.read, .fast, .keyspace],  LeaseMethods.releaseLease)
+        table.add("cache.leaseStatus",  ["key", "options"],                                                        [.read, .fast, .keyspace],  LeaseMethods.leaseStatus)
+        table.add("cache.stats",        ["options"],                                                               [.read, .fast, .admin],     InfoMethods.stats)
+        table.add("server.ping",        [],                                                                        [.fast],                    InfoMethods.serverPing,         memoryAnswer: InfoMethods.serverPingNow)
+        table.add("server.info",        [],                                                                        [.fast],                    InfoMethods.serverInfo)
+        table.add("server.metrics",     [],                                                                        [.fast, .admin],            MetricsMethods.metrics)
+        table.add("connection.configure",["callbackQueue", "loadDiskFileSynchronously", "extendingExpiration"],     [.fast],                    InfoMethods.connectionConfigure)
+        table.add("$/cancelRequest",    ["id"],                                                                    [.transport, .fast],        TransportMethods.cancelRequest)
+        table.add("debug.sleep",        ["seconds", "on", "options"],                                              [.debug],                   InfoMethods.debugSleep)
         return table.specs
     }()
 }

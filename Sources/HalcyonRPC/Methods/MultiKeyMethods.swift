@@ -64,6 +64,7 @@ extension Dispatcher {
             for (index, member) in list.enumerated() {
                 var p = try Params(member, allowed: ["key", "value", "encoding", "expiration", "memoryExpiration"])
                 p.keyRule = call.params.keyRule
+                p.namespace = call.params.namespace
                 p.entryLimits = call.params.entryLimits
                 guard p.object != nil else { throw .wrongType("entries", expected: "array of objects") }
                 let key = try p.key()
@@ -100,7 +101,8 @@ extension Dispatcher {
         var keys: [CacheKey] = []
         keys.reserveCapacity(list.count)
         for (index, member) in list.enumerated() {
-            keys.append(try Dispatcher.keyElement(member, param: "keys[\(index)]", rule: params.keyRule))
+            let key = try Dispatcher.keyElement(member, param: "keys[\(index)]", rule: params.keyRule)
+            keys.append(KeyNamespace.cacheKey(key, in: params.namespace))
         }
         return keys
     }

@@ -108,6 +108,15 @@ extension Dispatcher {
                 throw .invalidParams(reason: .noUpstream, param: "shared",
                                      message: "'shared' needs an upstream (the daemon runs without --upstream)")
             }
+            if let namespace = call.params.namespace {
+                // A namespace is a prefix of the keyspace: clearing it removes that prefix
+                // from every tier, and counts only its keys.
+                if let tier = [("memory", memory), ("disk", disk)].first(where: { !$0.1 })?.0 {
+                    throw .invalidParams(reason: .wholeNamespaceOnly, param: tier,
+                                         message: "'\(tier)' must be true: a namespace is cleared from every tier")
+                }
+                return KeyListMethods.removeKeys(dispatcher, call, prefix: namespace.prefix)
+            }
             let responder = call.responder
             return cache.clear(memory: memory, disk: disk, shared: shared, callbackQueue: call.callbackQueue) { result in
                 responder.finish(result) { (r, w) throws(RPCError) in writeCleared(r, upstream: cache.hasUpstream, into: &w) }

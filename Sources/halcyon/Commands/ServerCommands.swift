@@ -1,4 +1,4 @@
-// Commands about the daemon rather than one key: `ping`, `info`, `stats`.
+// Commands about the daemon rather than one key: `ping`, `info`, `whoami`, `stats`.
 
 import ArgumentParser
 import HalcyonJSON
@@ -31,6 +31,34 @@ struct InfoCommand: HalcyonSubcommand {
     func execute(_ context: CommandContext) throws(CLIError) {
         let result = try context.connect().call("server.info")
         context.output.line(json ? result.compactText : HumanFormat.table(result))
+    }
+}
+
+/// `halcyon whoami`: the namespace and rights the daemon gave this connection
+/// (`server.info`'s `namespace` and `rights`, under `halcyond --access`).
+struct WhoamiCommand: HalcyonSubcommand {
+    static let configuration = CommandConfiguration(
+        commandName: "whoami", abstract: "Show the namespace and rights the daemon grants this user.")
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+    @Flag(help: "Print {\"namespace\":...,\"rights\":[...]} as JSON.") var json = false
+
+    func execute(_ context: CommandContext) throws(CLIError) {
+        let result = try context.connect().call("server.info")
+        // A daemon without --access has one keyspace and no rights to check: every right.
+        let tenancy = result["rights"] != nil
+        let namespace = result["namespace"]?.string
+        let rights = result["rights"]?.array?.compactMap(\.string) ?? ["read", "write", "admin"]
+        if json {
+            let object = JSONValue.object([
+                ("namespace", namespace.map(JSONValue.string) ?? .null), ("rights", .array(rights.map(JSONValue.string))),
+            ])
+            context.output.line(object.compactText)
+            return
+        }
+        let shown = namespace ?? (tenancy ? "* (the whole keyspace)" : "- (the daemon runs without --access)")
+        context.output.line("namespace  \(shown)")
+        context.output.line("rights     \(rights.joined(separator: ","))")
     }
 }
 

@@ -1009,6 +1009,18 @@ def cmd_info() -> Command:
     return Command("server.info", None, _as_dict, True)
 
 
+def _identity(result: Any) -> Dict[str, Any]:
+    info = _as_dict(result)
+    if "rights" not in info:  # no --access: one keyspace, every right
+        return {"namespace": None, "rights": ["read", "write", "admin"], "access": False}
+    return {"namespace": info.get("namespace"), "rights": list(info["rights"]), "access": True}
+
+
+def cmd_identity() -> Command:
+    """``server.info`` read for the connection's namespace and rights."""
+    return Command("server.info", None, _identity, True)
+
+
 def cmd_configure(*, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
                   extend: Any = None, previous: Optional[Command] = None) -> Command:
     """``connection.configure``; ``previous`` (the last one sent) supplies the settings

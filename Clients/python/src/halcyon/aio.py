@@ -451,6 +451,10 @@ class AsyncClient:
         """See :meth:`halcyon.Client.info`."""
         return cast(Dict[str, Any], await self._run(_wire.cmd_info(), timeout))
 
+    async def identity(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """See :meth:`halcyon.Client.identity`."""
+        return cast(Dict[str, Any], await self._run(_wire.cmd_identity(), timeout))
+
     async def configure(self, *, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
                         extend: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
         """See :meth:`halcyon.Client.configure`."""

@@ -479,6 +479,13 @@ class Client:
         """Name, version, protocol, pid, socket, cache folder, limits and defaults."""
         return cast(Dict[str, Any], self._run(_wire.cmd_info(), timeout))
 
+    def identity(self, *, timeout: Any = None) -> Dict[str, Any]:
+        """Who the daemon takes this connection for: ``{"namespace": ..., "rights": [...],
+        "access": True}`` under ``halcyond --access`` (``namespace`` is ``None`` for the
+        whole keyspace of an admin), else ``{"namespace": None, "rights": ["read",
+        "write", "admin"], "access": False}``."""
+        return cast(Dict[str, Any], self._run(_wire.cmd_identity(), timeout))
+
     def configure(self, *, callback_queue: Any = None, load_disk_file_synchronously: Optional[bool] = None,
                   extend: Any = None, timeout: Any = None) -> Dict[str, Any]:
         """Change this connection's settings (``connection.configure``); they are

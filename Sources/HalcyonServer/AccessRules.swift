@@ -1,0 +1,192 @@
+// The rules file of `halcyond --access FILE`: who may connect, in which namespace, with
+// which rights. Parsed at start (a bad file stops the daemon) and again on SIGHUP (a bad
+// file keeps the rules in force); matched once per accepted connection.
+
+import Foundation
+import Glibc
+import HalcyonRPC
+
+/// The rules of an access file, in file order; the first that matches a peer decides.
+///
+/// One rule per line, `#` to the end of a line is a comment, blank lines are skipped:
+///
+///     # WHO                 NAMESPACE   RIGHTS              QUOTAS (optional)
+///     user www-data         web         read,write          memory=64MiB disk=1GiB
+///     group analytics       analytics   read,write
+///     uid 1001              reports     read
+///     user ops              *           read,write,admin
+///     group halcyon-users   $user       read,write
+///
+/// WHO is `user NAME`, `uid N`, `group NAME` or `gid N`; a group matches a peer's primary
+/// or supplementary groups, as `--allow-gid` does. NAMESPACE is a name
+/// (`KeyNamespace.isValidName`), `$user` (the peer's user name, looked up when it
+/// connects; a peer whose name is not a valid namespace name, or who has none, does not
+/// match the line) or `*` (the whole keyspace: needs `admin`). RIGHTS are `read`,
+/// `write`, `admin`, separated by commas. QUOTAS (`memory=SIZE`, `disk=SIZE`) are checked
+/// and then refused: this version cannot enforce them, and a quota it ignored would be a
+/// promise it does not keep.
+///
+/// A peer no line matches is refused, except root and the daemon's own user (who could
+/// read the cache folder anyway): they get the whole keyspace with every right.
+///
+/// User and group names are resolved when the file is read, so a rule names the account
+/// it named then. An immutable value: any thread.
+public struct AccessRules: Sendable, Equatable {
+    /// One line of the file.
+    public struct Rule: Sendable, Equatable {
+        /// Whom a line names.
+        public enum Who: Sendable, Equatable {
+            case uid(uid_t)
+            case gid(gid_t)
+        }
+
+        /// The keyspace a line grants.
+        public enum Scope: Sendable, Equatable {
+            /// One namespace, by name.
+            case namespace(KeyNamespace)
+            /// The namespace named as the peer's user (`$user`).
+            case peerUser
+            /// The whole keyspace, where an admin may name any namespace (`*`).
+            case everything
+        }
+
+        public var who: Who
+        public var scope: Scope
+        public var rights: AccessRights
+        /// The line of the file it was read from, for logs.
+        public var line: Int
+
+        /// Whether `peer` is the one this line names.
+        func names(_ peer: PeerCredentials) -> Bool {
+            switch who {
+            case .uid(let uid): return peer.uid == uid
+            case .gid(let gid): return peer.gid == gid || peer.groups.contains(gid)
+            }
+        }
+    }
+
+    /// A line that does not parse; `description` names it.
+    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The 1-based line number; 0 when the file could not be read.
+        public var line: Int
+        public var description: String
+
+        init(line: Int, message: String) {
+            self.line = line
+            description = line == 0 ? message : "line \(line): \(message)"
+        }
+
+        /// A line with quotas: they parse, and this version refuses them.
+        static func quotasNotEnforced(line: Int) -> ParseError {
+            var error = ParseError(line: line, message: "")
+            error.description = "quotas are not enforced by this version: line \(line)"
+            return error
+        }
+    }
+
+    public let rules: [Rule]
+    /// The daemon's own effective uid: with root, admitted when no line matches.
+    public let ownUID: uid_t
+
+    public init(rules: [Rule], ownUID: uid_t = geteuid()) {
+        self.rules = rules
+        self.ownUID = ownUID
+    }
+
+    /// Reads and parses the file at `path`.
+    /// - Throws: a `ParseError` naming the line, or line 0 when the file cannot be read.
+    public static func load(path: String, ownUID: uid_t = geteuid()) throws(ParseError) -> AccessRules {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ParseError(line: 0, message: "cannot read \(path): \(error.localizedDescription)")
+        }
+        return try parse(text, ownUID: ownUID)
+    }
+
+    /// Parses the text of a rules file; names are resolved with the system's databases.
+    public static func parse(_ text: String, ownUID: uid_t = geteuid()) throws(ParseError) -> AccessRules {
+        var rules: [Rule] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let content = rawLine.prefix { $0 != "#" }
+            let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            if words.isEmpty { continue }
+            rules.append(try parseRule(words, line: index + 1))
+        }
+        return AccessRules(rules: rules, ownUID: ownUID)
+    }
+
+    private static func parseRule(_ words: [String], line: Int) throws(ParseError) -> Rule {
+        func fail(_ message: String) -> ParseError { ParseError(line: line, message: message) }
+        guard words.count >= 4 else {
+            throw fail("expected WHO NAMESPACE RIGHTS, e.g. 'group halcyon-users $user read,write'")
+        }
+        let who: Rule.Who
+        switch words[0] {
+        case "user", "uid":
+            if words[0] == "uid", uid_t(words[1]) == nil { throw fail("'\(words[1])' is not a uid") }
+            do { who = .uid(try AccountNames.userID(words[1])) } catch { throw fail(error.description) }
+        case "group", "gid":
+            if words[0] == "gid", gid_t(words[1]) == nil { throw fail("'\(words[1])' is not a gid") }
+            do { who = .gid(try AccountNames.groupID(words[1])) } catch { throw fail(error.description) }
+        default:
+            throw fail("'\(words[0])' is not one of user, uid, group, gid")
+        }
+        var rights = AccessRights()
+        for name in words[3].split(separator: ",", omittingEmptySubsequences: false) {
+            guard let right = AccessRights.named.first(where: { $0.name == name })?.right else {
+                throw fail("'\(name)' is not one of the rights read, write, admin")
+            }
+            rights.insert(right)
+        }
+        let scope: Rule.Scope
+        switch words[2] {
+        case "*":
+            guard rights.contains(.admin) else { throw fail("the namespace '*' needs the admin right") }
+            scope = .everything
+        case "$user":
+            scope = .peerUser
+        default:
+            guard let namespace = KeyNamespace(words[2]) else {
+                throw fail("'\(words[2])' is not a namespace: 1 to \(KeyNamespace.maxNameBytes) letters, digits, "
+                    + "'-', '_' or '.', or $user, or *")
+            }
+            scope = .namespace(namespace)
+        }
+        if words.count > 4 {
+            for quota in words[4...] {
+                let parts = quota.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, ["memory", "disk"].contains(parts[0]) else {
+                    throw fail("'\(quota)' is not a quota (memory=SIZE or disk=SIZE)")
+                }
+                do { _ = try HumanUnits.parseByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
+            }
+            throw .quotasNotEnforced(line: line)
+        }
+        return Rule(who: who, scope: scope, rights: rights, line: line)
+    }
+
+    /// The namespace and rights of `peer`: the first line that names it and grants it a
+    /// namespace; else every right on the whole keyspace for root and the daemon's own
+    /// user; else nil (refused). `userName` gives a uid's user name, for `$user`; it is
+    /// called only when a `$user` line names the peer.
+    public func access(
+        for peer: PeerCredentials, userName: (uid_t) -> String? = AccountNames.userName
+    ) -> ConnectionAccess? {
+        for rule in rules where rule.names(peer) {
+            switch rule.scope {
+            case .namespace(let namespace):
+                return ConnectionAccess(namespace: namespace, rights: rule.rights)
+            case .everything:
+                return ConnectionAccess(namespace: nil, rights: rule.rights)
+            case .peerUser:
+                if let name = userName(peer.uid), let namespace = KeyNamespace(name) {
+                    return ConnectionAccess(namespace: namespace, rights: rule.rights)
+                }
+            }
+        }
+        if peer.uid == 0 || peer.uid == ownUID { return ConnectionAccess(namespace: nil, rights: [.read, .write, .admin]) }
+        return nil
+    }
+}

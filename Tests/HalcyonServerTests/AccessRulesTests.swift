@@ -1,0 +1,121 @@
+import Foundation
+import Glibc
+import HalcyonRPC
+import Testing
+@testable import HalcyonServer
+
+/// The `--access` rules file: every form of a line, its errors with their line numbers,
+/// and which line a peer matches.
+@Suite struct AccessRulesTests {
+    static let web = KeyNamespace("web")!
+
+    func parse(_ text: String) throws -> AccessRules { try AccessRules.parse(text, ownUID: 1000) }
+
+    func parseError(_ text: String) -> AccessRules.ParseError? {
+        do { _ = try AccessRules.parse(text, ownUID: 1000); return nil } catch { return error }
+    }
+
+    @Test func everyFormOfWhoNamespaceAndRights() throws {
+        let rules = try parse("""
+            # WHO                 NAMESPACE   RIGHTS
+            user root             web         read,write
+            uid 1001              reports     read   # a comment after a rule
+
+            group root            $user       read,write
+            gid 77                *           read,write,admin
+            """)
+        #expect(rules.rules == [
+            .init(who: .uid(0), scope: .namespace(Self.web), rights: [.read, .write], line: 2),
+            .init(who: .uid(1001), scope: .namespace(KeyNamespace("reports")!), rights: [.read], line: 3),
+            .init(who: .gid(0), scope: .peerUser, rights: [.read, .write], line: 5),
+            .init(who: .gid(77), scope: .everything, rights: [.read, .write, .admin], line: 6),
+        ])
+    }
+
+    @Test func badLinesAreNamedByTheirNumber() {
+        #expect(parseError("uid 1 web read\nperson bob web read")?.description
+            == "line 2: 'person' is not one of user, uid, group, gid")
+        #expect(parseError("\n\nuid x web read")?.line == 3)
+        #expect(parseError("gid nope web read")?.description == "line 1: 'nope' is not a gid")
+        #expect(parseError("user no-such-user-halcyon web read")?.description
+            == "line 1: no user named 'no-such-user-halcyon'")
+        #expect(parseError("group no-such-group-halcyon web read")?.line == 1)
+        #expect(parseError("uid 1 web")?.line == 1)
+        #expect(parseError("uid 1 web read,delete")?.description
+            == "line 1: 'delete' is not one of the rights read, write, admin")
+        #expect(parseError("uid 1 web read,")?.line == 1)
+        #expect(parseError("uid 1 we/b read")?.line == 1)
+        #expect(parseError("uid 1 $home read")?.line == 1)
+        #expect(parseError("# header\nuid 1 * read,write")?.description == "line 2: the namespace '*' needs the admin right")
+    }
+
+    @Test func quotasAreCheckedThenRefused() {
+        #expect(parseError("uid 1 web read memory=64MiB disk=1GiB")?.description
+            == "quotas are not enforced by this version: line 1")
+        #expect(parseError("uid 1 web read\nuid 2 web read memory=lots")?.description.hasPrefix("line 2: memory:") == true)
+        #expect(parseError("uid 1 web read cpu=2")?.description == "line 1: 'cpu=2' is not a quota (memory=SIZE or disk=SIZE)")
+    }
+
+    @Test func anUnreadableFileIsAnError() {
+        do {
+            _ = try AccessRules.load(path: "/nonexistent/halcyon-access.conf")
+            Issue.record("loaded a file that does not exist")
+        } catch {
+            #expect(error.line == 0)
+            #expect(error.description.contains("/nonexistent/halcyon-access.conf"))
+        }
+    }
+
+    @Test func theFirstMatchingLineWins() throws {
+        let rules = try parse("""
+            uid 2001 web read
+            uid 2001 other read,write
+            gid 50   other read,write
+            """)
+        let peer = PeerCredentials(pid: 1, uid: 2001, gid: 50)
+        #expect(rules.access(for: peer) == ConnectionAccess(namespace: Self.web, rights: [.read]))
+        let groupOnly = PeerCredentials(pid: 1, uid: 2002, gid: 50)
+        #expect(rules.access(for: groupOnly) == ConnectionAccess(namespace: KeyNamespace("other"), rights: [.read, .write]))
+    }
+
+    @Test func groupsMatchPrimaryAndSupplementary() throws {
+        let rules = try parse("gid 50 web read")
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2000, gid: 50)) != nil)
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2000, gid: 2000, groups: [7, 50])) != nil)
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2000, gid: 2000, groups: [7, 51])) == nil)
+    }
+
+    @Test func userNamespaceIsThePeersName() throws {
+        let rules = try parse("gid 50 $user read,write\ngid 50 fallback read")
+        let names: (uid_t) -> String? = { uid in [2000: "alice", 2001: "bad name"][uid] }
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2000, gid: 50), userName: names)
+            == ConnectionAccess(namespace: KeyNamespace("alice"), rights: [.read, .write]))
+        // A name that cannot be a namespace, or no name at all, passes to the next line.
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2001, gid: 50), userName: names)?.namespace?.name == "fallback")
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2002, gid: 50), userName: names)?.namespace?.name == "fallback")
+    }
+
+    @Test func unmatchedPeersAreRefusedExceptRootAndTheDaemonsUser() throws {
+        let rules = try parse("uid 2001 web read")
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 2002, gid: 2002)) == nil)
+        let whole = ConnectionAccess(namespace: nil, rights: [.read, .write, .admin])
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 0, gid: 0)) == whole)
+        #expect(rules.access(for: PeerCredentials(pid: 1, uid: 1000, gid: 1000)) == whole)
+        // A line naming them comes first.
+        let narrowed = try parse("uid 0 web read")
+        #expect(narrowed.access(for: PeerCredentials(pid: 1, uid: 0, gid: 0)) == ConnectionAccess(namespace: Self.web, rights: [.read]))
+    }
+
+    @Test func namespaceKeysAreUnambiguous() {
+        #expect(KeyNamespace("a.b-c_9") != nil)
+        #expect(KeyNamespace("") == nil)
+        #expect(KeyNamespace("a b") == nil)
+        #expect(KeyNamespace("a\u{1F}b") == nil)
+        #expect(KeyNamespace(String(repeating: "n", count: 65)) == nil)
+        // ("a", "b\u{1F}c") and ("a\u{1F}b", "c") cannot collide: the second is no namespace.
+        let stored = KeyNamespace.cacheKey("b\u{1F}c", in: KeyNamespace("a"))
+        #expect(Array(stored.utf8) == Array("a\u{1F}b\u{1F}c".utf8))
+        #expect(KeyNamespace("a")!.wireKey(stored) == "b\u{1F}c")
+        #expect(KeyNamespace.cacheKey("k", in: nil) == "k")
+    }
+}
