@@ -1,4 +1,4 @@
-// The order of the hybrid cache's work: the one serial queue that runs every write, every
+// The order of the local store's work: the one serial queue that runs every write, every
 // queued disk read and every piece of maintenance, and the book that tells a read whether
 // a write it must see is still waiting there. No other file touches the queue or the book.
 //
@@ -25,6 +25,28 @@
 // inline (it could look at the unwritten table before a commit's put and store into memory
 // after the commit's insert).
 //
+// The locks of the storage engine and the one order they nest in. Each is a `Locked`
+// (HalcyonSupport); a body holding one takes at most the locks listed after it, and
+// never one before it:
+//
+//   1. `LeaseAttempt.step`              a lease call's progress (LeaseAttempt.swift)
+//   2. `SharedStore.state`              shared keys' order, copies' rules, lease watches
+//   3. `IOScheduler.book`               the write book (this file)
+//   4. leaves, each taken alone:        a memory shard; the memory tier's write-back set
+//      and handler slot; `IOScheduler.order`; the unwritten table; the lease table
+//      (`Leases.state`); the counters; the journal writer's state
+//
+// What runs under the book: the put-back of a disk hit and an inline memory-only store
+// (memory shard, write-back set, counters), a write's journal-free effects when it runs
+// inline (`LocalStore.written`: the lease table, whose wake-ups run on its own queue),
+// the checkpoint's look at the unwritten table, and counted enqueues (`order`). A body
+// never calls out while holding a lock, with one exception: the memory tier's
+// write-back handler, which a store under the book may call when the first write-back
+// becomes pending. It is safe because all it does is enqueue a background job, which
+// takes only `order`, a leaf, and never waits for the queue. `SharedStore.state` is
+// held across the memory tier's store and removal of a copy (a shard, a leaf); no
+// lock is ever held while a completion, a wake-up or an upstream call runs.
+//
 // Tested with 8 threads storing and at once reading their keys (a 200-byte memory tier, so
 // most reads miss and go through put-back), with and without synchronous disk reads, and
 // with 8 threads writing increasing numbers to 3 shared keys: no read ever returned a value
@@ -35,7 +57,7 @@ import Dispatch
 import Synchronization
 
 extension LocalStore {
-    /// The one owner of the order in which the hybrid cache's work takes effect.
+    /// The one owner of the order in which the local store's work takes effect.
     ///
     /// The rule it keeps: work takes effect in the order it was enqueued. A job runs on the
     /// serial ioQueue after every job enqueued before it. A read that must see a queued

@@ -17,9 +17,7 @@ extension LocalStore {
         var slides: Bool
     }
 
-    /// Stores `entry` only when `key` holds no live entry (memcached `add`, Redis `SET NX`).
-    ///
-    /// One ioQueue job, in order with every other write. `options` as for `store`.
+    /// `HybridCache.add` of a local key (see there).
     @discardableResult
     func add(
         _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
@@ -29,10 +27,7 @@ extension LocalStore {
             entry, forKey: key, options: options, callbackQueue: callbackQueue, completion: completion, when: LocalStore.isAbsent)
     }
 
-    /// Stores `entry` only when the version of `key`'s live entry is `version`
-    /// (compare-and-set). A key with no live entry never matches.
-    ///
-    /// One ioQueue job, in order with every other write. `options` as for `store`.
+    /// `HybridCache.compareAndStore` of a local key (see there).
     @discardableResult
     func compareAndStore(
         _ entry: CacheEntry, forKey key: CacheKey, version: UInt64, options: Options = .init(),
@@ -44,13 +39,7 @@ extension LocalStore {
             when: LocalStore.hasVersion(version))
     }
 
-    /// Adds `delta` to the integer under `key`, atomically. A missing or expired key
-    /// starts at `initial`, or with `initial` nil is refused (`.missing`). An existing
-    /// entry keeps its flags (its encoding: bytes stay bytes, text stays text) and its
-    /// lifetime unless `options.diskExpiration` is given; a new one is stored with `flags`
-    /// (the daemon's `json` encoding) and the store defaults. `options.toDisk` as for `store`.
-    ///
-    /// One ioQueue job, in order with every other write.
+    /// `HybridCache.increment` of a local key (see there).
     @discardableResult
     func increment(
         forKey key: CacheKey, by delta: Int64, initial: Int64? = 0, flags: UInt32, options: Options = .init(),

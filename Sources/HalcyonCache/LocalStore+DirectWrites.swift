@@ -28,13 +28,7 @@ import Foundation
 
 extension LocalStore {
 
-    /// Whether `commitDirect` would take `write` now without making its caller wait: the
-    /// ioQueue has no job queued or running (a sweep, a disk read, `debug.sleep`; only
-    /// other callers' commits, which are short), the journal is on, its fsync policy never
-    /// makes a commit wait for the device, the value goes in the journal, the bounds are
-    /// far enough that the commit will not wait for the materializer, and an update can
-    /// decide without opening a file (`decidesWithoutFiles`). Otherwise use the method the
-    /// write stands for, whose waits happen on the ioQueue.
+    /// `HybridCache.canCommitDirect` for this host's keys (see there).
     func canCommitDirect(_ write: DirectWrite) -> Bool {
         switch write {
         case .store(let s):
@@ -77,19 +71,7 @@ extension LocalStore {
             toDisk: toDisk, forcedExtension: forcedExtension, size: valueSize, directValueSize: directValueSize)
     }
 
-    /// Applies every write of `group`, in order: on the ioQueue after every write queued
-    /// before, waiting on the caller's thread (`DispatchQueue.sync`; when the queue is
-    /// idle the work runs on this thread). Each run of sets shares one journal append,
-    /// and so does each run of updates: an update decides on every write before it (the
-    /// sets before its run are applied first; the updates before it in its run are seen
-    /// as they will be stored). The writes are applied and uncounted when this returns,
-    /// so the caller may answer them at once and its next read sees them. Outcomes are in
-    /// `group`'s order.
-    ///
-    /// - Important: never on the ioQueue, nor from work the ioQueue waits for (a
-    ///   completion delivered `.untouch`): the ioQueue would wait for itself. Check
-    ///   `canCommitDirect` first; a write it refuses is still applied correctly here, but
-    ///   may wait on the caller's thread (for a bound, for the device).
+    /// `HybridCache.commitDirect` for this host's keys (see there).
     func commitDirect(_ group: [DirectWrite]) -> [DirectOutcome] {
         return scheduler.runDirect { [self] () -> [DirectOutcome] in
             // What was queued first has run (and committed its runs): the group comes after

@@ -1,4 +1,4 @@
-// The hybrid cache's running account of the disk tier's bytes and files. The disk tier
+// The local store's running account of the disk tier's bytes and files. The disk tier
 // can only answer `totalSize()`/`count()` by listing its folder (O(files)), which is too
 // slow to ask after every store; but every change to the folder goes through the ioQueue,
 // so the ioQueue can keep the account itself: exact after each listing (at start, and

@@ -1,4 +1,4 @@
-// Whole-cache work of the hybrid cache: clear, removeExpired and trim (writes that every
+// Whole-cache work of the local store: clear, removeExpired and trim (writes that every
 // later read queues behind, applied by `perform`), totalSize, the debug hold of the
 // ioQueue, and the periodic sweep that removes expired entries and enforces the disk
 // size limit.
@@ -20,12 +20,7 @@ extension LocalStore {
                             LocalStore.clearResult)
     }
 
-    /// Removes the entries whose lifetime ends at or before `referenceDate` (default now)
-    /// from the chosen tiers and counts them as expirations; memory copies whose residency
-    /// is over leave too. A file is judged by the lifetime the cache knows: lifetimes that
-    /// memory extended are written back first, and no live entry's file is deleted. A
-    /// whole-cache write on the ioQueue. Copies of shared keys whose upstream lifetime is
-    /// over are dropped from memory and counted apart (`ClearResult.droppedShared`).
+    /// `HybridCache.removeExpired` for this host's keys (see there).
     @discardableResult
     func removeExpired(
         memory: Bool = true, disk: Bool = true, referenceDate: Date? = nil, callbackQueue: CallbackQueue = .untouch,
@@ -41,9 +36,7 @@ extension LocalStore {
         return ClearResult(removed: 0)
     }
 
-    /// When the disk tier is over its size limit (bytes on disk, headers included),
-    /// removes least recently accessed files until it is at or below half the limit; an
-    /// entry read from memory counts as accessed then. A whole-cache write on the ioQueue.
+    /// `HybridCache.trim` for this host's keys (see there).
     @discardableResult
     func trim(
         callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<TrimResult, CacheError>) -> Void)? = nil
@@ -54,7 +47,7 @@ extension LocalStore {
         }
     }
 
-    /// The disk tier's bytes and file count, read on the ioQueue (after queued writes).
+    /// `HybridCache.totalSize` for this host's keys (see there).
     @discardableResult
     func totalSize(
         callbackQueue: CallbackQueue = .untouch, completion: @escaping @Sendable (Result<DiskUsage, CacheError>) -> Void
@@ -72,8 +65,7 @@ extension LocalStore {
         }
     }
 
-    /// Holds the ioQueue for `seconds` (a plain queued job, not a write: reads of keys
-    /// without queued writes still answer from memory). For tests and `debug.sleep`.
+    /// `HybridCache.debugSleep` for this host's keys (see there).
     @discardableResult
     func debugSleep(
         seconds: Double, callbackQueue: CallbackQueue = .untouch,
@@ -94,7 +86,7 @@ extension LocalStore {
         _ = perform(.sweep)
     }
 
-    /// Runs a sweep now, on the ioQueue; for tests and operators.
+    /// `HybridCache.sweepNow` for this host's keys (see there).
     func sweepNow() {
         scheduler.enqueue(.background) { [self] in sweep() }
     }

@@ -1,4 +1,4 @@
-// The files the write-behind store's materializer writes: the hybrid cache's side of it
+// The files the write-behind store's materializer writes: the local store's side of it
 // (WriteBehind.swift holds the materializer itself, beside the state it works on).
 
 import Foundation
@@ -36,7 +36,7 @@ extension LocalStore: WriteBehindFileTier {
         writeBehind?.materializeAll(into: self)
     }
 
-    /// Test hook: runs `materializeAll` on the ioQueue after every queued job.
+    /// `HybridCache.materializeNow` for this host's keys (see there).
     func materializeNow(completion: @escaping @Sendable () -> Void) {
         scheduler.enqueue(.background) { [self] in
             materializeAll()

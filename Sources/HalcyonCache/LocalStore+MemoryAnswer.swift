@@ -7,11 +7,7 @@ import Foundation
 
 extension LocalStore {
 
-    /// Reads `key` from memory only, as `retrieve` would first: same lifetime judgement,
-    /// extension and counters. Never blocks on the ioQueue.
-    ///
-    /// Threading: any thread; touches one memory shard's lock, and the write book's only
-    /// while some write is queued.
+    /// `HybridCache.memoryLookup` of a local key (see there).
     func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
         switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
         case .memoryHit(let found): return .answered(found)
@@ -21,22 +17,8 @@ extension LocalStore {
         }
     }
 
-    /// After `memoryLookup` answered `.missed`: `retrieve` without asking memory again
-    /// (a read queued behind a write that arrived meanwhile still asks it, after the write).
-    @discardableResult
-    func retrieveAfterMemoryMiss(
-        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
-        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
-    ) -> CacheTask {
-        retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: true, completion: completion)
-    }
 
-    /// The description `describe` would give of a key memory holds, or nil when memory
-    /// does not hold it live or a queued write concerns it: then take `describe` or
-    /// `cachedType`. Never extends, never counts (as `describe`).
-    ///
-    /// Threading: any thread; touches one memory shard's lock, and the write book's only
-    /// while some write is queued.
+    /// `HybridCache.memoryDescription` of a local key (see there).
     func memoryDescription(forKey key: CacheKey, options: Options = .init()) -> EntryDescription? {
         let plan = readPlan(forKey: key, options: options) { memoryStorage.meta(forKey: key, referenceDate: options.referenceDate) }
         guard case .memoryHit(let meta) = plan else { return nil }

@@ -1,4 +1,4 @@
-// The keyed reads of the hybrid cache: retrieve, cachedType, describe. Each answers
+// The keyed reads of this host's keys: retrieve and describe. Each answers
 // from memory on the caller's thread when it can; a memory miss reads the disk on the
 // ioQueue (or inline with `loadDiskFileSynchronously`). A read of a key with a queued
 // write, or during a queued whole-cache write, runs entirely on the ioQueue after it.
@@ -64,30 +64,13 @@ extension LocalStore {
         }
     }
 
-    /// Reads `key`: memory first, then disk. A disk hit is put back into memory as a
-    /// resident copy (residency `options.memoryExpiration` or the tier's). The read extends
-    /// the entry's lifetime per `options.extendingExpiration` whichever tier answered; the
-    /// extension is kept in memory, and reaches the file lazily (see
-    /// `MemoryStorage.Backend`). `options.referenceDate` is the instant the lifetime is
-    /// judged at, in both tiers. `expiresAt` is the entry's lifetime.
-    ///
-    /// A memory hit completes at once through `callbackQueue`; a memory miss reads the disk
-    /// on the ioQueue, or on the caller's thread when `options.loadDiskFileSynchronously`.
-    /// With `options.fromMemoryOnly` the disk is not looked at. A miss is a success with
-    /// `cacheType: .none`.
+    /// `HybridCache.retrieve` of a local key (see there). `memoryAsked`: the caller's
+    /// `memoryLookup` already missed in memory (and counted it), so the inline path goes
+    /// straight on to the disk; a read that must queue behind a write asks memory again
+    /// there, after the write.
     @discardableResult
     func retrieve(
-        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
-        completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
-    ) -> CacheTask {
-        retrieve(forKey: key, options: options, callbackQueue: callbackQueue, memoryAsked: false, completion: completion)
-    }
-
-    /// `retrieve`, where `memoryAsked` says the caller's `memoryLookup` already missed in
-    /// memory (and counted it), so the inline path goes straight on to the disk. A read
-    /// that must queue behind a write asks memory again there, after the write.
-    func retrieve(
-        forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool,
+        forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue, memoryAsked: Bool = false,
         completion: @escaping @Sendable (Result<RetrieveResult, CacheError>) -> Void
     ) -> CacheTask {
         switch readPlan(forKey: key, options: options, memoryAsked: memoryAsked, { memoryRetrieve(forKey: key, options: options) }) {
@@ -114,45 +97,22 @@ extension LocalStore {
         }
     }
 
-    /// Which tier holds a live `key`, without loading or extending it. Same paths as
-    /// `retrieve`; `.none` when neither does.
-    @discardableResult
-    func cachedType(
-        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
-        completion: @escaping @Sendable (Result<CacheType, CacheError>) -> Void
-    ) -> CacheTask {
-        describeOrType(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) {
-            $0.cacheType
-        }
-    }
-
-    /// Size, flags, lifetime, memory expiration (when a memory copy exists) and last
-    /// access of `key`, without loading or extending it. Same paths as `retrieve`; a miss is a success
-    /// with `cacheType: .none`.
+    /// `HybridCache.describe` of a local key (see there): the read plan `retrieve` takes,
+    /// without loading or extending the entry.
     @discardableResult
     func describe(
-        forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
+        forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
         completion: @escaping @Sendable (Result<EntryDescription, CacheError>) -> Void
     ) -> CacheTask {
-        describeOrType(forKey: key, options: options, callbackQueue: callbackQueue, completion: completion) { $0 }
-    }
-
-    // MARK: Helpers
-
-    private func describeOrType<T: Sendable>(
-        forKey key: CacheKey, options: Options, callbackQueue: CallbackQueue,
-        completion: @escaping @Sendable (Result<T, CacheError>) -> Void,
-        _ transform: @escaping @Sendable (EntryDescription) -> T
-    ) -> CacheTask {
-        let lookUp: @Sendable (Bool) -> Result<T, CacheError> = { [self] memoryOnly in
-            describeNow(forKey: key, options: options, memoryOnly: memoryOnly).map(transform)
+        let lookUp: @Sendable (Bool) -> Result<EntryDescription, CacheError> = { [self] memoryOnly in
+            describeNow(forKey: key, options: options, memoryOnly: memoryOnly)
         }
         let plan = readPlan(forKey: key, options: options) {
             memoryStorage.meta(forKey: key, referenceDate: options.referenceDate)
         }
         switch plan {
         case .memoryHit(let meta):
-            return runInline(callbackQueue, options.priority, completion) { .success(transform(HybridCache.description(of: meta))) }
+            return runInline(callbackQueue, options.priority, completion) { .success(HybridCache.description(of: meta)) }
         case .memoryOnlyMiss:
             return runInline(callbackQueue, options.priority, completion) { lookUp(true) }
         case .behindWrite:

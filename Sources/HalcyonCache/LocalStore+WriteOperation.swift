@@ -1,4 +1,4 @@
-// The one write path of the hybrid cache. Every change to either tier (store, touch,
+// The one write path of this host's keys. Every change to either tier (store, touch,
 // remove, clear, removeExpired, trim, the sweep, the memory-only store and the
 // write-back of extended lifetimes) is a `WriteOperation` value, and `perform(_:)` is
 // the one function that applies it, on the ioQueue (the inline memory-only store, which
@@ -6,7 +6,7 @@
 // Nothing else writes a tier. This is the seam where a write-ahead journal appends each
 // operation before it is applied and before its reply goes out.
 //
-// One lifetime per entry. The hybrid cache owns an entry's lifetime; the memory node keeps
+// One lifetime per entry. The local store owns an entry's lifetime; the memory node keeps
 // it (`MemoryStorage.Node`), and a read answered from memory extends it there without
 // touching the file, so the file's times lag behind. They catch up by write-back, lazily
 // but surely:
@@ -247,8 +247,7 @@ extension LocalStore {
         }
     }
 
-    /// Writes every lifetime memory knows that its disk copy does not have yet, after
-    /// every write queued before it. The completion gets the number of files updated.
+    /// `HybridCache.flush` for this host's keys (see there).
     @discardableResult
     func flush(
         callbackQueue: CallbackQueue = .untouch, completion: (@Sendable (Result<Int, CacheError>) -> Void)? = nil
@@ -261,9 +260,7 @@ extension LocalStore {
         }
     }
 
-    /// For a clean shutdown: stops the sweep, waits for every queued job, then flushes
-    /// every extended lifetime to disk. Blocks the caller; call it once nothing will
-    /// ask the cache anything more (extensions after it stay in memory only).
+    /// `HybridCache.shutdown` for this host's keys (see there).
     func shutdown() {
         sweepTimer?.cancel()
         let done = DispatchSemaphore(value: 0)

@@ -1,4 +1,4 @@
-// The keyed writes of the hybrid cache: store, touch, remove. Each becomes a
+// The keyed writes of this host's keys: store, touch, remove. Each becomes a
 // `WriteOperation` that `perform` applies on the ioQueue, changing both tiers there as
 // one step (disk first, then memory, so memory never holds a value the disk refused);
 // only a memory-only store of a key with nothing queued and certainly no file runs
@@ -7,25 +7,7 @@
 import Foundation
 
 extension LocalStore {
-    /// Stores `entry` under `key` in memory and (unless `options.toDisk` is false) on disk.
-    ///
-    /// Runs on the ioQueue after every earlier write. With `toDisk: false` the value goes to
-    /// memory only, its memory expiration is its lifetime, and any disk copy of `key` is
-    /// removed, so that when memory later drops the value a read misses instead of finding
-    /// an older one on disk; when no write to `key` (nor a whole-cache write) is queued and
-    /// the maybeCached set says no file exists (no system call), that store runs inline on
-    /// the caller's thread. With a disk copy, the disk expiration is the entry's lifetime
-    /// and the memory expiration only its residency in RAM.
-    /// An already-over expiration stores nothing (`stored: false`) and removes any older
-    /// value of `key` from both tiers. A disk failure also removes `key` from memory, so a
-    /// failed store never leaves the new value in one tier and the old one in the other
-    /// visible; the completion gets the disk error.
-    ///
-    /// - Parameters:
-    ///   - options: `toDisk`, `diskExpiration`, `memoryExpiration`, `forcedExtension`,
-    ///     `referenceDate`, `priority` apply.
-    ///   - callbackQueue: default `.untouch`.
-    ///   - completion: called exactly once, unless nil.
+    /// `HybridCache.store` of a local key (see there).
     @discardableResult
     func store(
         _ entry: CacheEntry, forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
@@ -63,16 +45,7 @@ extension LocalStore {
             forcedExtension: options.forcedExtension, countedFrom: options.referenceDate))
     }
 
-    /// Gives `key` a new expiration counted from now, without loading it.
-    ///
-    /// Runs on the ioQueue. The entry gets `options.diskExpiration` (nil: the disk tier's
-    /// rule) as its new lifetime, in both tiers; a memory copy restarts its residency
-    /// with `options.memoryExpiration` (nil: its own). A memory-only entry gets
-    /// `options.memoryExpiration`, else `options.diskExpiration`, else its own memory
-    /// expiration as its lifetime. A new lifetime already over (`.expired`, a past date)
-    /// expires the entry now, as Redis's EXPIRE does: it is removed from both tiers,
-    /// counted as an expiration, and the result is `touched: true` with `expiresAt` the
-    /// current whole second.
+    /// `HybridCache.touch` of a local key (see there).
     @discardableResult
     func touch(
         forKey key: CacheKey, options: Options = .init(), callbackQueue: CallbackQueue = .untouch,
@@ -89,10 +62,7 @@ extension LocalStore {
         }
     }
 
-    /// Removes `key` from the chosen tiers. Runs on the ioQueue. Removing the memory copy
-    /// alone keeps the disk copy, which then gets the lifetime memory extended.
-    ///
-    /// - Returns (through `completion`): whether either tier held the key.
+    /// `HybridCache.remove` of a local key (see there).
     @discardableResult
     func remove(
         forKey key: CacheKey, fromMemory: Bool = true, fromDisk: Bool = true, options: Options = .init(),

@@ -18,7 +18,7 @@ extension LocalStore {
     /// The journal's writer and the write-behind state of one cache.
     ///
     /// Every stored property but `versions` (a plain read of a `Sendable` `let`, the
-    /// clock the cache shares) is private: the hybrid cache composes the store through
+    /// clock the cache shares) is private: the local store composes the store through
     /// the named methods below and the materializer's, and never reaches into its
     /// fields. The materializer is in this file because it works on those fields.
     ///
@@ -339,7 +339,7 @@ extension LocalStore {
             onQueue { $0.unappliedHead < $0.unapplied.count ? $0.unapplied[$0.unappliedHead] : nil }
         }
 
-        // MARK: What the hybrid cache asks of the store
+        // MARK: What the local store asks of the store
 
         /// The journal's bound on values: one of this size or more goes to its file before
         /// the reply, not to the journal.
