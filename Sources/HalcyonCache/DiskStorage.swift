@@ -70,6 +70,7 @@
 import CHalcyonSystem
 import Dispatch
 import Foundation
+import HalcyonSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

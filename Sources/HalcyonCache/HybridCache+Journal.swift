@@ -28,6 +28,7 @@
 // (0.3-1.5 ms of create + rename) dominates.
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -5,6 +5,7 @@
 // the upstream. Each shared key keeps its place in the key's order (`NearCache`).
 
 import Foundation
+import HalcyonSupport
 
 extension HybridCache {
     /// `storeMany` with shared keys: the local items as one `storeMany` of their own, the

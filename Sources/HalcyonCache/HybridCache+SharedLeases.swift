@@ -5,6 +5,7 @@
 // which this host sees itself (a release through it): no polling.
 
 import Foundation
+import HalcyonSupport
 
 extension HybridCache {
     /// The longest lease on a shared key; a lease asked "until written" gets this, so a

@@ -5,6 +5,7 @@
 // stale one. The public methods call into here from one-line hooks at their entry.
 
 import Foundation
+import HalcyonSupport
 
 extension HybridCache {
     /// The near-cache of shared keys when `key` is one of them.

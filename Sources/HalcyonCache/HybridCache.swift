@@ -23,6 +23,7 @@
 // `mainAsync` and `mainCurrentOrAsync` are tested in-process.
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 
 /// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes).

@@ -32,6 +32,7 @@
 
 import CHalcyonSystem
 import Dispatch
+import HalcyonSupport
 import Synchronization
 
 extension HybridCache {

@@ -24,6 +24,7 @@
 // pthread clean). Uncontended they cost the same here.
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 
 /// The memory tier's namespace: `Config`, `Backend`, `Meta` and `Stats`.

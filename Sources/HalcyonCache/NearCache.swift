@@ -4,6 +4,7 @@
 // The operations themselves are in HybridCache+Upstream.swift.
 
 import Foundation
+import HalcyonSupport
 
 /// What the hybrid cache needs to share keys with other hosts.
 public struct UpstreamConfig: Sendable {

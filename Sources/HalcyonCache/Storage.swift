@@ -3,6 +3,7 @@
 // entry holds besides its bytes.
 
 import Foundation
+import HalcyonSupport
 
 /// How long an entry stays valid after it is stored (or touched).
 ///

@@ -4,6 +4,7 @@
 import HalcyonCache
 import HalcyonJSON
 import HalcyonRPC
+import HalcyonSupport
 import NIOCore
 
 extension ConnectionHandler {

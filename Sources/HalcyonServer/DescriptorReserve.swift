@@ -15,7 +15,7 @@
 // each episode is logged.
 
 import Foundation
-import HalcyonCache
+import HalcyonSupport
 
 /// One descriptor held in reserve for shedding clients when the process is out of them.
 ///

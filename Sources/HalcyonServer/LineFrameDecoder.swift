@@ -34,7 +34,7 @@
 // the 1 MiB sets 37-39/s before, 41-42/s after). Beside sixteen pipelined 32 KiB sets: p50
 // 15-20 ms -> 2 ms (p99 47-49 -> 16-20 ms; those sets 1,140-1,330/s -> 1,410-1,530/s).
 
-import HalcyonCache
+import HalcyonSupport
 import NIOCore
 #if canImport(Glibc)
 import Glibc

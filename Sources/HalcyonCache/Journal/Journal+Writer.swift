@@ -28,6 +28,7 @@
 // within a tick.
 
 import Dispatch
+import HalcyonSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -7,6 +7,7 @@
 import Foundation
 import HalcyonCache
 import HalcyonJSON
+import HalcyonSupport
 
 /// One `cache.lease` request on a shared key, from its first read to its one reply.
 ///
