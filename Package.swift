@@ -250,5 +250,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The command-line client's own logic (durations, escaping, options, output, top's
+        // arithmetic), through `@testable import` of the executable target.
+        .testTarget(name: "HalcyonCLITests", dependencies: ["halcyon", "HalcyonJSON"], swiftSettings: swiftSettings),
     ]
 )
