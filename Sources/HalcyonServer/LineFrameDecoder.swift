@@ -21,11 +21,11 @@
 // (`defaultOffLoopParseBytes`) is parsed on a concurrent parse queue and handed back
 // (`linesParsedOffLoop`); so is a line of 16 KiB or more once the read burst has parsed
 // 64 KiB on the loop, or while a line of its connection waits for its parse (shorter lines
-// stay: for them the hop costs more than the parse). It keeps its place: until it is back the connection reads no
-// more, and the lines read behind it are parsed but wait in arrival order. A cancel alone
-// on a line does not wait: it is carried out at once and also marks the waiting lines. On
-// close, a line still being parsed is parsed on the loop, so it is answered `shuttingDown`
-// like every other line read. The lines waiting for or in an off-loop parse are bounded
+// stay: for them the hop costs more than the parse). It keeps its place: until it is back
+// the connection reads no more, and the lines read behind it are parsed but wait in
+// arrival order. A cancel alone on a line does not wait: it is carried out at once and
+// also marks the waiting lines. On close, a line still being parsed is parsed on the loop,
+// so it is answered `shuttingDown` like every other line read. The lines waiting for or in an off-loop parse are bounded
 // across connections by a second budget as large as `--max-input-buffer`; past it a long
 // line is parsed on its loop as before (that loop reads nothing meanwhile, which is the
 // back-pressure). The figures behind the two sizes, and the latencies of a connection
