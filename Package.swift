@@ -6,18 +6,21 @@
 //   HalcyonVersion             the release number (the VERSION file's), for --version and server.info
 //   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED)
 //   CJemalloc                  jemalloc, the daemon's malloc (linked into halcyond only)
+//   HalcyonSupport             what every layer may use: the `Locked` box and the monotonic clock
 //   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
 //   HalcyonCache               the storage engine: disk tier, memory tier, hybrid cache, CallbackQueue
 //                              (no JSON, no sockets)
-//   HalcyonRPC                 JSON-RPC 2.0: envelopes, errors, the method table and handlers (no sockets, no files)
-//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
-//                              metrics (swift-metrics, Prometheus text) and log formats; it also builds the
-//                              upstream tier of `--upstream` (HalcyonUpstreamTier, listed below)
-//   halcyond, halcyon          thin executables: the daemon and the command-line client
 //   HalcyonUpstream            a RESP3 client for Redis and Valkey on SwiftNIO: codec, connections,
 //                              cluster slots and redirects, client tracking (no cache, no JSON)
 //   HalcyonUpstreamTier        the storage engine's `Upstream.Tier` over HalcyonUpstream: the
 //                              metadata layout and scripts kept in Redis
+//   HalcyonRPC                 JSON-RPC 2.0: envelopes, errors, the method table and handlers (no sockets, no files)
+//   HalcyonServer              the SwiftNIO Unix-socket transport, connections, delivery, lifecycle,
+//                              metrics (swift-metrics, Prometheus text) and log formats; it also builds the
+//                              upstream tier of `--upstream`
+//   halcyond, halcyon          thin executables: the daemon and the command-line client
+//
+// The targets after them are for tests, fuzzing and benchmarks only.
 import Foundation
 import PackageDescription
 
@@ -47,12 +50,16 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
+        // The release number both executables print for --version (checked against the
+        // VERSION file and the Python package by a test).
+        .target(name: "HalcyonVersion", swiftSettings: swiftSettings),
         .systemLibrary(
             name: "CJansson",
             path: "Sources/CJansson",
             pkgConfig: "jansson",
             providers: [.apt(["libjansson-dev"])]
         ),
+        .target(name: "CHalcyonSystem", path: "Sources/CHalcyonSystem"),
         // The daemon's malloc (halcyond only): see Sources/halcyond/Allocator.swift.
         .systemLibrary(
             name: "CJemalloc",
@@ -60,10 +67,8 @@ let package = Package(
             pkgConfig: "jemalloc",
             providers: [.apt(["libjemalloc-dev"])]
         ),
-        .target(name: "CHalcyonSystem", path: "Sources/CHalcyonSystem"),
-        // The release number both executables print for --version (checked against the
-        // VERSION file and the Python package by a test).
-        .target(name: "HalcyonVersion", swiftSettings: swiftSettings),
+        // The lock and the clock every layer may use (Locked, MonotonicClock); libc only.
+        .target(name: "HalcyonSupport", swiftSettings: swiftSettings),
         .target(
             name: "HalcyonJSON",
             dependencies: [
@@ -75,20 +80,37 @@ let package = Package(
         .target(
             name: "HalcyonCache",
             dependencies: [
-                "CHalcyonSystem",
+                "CHalcyonSystem", "HalcyonSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonUpstream",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HalcyonUpstreamTier",
+            dependencies: [
+                "HalcyonUpstream", "HalcyonCache", "HalcyonSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "HalcyonRPC",
-            dependencies: ["HalcyonJSON", "HalcyonCache"],
+            dependencies: ["HalcyonJSON", "HalcyonCache", "HalcyonSupport"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "HalcyonServer",
             dependencies: [
-                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion",
+                "HalcyonRPC", "HalcyonCache", "HalcyonJSON", "CHalcyonSystem", "HalcyonVersion", "HalcyonSupport",
                 "HalcyonUpstream", "HalcyonUpstreamTier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -127,10 +149,10 @@ let package = Package(
         ),
         // What several test targets share: the test client, the daemon and CLI launchers (one
         // way to find the built binaries), an in-process dispatcher over a real cache, the
-        // seeded generator, lock boxes.
+        // seeded generator, an in-memory upstream tier.
         .target(
             name: "HalcyonTestSupport",
-            dependencies: ["HalcyonJSON", "HalcyonCache", "HalcyonRPC"],
+            dependencies: ["HalcyonJSON", "HalcyonCache", "HalcyonRPC", "HalcyonSupport"],
             path: "Tests/HalcyonTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -139,7 +161,7 @@ let package = Package(
         // -sanitize=fuzzer -DFUZZING, and a corpus replayer otherwise.
         .target(
             name: "HalcyonFuzzing",
-            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache"],
+            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonSupport"],
             path: "Tests/HalcyonFuzzing",
             swiftSettings: swiftSettings
         ),
@@ -165,23 +187,6 @@ let package = Package(
             name: "halcyon-scanner-fuzz",
             dependencies: ["HalcyonScannerFuzzing", "CFuzzerDriver"],
             path: "Tests/HalcyonScannerFuzzer",
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "HalcyonUpstream",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "HalcyonUpstreamTier",
-            dependencies: [
-                "HalcyonUpstream", "HalcyonCache",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
             swiftSettings: swiftSettings
         ),
         // The RESP3 decoder under fuzzing, like HalcyonFuzzing for the request parser:
@@ -214,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "HalcyonUpstreamTests",
             dependencies: [
-                "HalcyonUpstream", "HalcyonUpstreamTier", "HalcyonUpstreamFuzzing", "HalcyonCache",
+                "HalcyonUpstream", "HalcyonUpstreamTier", "HalcyonUpstreamFuzzing", "HalcyonCache", "HalcyonSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -225,16 +230,20 @@ let package = Package(
             name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport", "HalcyonScannerFuzzing"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HalcyonCacheTests", dependencies: ["HalcyonCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HalcyonCacheTests", dependencies: ["HalcyonCache", "HalcyonSupport", "HalcyonTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HalcyonRPCTests",
-            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing", "HalcyonTestSupport"],
+            dependencies: ["HalcyonRPC", "HalcyonJSON", "HalcyonCache", "HalcyonFuzzing", "HalcyonTestSupport", "HalcyonSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "HalcyonServerTests",
             dependencies: [
                 "HalcyonServer", "HalcyonRPC", "HalcyonJSON", "HalcyonCache", "CHalcyonSystem", "HalcyonTestSupport", "HalcyonVersion",
+                "HalcyonSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -243,5 +252,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The command-line client's own logic (durations, escaping, options, output, top's
+        // arithmetic), through `@testable import` of the executable target.
+        .testTarget(name: "HalcyonCLITests", dependencies: ["halcyon", "HalcyonJSON"], swiftSettings: swiftSettings),
     ]
 )

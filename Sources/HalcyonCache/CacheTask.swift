@@ -32,6 +32,7 @@
 // queue: every task got exactly one completion, no success began after its `cancel()`
 // returned, and both outcomes occurred.
 
+import HalcyonSupport
 
 /// A handle on one asynchronous cache request, used to cancel it.
 ///

@@ -8,7 +8,7 @@
 //   SSE4.2 instruction when the CPU has it, slicing-by-8 tables otherwise.
 // - Why the key and version are in the file: names are hashed, so without the key a
 //   restarted daemon could not list its keys (`cache.keys`); the version must survive
-//   restarts. Versions come from `VersionClock` (`max(last + 1, wall-clock µs)`):
+//   restarts. Versions come from `VersionClock` (`max(last + 1, wall-clock microseconds)`):
 //   increasing without a scan at start.
 // - Damage (shorter than 8 bytes, an `HCY2` header with an unknown format, options or
 //   header length, a size other than `48 + key len + value len`, a bad checksum) is a

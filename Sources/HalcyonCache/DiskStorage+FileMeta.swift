@@ -28,13 +28,11 @@
 // non-owners), and the folder walks use `fstatat`, which never changes atime (test
 // `readsDoNotLetTheKernelMoveAtime`: atime unchanged after three reads).
 //
-// Flags in a header rather than an xattr (`user.halcyon.flags`), measured with a C loop
-// doing exactly the syscalls of a store and a read (ext4, 2 shared cores, noisy; per
-// operation): read 100 B 4.9 µs (xattr 6.1), 4 KiB 6.5 µs (6.6), 256 KiB 49 µs (59); a
-// store is dominated by `rename` either way, plus one `fsetxattr` for the xattr. The
-// header wins reads (the flags arrive with the value: one syscall fewer per hit) and is
-// the robust choice: it survives `cp`, `tar`, rsync without `-X`, and file systems
-// without user xattrs (tmpfs before Linux 6.6, some overlays, NFS). Consequence:
+// Flags live in a header rather than an xattr (`user.halcyon.flags`): the flags arrive
+// with the value, one syscall fewer per hit, and a store costs no more (Benchmarks/
+// RESULTS.md, "Disk format: flags in a header, not an xattr"); and the header survives
+// `cp`, `tar`, rsync without `-X`, and file systems without user xattrs (tmpfs before
+// Linux 6.6, some overlays, NFS). Consequence:
 // `totalSize()` and the size trim count file bytes (value + key + 48), while
 // `FileMeta.size` is the value's byte count. A file without the magic is not ours: it
 // reads as a miss (it is still counted and trimmed).
@@ -84,7 +82,7 @@ extension DiskStorage {
 /// The fixed 8-byte header of format 1, still read (never written): `"HCY1"` then the
 /// flags as a little-endian UInt32. A header rather than an xattr: it comes back in the same
 /// `read` as the value (one syscall fewer per hit), survives `cp`/`tar` and file
-/// systems without user xattrs, and cost no more on store when measured.
+/// systems without user xattrs, and costs no more on store.
 enum DiskFileHeader {
     static let size = 8
     static let magic: [UInt8] = [0x48, 0x43, 0x59, 0x31]  // "HCY1"

@@ -1,7 +1,8 @@
 // Rewriting a cache file in place: the second way to replace a file, for the
-// write-behind only. On ext4 a temporary file and a rename over the old name cost some
-// 420-460 µs (a new inode, and a flush of the data before the rename replaces a file);
-// writing into the existing file costs some 9 µs. The price is that a crash or a
+// write-behind only. On ext4 a temporary file and a rename over the old name cost a new
+// inode and a flush of the data before the rename replaces a file, dozens of times what
+// writing into the existing file costs (Benchmarks/RESULTS.md, "Rewriting a cache file in
+// place"). The price is that a crash or a
 // concurrent reader can meet a part-written file, so only a caller that can answer for
 // both may ask for it (see `HybridCache.WriteBehind.materializeSlice`).
 //
@@ -15,10 +16,6 @@
 // or foreign file, one the open is refused on) is replaced by the rename path instead,
 // never written through: a hard link or symlink to a file outside the folder keeps its
 // contents. A failure after the open removes the file (if the name still points at it).
-// Measured in C on this ext4 (10,000 files of 180 B, one rewritten per operation): temp
-// file + `futimens` + rename 416-460 µs, open + `pwrite` + `futimens` + close 8.7-9.4 µs;
-// with 8 connections x 16 pipelined sets about 30 % of the queue's time had been the kernel
-// creating inodes for temporary files.
 
 import CHalcyonSystem
 import Foundation

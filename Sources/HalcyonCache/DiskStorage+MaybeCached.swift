@@ -21,6 +21,7 @@
 
 import Dispatch
 import Foundation
+import HalcyonSupport
 
 extension DiskStorage {
     /// The names of files that may be in the cache folder, compared as bytes (`CacheKey`):

@@ -22,12 +22,11 @@
 // - Errors carry errno and the target path (`.cannotCreateCacheFile` for open, write,
 //   fsync, close, rename: ENOSPC, EACCES, EROFS...; `.cannotSetCacheFileAttribute` for
 //   futimens); the temp file is removed on every failure.
-// - Cost of a 4 KiB store on this ext4 (noisy, loaded 2-core VM, so only ratios mean
-//   much): open/write/futimens/close take tens of µs; `rename` over an existing file
-//   ~2 ms, because ext4's `auto_da_alloc` starts writeback of the new file when it
-//   replaces another by rename; new names ~0.3-0.4 ms. With `fsync` 1.1-8.7 ms (vs
-//   ~0.3-1.7 ms). Hence `synchronousWrites` is off by default: a cache may lose the last
-//   values on power loss, never get a torn one.
+// - A `rename` over an existing file dominates a store (ext4's `auto_da_alloc` starts
+//   writeback of the new file when it replaces another), and an `fsync` costs several
+//   times a whole store (Benchmarks/RESULTS.md, "Disk stores: rename and fsync"). Hence
+//   `synchronousWrites` is off by default: a cache may lose the last values on power
+//   loss, never get a torn one.
 //
 // Reads. Every read goes through `value(forKey:referenceDate:actuallyLoad:
 // extendingExpiration:forcedExtension:)`: maybeCached check, `open(O_NOATIME|O_NOFOLLOW|
@@ -40,8 +39,8 @@
 // Sliding `cacheTime`: new expiration = now + (stored expiration - stored last access),
 // rounded up, last access = now (+ shift); an absolute lifetime stays (see `FileTimes`).
 // Applied with one `futimens` on the descriptor the read already holds, right after the
-// bytes are in memory, not through a deferred queue: it costs one syscall (2.2 µs in a
-// store's breakdown; a 4 KiB read loop took 29.3 µs without it, 29.8 µs with it) and no
+// bytes are in memory, not through a deferred queue: it costs one syscall (Benchmarks/
+// RESULTS.md, "Disk reads: the sliding extension inside the read") and no
 // pending-extension map every reader would consult under a lock; it changes the inode,
 // so every later lookup from any thread sees it (test
 // `slidingCacheTimeKeepsTheOriginalTimeToLive`); and it touches only the inode that was
@@ -61,15 +60,13 @@
 // Tests run as root, which ignores `chmod 000`: the permission case is tested with an
 // immutable folder (`chattr +i`), skipped with a message where `chattr` is missing.
 //
-// Locks: `configBox` and the maybeCached lock are pthread mutexes (`Locked`, `NSLock`),
-// not `Synchronization.Mutex`: under ThreadSanitizer (Swift 6.3.1, Linux) every access
-// made under a `Mutex` was reported as a race (TSan does not see its futex), so the TSan
-// run would have proved nothing; with pthread mutexes `swift test --sanitize=thread` is
-// clean.
+// Locks: `configBox` and the maybeCached lock are `Locked` (pthread mutexes, which
+// ThreadSanitizer sees, so `swift test --sanitize=thread` proves something here).
 
 import CHalcyonSystem
 import Dispatch
 import Foundation
+import HalcyonSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -5,6 +5,7 @@
 // and each goes to `LocalStore` whole.
 
 import Foundation
+import HalcyonSupport
 
 extension HybridCache {
     // MARK: Several keys

@@ -9,6 +9,7 @@
 // HybridCache+Values.swift.
 
 import Foundation
+import HalcyonSupport
 
 /// A byte cache with a memory tier and a disk tier (Kingfisher's `ImageCache`, for bytes),
 /// and optionally keys shared with other hosts through an upstream (Redis).

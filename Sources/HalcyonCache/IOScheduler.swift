@@ -54,6 +54,7 @@
 
 import CHalcyonSystem
 import Dispatch
+import HalcyonSupport
 import Synchronization
 
 extension LocalStore {

@@ -8,6 +8,7 @@
 // the key's placement.
 
 import Foundation
+import HalcyonSupport
 
 extension HybridCache {
     /// What a lease call found.

@@ -3,6 +3,7 @@
 // its time is up. Nothing here blocks a thread: a parked caller is a closure.
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 
 /// The lease table behind `cache.lease` / `cache.releaseLease`.

@@ -25,6 +25,7 @@
 // file saves (Benchmarks/RESULTS.md, "Journal I/O").
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

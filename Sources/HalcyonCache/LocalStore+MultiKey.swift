@@ -2,6 +2,7 @@
 // whose answers come back together in order (getMany).
 
 import Foundation
+import HalcyonSupport
 
 extension LocalStore {
 

@@ -24,6 +24,7 @@
 // they nest in are listed once, in IOScheduler.swift.
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 
 /// This host's keys in a memory tier and a disk tier (Kingfisher's `ImageCache`, for

@@ -128,7 +128,7 @@ extension MemoryStorage {
             return (node.cost, 1)
         }
 
-        /// Direct access for the backend's lifetime arithmetic (see `MemoryStorage+Lifetime.swift`).
+        /// Direct access to a node, for the backend's lifetime arithmetic.
         mutating func withNode<T>(_ slot: Int32, _ body: (inout Node) -> T) -> T {
             body(&nodes[Int(slot)])
         }

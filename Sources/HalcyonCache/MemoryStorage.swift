@@ -3,27 +3,19 @@
 // stay in RAM), the pending write-backs of lifetimes that moved ahead of their disk
 // copies, and a periodic sweep of departed entries. Split
 // into lock-guarded shards so readers on different threads rarely meet (see
-// `Config.shardCount`, and the measurement below).
+// `Config.shardCount`).
 //
-// Why 16 shards, measured. A throwaway benchmark (release, `swiftc -O`, not committed):
-// 10,000 keys of 100 bytes, 90 % `value(forKey:)` and 10 % `store`; each configuration 5
-// times for 0.5 s, interleaved, medians. The 2 shared cores swung wall-clock throughput by
-// 40 % between rounds, so the figure kept is operations per CPU-second of the benchmark
-// process (user + system, `getrusage`), which charges each design its own contention only.
-// Two runs, one global lock against 16 shards: 1 thread 3.83 M / 3.13 M against 3.68 M /
-// 2.93 M; 2 threads 2.53 M / 2.64 M against 2.66 M / 2.80 M; 8 threads 2.86 M / 2.36 M
-// against 3.54 M / 2.78 M. Single-threaded the one lock is about 5 % cheaper (sharding
-// hashes the key once more); from 2 threads on the shards win, by about 5 % at 2 and 15-24
-// % at 8: a read must write (it moves the entry to the LRU head), so with one lock every
-// read serialises. `Config.shardCount = 1` keeps the single-lock design available (the
-// tests run both).
+// Why shards: a read must write (it moves the entry to the LRU head), so with one lock
+// every read serialises. Sixteen shards cost a second hash of the key, which makes them a
+// little dearer on one thread and cheaper from two threads on (Benchmarks/RESULTS.md,
+// "Memory tier: 16 shards against one lock"). `Config.shardCount = 1` keeps the
+// single-lock design available (the tests run both).
 //
-// The locks are pthread mutexes (`Locked`), not `Synchronization.Mutex`: on Linux `Mutex`
-// is a futex driven from the uninstrumented standard library, so ThreadSanitizer cannot see
-// it and reports every access it guards as a race (an 8-thread probe: `Mutex` reported,
-// pthread clean). Uncontended they cost the same here.
+// The locks are `Locked` (pthread mutexes, which ThreadSanitizer sees; see
+// Sources/HalcyonSupport/Locked.swift).
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 
 /// The memory tier's namespace: `Config`, `Backend`, `Meta` and `Stats`.
@@ -84,7 +76,7 @@ public enum MemoryStorage {
         /// The source of "now" for every expiration decision. Default `SystemClock()`.
         public var clock: any CacheClock = SystemClock()
         /// Number of independently locked shards, rounded up to a power of two.
-        /// Default 16, the faster design measured on this machine (1 = one global lock).
+        /// Default 16 (1 = one global lock; why shards: the file's header).
         public var shardCount: Int = 16
 
         /// - Parameter totalCostLimit: bytes; default 256 MiB; 0 = unlimited.

@@ -5,6 +5,7 @@
 // which this host sees itself (a release through it): no polling.
 
 import Foundation
+import HalcyonSupport
 
 extension SharedStore {
     /// Tries to take the upstream lease on the shared `key` with `token` for `ttl` seconds,

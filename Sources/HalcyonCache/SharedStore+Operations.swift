@@ -5,6 +5,7 @@
 // stale one. `HybridCache` calls these for every key it places here.
 
 import Foundation
+import HalcyonSupport
 
 extension SharedStore {
     // MARK: Reads

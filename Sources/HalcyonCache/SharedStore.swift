@@ -5,6 +5,7 @@
 // status) and SharedStore+Leases.swift.
 
 import Foundation
+import HalcyonSupport
 
 /// What the hybrid cache needs to share keys with other hosts.
 public struct UpstreamConfig: Sendable {

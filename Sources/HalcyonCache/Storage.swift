@@ -1,8 +1,9 @@
 // The shared vocabulary of both tiers: how long an entry lives, how a read extends it,
-// which tier answered, the clock every expiration is measured with, and what an
+// which tier answered, the clock every expiration is read from, and what an
 // entry holds besides its bytes.
 
 import Foundation
+import HalcyonSupport
 
 /// How long an entry stays valid after it is stored (or touched).
 ///

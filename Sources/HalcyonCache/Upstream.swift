@@ -1,9 +1,10 @@
 // The upstream tier's seam: what the hybrid cache may ask of a store shared by several
 // hosts (Redis, Valkey), in terms of entries, versions and lifetimes only. The storage
 // engine sees this protocol and nothing of the store behind it; the Redis adapter lives
-// in HalcyonUpstreamTier, an in-memory stand-in for tests in `Upstream.InMemory`.
+// in HalcyonUpstreamTier, and the tests bring an in-memory one of their own.
 
 import Foundation
+import HalcyonSupport
 
 /// The vocabulary of the upstream tier.
 public enum Upstream {
@@ -241,7 +242,7 @@ public enum Upstream {
 
 extension Upstream.Tier {
     /// `writeMany` as one call per write, started in order, gathered (for tiers with
-    /// nothing better, like `Upstream.InMemory`, whose calls complete before they return).
+    /// nothing better, such as an in-process store whose calls complete before they return).
     public func writeMany(_ writes: [Upstream.Write], completion: @escaping @Sendable ([Result<Upstream.Written, Upstream.Failure>]) -> Void) {
         guard !writes.isEmpty else { return completion([]) }
         let gathered = Locked((results: [Result<Upstream.Written, Upstream.Failure>?](repeating: nil, count: writes.count), left: writes.count))

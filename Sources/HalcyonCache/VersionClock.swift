@@ -2,6 +2,7 @@
 // and across restarts without scanning anything at start.
 
 import Foundation
+import HalcyonSupport
 
 /// Hands out entry versions (spec §3, "Version"): each `next()` is
 /// `max(last + 1, wall-clock microseconds)`.

@@ -7,6 +7,7 @@
 
 import CHalcyonSystem
 import Foundation
+import HalcyonSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,9 @@
 // A hand-written scanner for the plain request lines that make up almost all traffic
 // (`{"jsonrpc":"2.0","id":7,"method":"get","params":{"key":"k"}}`), beside jansson, the
-// parser of record. jansson's lexer costs 15–23 ns a byte and its tree about fifteen
-// allocations for a get; this one skips a plain string eight bytes at a time and records
-// the values in a flat table (`FlatJSON`): two allocations in all.
+// parser of record. jansson lexes a byte at a time and builds a tree of allocated nodes;
+// this one skips a plain string eight bytes at a time and records the values in a flat
+// table (`FlatJSON`): two allocations in all (Benchmarks/RESULTS.md, "The hot-path scanner
+// against jansson").
 
 #if canImport(Glibc)
 import Glibc

@@ -3,11 +3,10 @@
 // the method's result writer writes (tested side by side), or nothing: then the caller
 // takes `success`.
 //
-// Measured (release, interleaved A/B, 8 pairs of 3 s runs at 8 connections x 16 in
-// flight): server CPU per get 3.95 -> 3.37 µs (lower in 6 of 8 pairs), gets/s 374k ->
-// 435k; per set 6.93 -> 6.68 µs (lower in 5 of 8). The writer's calls pay for an
-// `Array.append` each; a get's reply made fifteen, and checked its value's UTF-8 apart
-// from looking for escapes (one pass here: plain ASCII is both).
+// Why: the writer's calls pay for an `Array.append` each; a get's reply made fifteen, and
+// checked its value's UTF-8 apart from looking for escapes (one pass here: plain ASCII is
+// both). Figures: Benchmarks/RESULTS.md, "Server CPU per request with and without the
+// scanner", under "The reply lines of a get hit and of a set, composed whole".
 
 import Foundation
 import HalcyonCache

@@ -5,6 +5,7 @@
 import HalcyonCache
 import HalcyonJSON
 import HalcyonRPC
+import HalcyonSupport
 import NIOCore
 
 extension ConnectionHandler {

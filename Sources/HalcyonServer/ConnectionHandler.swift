@@ -46,7 +46,7 @@ import NIOCore
 /// elements it has read (they wait in the inbound queue) nor asks for more bytes, so the
 /// kernel buffer fills and the client blocks instead of the daemon buffering without bound.
 ///
-/// Long lines: jansson takes about 15 ns a byte, so a line of `offLoopParseBytes` (64 KiB)
+/// Long lines: jansson's parse time grows with the line, so a line of `offLoopParseBytes` (64 KiB)
 /// or more is parsed on `parseQueue`, never on the loop; so is a line of a quarter of that
 /// once the read burst has parsed 64 KiB on the loop or while a line waits for its parse.
 /// The line keeps its place in the inbound queue, and the connection reads no more until
@@ -66,7 +66,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
     typealias Batch = ConnectionOutbound.Batch
 
-    /// The shortest line parsed off the event loop: about 1 ms of jansson.
+    /// The shortest line parsed off the event loop (Benchmarks/RESULTS.md, "Parsing long
+    /// lines off the event loop").
     static let defaultOffLoopParseBytes = 64 << 10
 
     /// Where long lines are parsed: concurrent, so connections do not wait for each
@@ -318,9 +319,9 @@ extension ConnectionHandler {
     private func handleLine(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         let size = buffer.readableBytes
         // Once a read burst has parsed `offLoopParseBytes` on the loop, or while a line
-        // waits for its parse, a quarter of that is enough (16 KiB, about 250 µs of
-        // jansson against a hop of tens): sixteen pipelined 32 KiB lines held the loop for
-        // 9 ms. Shorter lines stay: at 4 KiB the hops cost 10 % of the throughput.
+        // waits for its parse, a quarter of that is enough: a pipelined run of such lines
+        // holds the loop as long as one long line would. Shorter lines stay, since for them
+        // the hop to the parse queue costs more than the parse.
         let long = size >= offLoopParseBytes
             || (size >= offLoopParseBytes / 4 && (burstParsedBytes >= offLoopParseBytes || inbound.linesWaiting > 0))
         if long, parseBudget?.charge(size) ?? true {

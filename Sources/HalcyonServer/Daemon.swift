@@ -26,6 +26,7 @@
 import Foundation
 import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 import HalcyonVersion
 import Logging
 import NIOCore

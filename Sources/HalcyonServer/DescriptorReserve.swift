@@ -7,15 +7,14 @@
 // takes the spare back. Every wake-up then makes progress, and clients get an answer
 // instead of hanging in the backlog.
 //
-// Measured: 100 clients against `ulimit -n 64` with a backoff alone spun a core (0.8 s of
-// CPU in 2 s, 9,000 failing `accept4` calls), because NIO keeps its read pending until an
-// accept succeeds. With the spare (the daemon binds the listening socket itself, so it
-// knows the descriptor): 0 CPU ticks in 2 s; NIO's `AcceptBackoffHandler` then spaces the
-// next accepts by 250 ms. Refused clients count in `refusedPeers`; the first failure of
-// each episode is logged.
+// The daemon binds the listening socket itself, so it knows the descriptor; with the spare
+// an out-of-descriptors episode costs no CPU, where a backoff alone spins a core
+// (Benchmarks/RESULTS.md, "Out of file descriptors: the spare descriptor"). NIO's
+// `AcceptBackoffHandler` then spaces the next accepts by 250 ms. Refused clients count in
+// `refusedPeers`; the first failure of each episode is logged.
 
 import Foundation
-import HalcyonCache
+import HalcyonSupport
 
 /// One descriptor held in reserve for shedding clients when the process is out of them.
 ///

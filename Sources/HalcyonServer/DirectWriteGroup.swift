@@ -2,6 +2,7 @@
 
 import HalcyonRPC
 import HalcyonCache
+import HalcyonSupport
 import NIOCore
 
 /// The direct writes (`cache.set`, `cache.add`, `cache.cas`, `cache.incr`: the methods

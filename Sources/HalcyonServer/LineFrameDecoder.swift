@@ -6,8 +6,8 @@
 // buffer once and then grown in place (a fragment small beside the buffer it is in is
 // copied out compact, so an idle connection holds only its fragment). No
 // `ByteToMessageHandler` in front: it cost a pipeline hop and a wrapped frame per line.
-// Copying the whole unfinished line again at every read made a 32 MiB line cost 7.6 s of
-// copying; now it costs one copy.
+// A line is copied once however many reads it spans: copying the unfinished line again at
+// every read would make the cost of a line grow with the square of its length.
 //
 // Unfinished lines: a line longer than `--max-line-bytes` is discarded as it arrives. All
 // connections' unfinished lines together are bounded by `--max-input-buffer` (an
@@ -15,26 +15,24 @@
 // answered -32005 `inputBufferFull`, and the connection carries on. Both refusals are
 // counted (`lineTooLongRefusals`, `inputBufferFullRefusals`).
 //
-// Long lines (the connection handler's part, noted here beside the framing): jansson parses
-// about 15 ns a byte (a 188-byte set 3.7 µs, 4 KiB 61 µs, 1 MiB 14.7 ms). On the loop, a
-// connection storing 1 MiB values held every other connection of its loop for about 15 ms a
-// value. So a line of 64 KiB or more (`defaultOffLoopParseBytes`, about 1 ms of parsing) is
-// parsed on a concurrent parse queue and handed back (`linesParsedOffLoop`); so is a line
-// of 16 KiB or more once the read burst has parsed 64 KiB on the loop, or while a line of
-// its connection waits for its parse (shorter lines stay: at 4 KiB the hops cost 10 % of
-// pipelined-set throughput). It keeps its place: until it is back the connection reads no
-// more, and the lines read behind it are parsed but wait in arrival order. A cancel alone
-// on a line does not wait: it is carried out at once and also marks the waiting lines. On
-// close, a line still being parsed is parsed on the loop, so it is answered `shuttingDown`
-// like every other line read. The lines waiting for or in an off-loop parse are bounded
+// Long lines (the connection handler's part, noted here beside the framing): jansson's
+// parse time grows with the line, and on the loop a connection storing large values would
+// hold every other connection of its loop for the whole parse. So a line of 64 KiB or more
+// (`defaultOffLoopParseBytes`) is parsed on a concurrent parse queue and handed back
+// (`linesParsedOffLoop`); so is a line of 16 KiB or more once the read burst has parsed
+// 64 KiB on the loop, or while a line of its connection waits for its parse (shorter lines
+// stay: for them the hop costs more than the parse). It keeps its place: until it is back
+// the connection reads no more, and the lines read behind it are parsed but wait in
+// arrival order. A cancel alone on a line does not wait: it is carried out at once and
+// also marks the waiting lines. On close, a line still being parsed is parsed on the loop,
+// so it is answered `shuttingDown` like every other line read. The lines waiting for or in an off-loop parse are bounded
 // across connections by a second budget as large as `--max-input-buffer`; past it a long
 // line is parsed on its loop as before (that loop reads nothing meanwhile, which is the
-// back-pressure). Measured with one event loop, a client pinging every millisecond beside a
-// client storing 1 MiB values: p50 22-24 ms before, 0.14 ms after (p99 30 ms -> 3-3.6 ms;
-// the 1 MiB sets 37-39/s before, 41-42/s after). Beside sixteen pipelined 32 KiB sets: p50
-// 15-20 ms -> 2 ms (p99 47-49 -> 16-20 ms; those sets 1,140-1,330/s -> 1,410-1,530/s).
+// back-pressure). The figures behind the two sizes, and the latencies of a connection
+// beside one sending long lines, are in Benchmarks/RESULTS.md, "Parsing long lines off the
+// event loop".
 
-import HalcyonCache
+import HalcyonSupport
 import NIOCore
 #if canImport(Glibc)
 import Glibc

@@ -5,6 +5,7 @@
 import CoreMetrics
 import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 import HalcyonVersion
 import Prometheus
 

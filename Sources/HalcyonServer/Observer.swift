@@ -2,8 +2,8 @@
 // trace, and request latencies into the histograms of the request's event loop, which
 // `Metrics` sums. The transport calls it once per event.
 
-import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 import Logging
 
 /// The daemon's eyes on its connections and requests.

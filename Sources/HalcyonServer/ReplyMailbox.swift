@@ -1,7 +1,7 @@
 // Replies produced off a connection's event loop, waiting for it.
 
-import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 
 /// Replies that other threads (the ioQueue, a callback queue) produced for one connection,
 /// waiting for its event loop.

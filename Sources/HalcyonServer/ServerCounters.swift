@@ -1,7 +1,7 @@
 // Live counters the transport keeps for cache.stats and for its own limits.
 
-import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 import NIOCore
 import Synchronization
 

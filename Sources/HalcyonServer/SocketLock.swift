@@ -3,7 +3,7 @@
 // together cannot both decide the socket is stale and both bind.
 
 import Glibc
-import HalcyonCache
+import HalcyonSupport
 
 /// An exclusive, non-blocking `flock` on `<socket path>.lock`, held for the daemon's life.
 ///

@@ -6,7 +6,7 @@
 
 import Foundation
 import Glibc
-import HalcyonCache
+import HalcyonSupport
 
 /// Prepares the path a daemon will bind its Unix socket to.
 ///

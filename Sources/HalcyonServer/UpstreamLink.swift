@@ -6,6 +6,7 @@
 import Foundation
 import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 import HalcyonUpstream
 import HalcyonUpstreamTier
 import Logging

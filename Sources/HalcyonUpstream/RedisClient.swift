@@ -50,8 +50,8 @@ import NIOPosix
 /// sends one invalidation when another client changes one of them, or when the key
 /// expires, is evicted, or leaves the node in a slot migration. NOLOOP leaves out the
 /// changes made through this connection: their replies already tell the consumer, and
-/// without it Redis sends a write's own invalidation after the write's reply (measured on
-/// 7.0), which would make the consumer drop every value it has just written. Chosen over BCAST because
+/// without it Redis (7.0 at least) sends a write's own invalidation after the write's
+/// reply, which would make the consumer drop every value it has just written. Chosen over BCAST because
 /// a host only ever hears about keys it holds: BCAST sends every write under the tracked
 /// prefixes to every host, so with the default of sharing every key each host would
 /// receive the whole cluster's write traffic as pushes. The price is that only a read

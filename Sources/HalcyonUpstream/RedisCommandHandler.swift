@@ -57,8 +57,8 @@ final class RedisCommandHandler: ChannelDuplexHandler {
     private(set) var heartbeatsSent = 0
     private let node: String
     private let eventLoop: EventLoop
-    /// Called with every push message, on the loop; a `let`, set once (see the closure note
-    /// in swift-on-linux-facts: never re-stored).
+    /// Called with every push message, on the loop; a `let`, set once and never re-stored
+    /// (Docs/STYLE.md, "No closure as the value of a generic container accessed `inout`").
     private let onPush: (RESP3Value) -> Void
 
     init(

@@ -3,6 +3,7 @@
 // client's tracking events passed on as the tier's invalidations.
 
 import HalcyonCache
+import HalcyonSupport
 import HalcyonUpstream
 import NIOCore
 

@@ -21,7 +21,7 @@ public struct Script: Sendable {
 
     /// Helpers every script shares.
     ///
-    /// `version(old)`: the next version of a key, `max(old + 1, now in µs)`, the same
+    /// `version(old)`: the next version of a key, `max(old + 1, now in microseconds)`, the same
     /// rule as the daemon's own VersionClock, so versions stay comparable and grow across
     /// hosts. `TIME` is allowed in scripts since Redis 5 (effects replication).
     ///

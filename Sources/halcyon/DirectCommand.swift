@@ -1,6 +1,6 @@
 // The command lines a shell script sends most, run without ArgumentParser: building its
 // command tree and reflecting over a command's options costs more than the request
-// itself (about 0.3 ms a line in `halcyon loop`, more in a fresh process).
+// itself (Benchmarks/RESULTS.md, "A shell call").
 
 /// A command line of one of a few fixed shapes, recognised by hand and run by the same
 /// function the parsed command runs, so the request and the output are the same:

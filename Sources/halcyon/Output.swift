@@ -1,5 +1,5 @@
 // Writing to the standard streams without Foundation's buffering, so binary values go
-// out byte for byte and an error line is never interleaved with half a value.
+// out byte for byte and an error line never lands in the middle of a value.
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
-// The `halcyon` executable. No code beyond this call lives in top-level code, whose
-// closures would be inferred @MainActor (see swift-on-linux-facts.md).
+// The `halcyon` executable. No code beyond this call lives in top-level code: a closure
+// written there is inferred @MainActor, and one run on another queue traps at run time.
 
 #if canImport(Glibc)
 import Glibc

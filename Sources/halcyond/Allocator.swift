@@ -4,10 +4,9 @@
 // Why: replies, closures and journal records are allocated on one thread (the ioQueue, a
 // callback queue) and freed on another (an event loop). glibc returns such a chunk to the
 // arena of the thread that allocated it, under that arena's lock, so under a write load
-// the threads queue on those locks (`__lll_lock_wake_private` and `_int_malloc` were 8 %
-// of the daemon's CPU in a profile of pipelined sets). Measured side by side on the same
-// build, 8 connections x 16 pipelined sets: 42 -> 29 µs of server CPU per set, 22k -> 33k
-// sets/s; memory-hit gets unchanged. (Redis ships jemalloc for the same reason.)
+// the threads queue on those locks. jemalloc's per-thread caches free such a chunk without
+// that lock, which cuts the server CPU of a set by about a third (Benchmarks/RESULTS.md,
+// "The daemon's malloc: jemalloc against glibc"). Redis ships jemalloc for the same reason.
 
 #if canImport(CJemalloc)
 import CJemalloc

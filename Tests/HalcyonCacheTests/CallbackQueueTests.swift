@@ -6,6 +6,7 @@
 
 import Dispatch
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

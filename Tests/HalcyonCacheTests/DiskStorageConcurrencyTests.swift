@@ -2,6 +2,7 @@
 // error, and every value read is exactly one of the values written (no torn files).
 
 import Foundation
+import HalcyonSupport
 import Testing
 @testable import HalcyonCache
 
@@ -92,10 +93,9 @@ struct DiskStorageConcurrencyTests {
     }
 }
 
-/// Collects failures from many threads; `lock` guards `list`.
-final class DiskFailureLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [String] = []
-    @Sendable func record(_ message: String) { lock.lock(); list.append(message); lock.unlock() }
-    var messages: [String] { lock.lock(); defer { lock.unlock() }; return list }
+/// Collects failures from many threads. Threading: thread-safe; a `Locked` holds the list.
+final class DiskFailureLog: Sendable {
+    private let list = Locked<[String]>([])
+    @Sendable func record(_ message: String) { list.withLock { $0.append(message) } }
+    var messages: [String] { list.withLock { $0 } }
 }

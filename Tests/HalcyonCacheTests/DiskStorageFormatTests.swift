@@ -4,6 +4,7 @@
 
 import Dispatch
 import Foundation
+import HalcyonSupport
 import Testing
 @testable import HalcyonCache
 #if canImport(Glibc)

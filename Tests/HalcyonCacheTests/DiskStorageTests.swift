@@ -3,6 +3,7 @@
 // folder failure modes.
 
 import Foundation
+import HalcyonSupport
 import Testing
 @testable import HalcyonCache
 #if canImport(Glibc)
@@ -479,22 +480,15 @@ func diskRunChattr(_ flag: String, _ path: String) -> Bool {
 extension Thread {
     /// Runs `body` on a new thread and waits for its result.
     static func diskRunAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let box = DiskResultBox<T>()
+        let box = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
-            box.set(Result { try body() })
+            let result = Result { try body() }
+            box.withLock { $0 = result }
             done.signal()
         }
         thread.start()
         done.wait()
-        return try box.get()
+        return try box.withLock { $0 }!.get()
     }
-}
-
-/// Carries a result across threads; `lock` guards `result`.
-final class DiskResultBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<T, any Error>?
-    func set(_ r: Result<T, any Error>) { lock.lock(); result = r; lock.unlock() }
-    func get() throws -> T { lock.lock(); defer { lock.unlock() }; return try result!.get() }
 }

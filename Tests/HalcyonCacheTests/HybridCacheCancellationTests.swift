@@ -4,6 +4,7 @@
 // (started: true, effects stand), and a stress run of cancels racing deliveries.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

@@ -9,6 +9,7 @@
 // Clients/python/tests/test_durability.py.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

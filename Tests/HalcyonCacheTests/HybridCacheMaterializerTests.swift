@@ -4,6 +4,7 @@
 // the unwritten table answers for. See `HybridCache.WriteBehind.materializeSlice`.
 
 import Foundation
+import HalcyonSupport
 import Synchronization
 import Testing
 

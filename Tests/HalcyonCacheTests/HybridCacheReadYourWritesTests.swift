@@ -5,6 +5,7 @@
 // (or, after a memory-only write that memory evicted, a miss), never an older value.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

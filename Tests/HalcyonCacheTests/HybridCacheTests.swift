@@ -5,6 +5,7 @@
 // shared by the other HybridCache suites.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

@@ -4,6 +4,7 @@
 // expiration its caller asked for. With and without the journal.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

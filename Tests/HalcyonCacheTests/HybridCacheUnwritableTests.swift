@@ -4,6 +4,7 @@
 // way and never acts on a name outside the folder. See `WriteBehind.dropIfNeverWritable`.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

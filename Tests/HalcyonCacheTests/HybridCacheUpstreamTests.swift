@@ -6,6 +6,8 @@
 
 import Foundation
 @testable import HalcyonCache
+import HalcyonSupport
+import HalcyonTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))

@@ -2,6 +2,7 @@
 // lease end does to parked callers.
 
 import Foundation
+import HalcyonSupport
 import Testing
 @testable import HalcyonCache
 
@@ -14,17 +15,19 @@ extension Leases.Acquire {
 
 @Suite struct LeasesTests {
     /// Collects wakes; `next` waits for one (20 s limit).
-    final class Wakes: @unchecked Sendable {
-        private let lock = NSLock()  // guards `items`
-        private var items: [Leases.Wake] = []
+    /// Threading: thread-safe; a `Locked` holds the wakes.
+    final class Wakes: Sendable {
+        private let items = Locked<[Leases.Wake]>([])
         private let signal = DispatchSemaphore(value: 0)
-        func add(_ wake: Leases.Wake) { lock.lock(); items.append(wake); lock.unlock(); signal.signal() }
+        func add(_ wake: Leases.Wake) {
+            items.withLock { $0.append(wake) }
+            signal.signal()
+        }
         /// Wakes received and not yet taken by `next`.
-        var pending: Int { lock.lock(); defer { lock.unlock() }; return items.count }
+        var pending: Int { items.withLock { $0.count } }
         func next() -> Leases.Wake? {
             guard signal.wait(timeout: .now() + 20) == .success else { return nil }
-            lock.lock(); defer { lock.unlock() }
-            return items.removeFirst()
+            return items.withLock { $0.removeFirst() }
         }
     }
 

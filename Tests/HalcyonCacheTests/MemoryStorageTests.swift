@@ -4,6 +4,7 @@
 // (shardCount 1) and 16 shards.
 
 import Foundation
+import HalcyonSupport
 import Testing
 
 @testable import HalcyonCache

@@ -4,6 +4,8 @@
 
 import Foundation
 import HalcyonCache
+import HalcyonSupport
+import HalcyonTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))

@@ -9,6 +9,7 @@ import Foundation
 import HalcyonCache
 import HalcyonJSON
 import HalcyonRPC
+import HalcyonSupport
 
 /// Runs fuzz inputs against one real cache in a private temporary folder.
 ///

@@ -4,6 +4,7 @@
 
 import Dispatch
 import Foundation
+import HalcyonSupport
 import HalcyonCache
 import HalcyonJSON
 @testable import HalcyonRPC

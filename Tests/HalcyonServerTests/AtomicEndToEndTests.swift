@@ -3,6 +3,7 @@
 
 import Foundation
 import HalcyonJSON
+import HalcyonSupport
 import Testing
 
 @Suite struct AtomicEndToEndTests {
@@ -10,16 +11,16 @@ import Testing
         let daemon = try DaemonProcess()
         defer { daemon.cleanUp() }
         let rounds = 20
-        let wins = (0..<rounds).map { _ in LockedCounter() }
+        let wins = (0..<rounds).map { _ in Locked(0) }
         let failures = failuresAcrossClients(socketPath: daemon.socketPath, workers: 8) { worker, client, failures in
             for round in 0..<rounds {
                 let reply = try client.call("cache.add", #"{"key":"lock-\#(round)","value":"w\#(worker)"}"#)
-                guard let stored = reply["result"]?["stored"]?.bool else { failures.add(); continue }
-                if stored { wins[round].add() }
+                guard let stored = reply["result"]?["stored"]?.bool else { failures.withLock { $0 += 1 }; continue }
+                if stored { wins[round].withLock { $0 += 1 } }
             }
         }
         #expect(failures == 0)
-        for round in 0..<rounds { #expect(wins[round].value == 1, "round \(round)") }
+        for round in 0..<rounds { #expect(wins[round].withLock { $0 } == 1, "round \(round)") }
         // The loser's answer names the winner's version.
         let c = try daemon.client()
         let lost = try c.result("cache.add", #"{"key":"lock-0","value":"late"}"#)
@@ -36,7 +37,7 @@ import Testing
                 // Pipelined: 250 requests out, then 250 replies in.
                 for _ in 0..<250 { try client.request("cache.incr", #"{"key":"n"}"#) }
                 for reply in try client.readReplies(250).values where reply["result"]?["value"]?.int64 == nil {
-                    failures.add()
+                    failures.withLock { $0 += 1 }
                 }
             }
         }

@@ -4,17 +4,9 @@
 
 import Foundation
 import HalcyonJSON
+import HalcyonSupport
 import Testing
 @testable import HalcyonServer
-
-/// A value threads can set and read. Threading: thread-safe; `lock` guards `value`.
-final class Locked2<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func set(_ newValue: Value) { lock.lock(); value = newValue; lock.unlock() }
-    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
-}
 
 @Suite struct CLIFeaturesTests {
     @Test func addIncrDecrCas() throws {
@@ -72,11 +64,12 @@ final class Locked2<Value>: @unchecked Sendable {
         let s = daemon.socketPath
         let counter = daemon.root.appendingPathComponent("runs").path
         let command = ["--", "sh", "-c", "echo run >> \(counter); sleep 0.3; echo value"]
-        let runs = (0..<8).map { _ in Locked2<CLIRun?>(nil) }
+        let runs = (0..<8).map { _ in Locked<CLIRun?>(nil) }
         DispatchQueue.concurrentPerform(iterations: 8) { i in
-            runs[i].set(try? CLIProcess.run(["lease", "page", "--lease-ttl", "1m", "--wait", "30s"] + command, socket: s))
+            let run = try? CLIProcess.run(["lease", "page", "--lease-ttl", "1m", "--wait", "30s"] + command, socket: s)
+            runs[i].withLock { $0 = run }
         }
-        for run in runs.map({ $0.get() }) {
+        for run in runs.map({ $0.withLock { $0 } }) {
             #expect(run?.status == 0, "\(run?.stderrText ?? "did not run")")
             #expect(run?.stdoutText == "value\n")
         }

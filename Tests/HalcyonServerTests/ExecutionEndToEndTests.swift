@@ -3,6 +3,7 @@
 
 import Foundation
 import HalcyonJSON
+import HalcyonSupport
 import Testing
 
 @Suite("Execution model end to end", .serialized, .timeLimit(.minutes(1)))
@@ -158,7 +159,7 @@ struct ExecutionEndToEndTests {
                     let r = try client.readReply()
                     replies[r["id"]?.int64 ?? -1] = r
                 }
-                if replies[Int64(2 * round)]?["result"]?["stored"]?.bool != true { failures.add() }
+                if replies[Int64(2 * round)]?["result"]?["stored"]?.bool != true { failures.withLock { $0 += 1 } }
                 // Pipelined set then get of the client's own key must agree.
                 try client.request("cache.set", #"{"key":"own\#(worker)","value":"\#(round)"}"#, id: 9000)
                 try client.request("cache.get", #"{"key":"own\#(worker)"}"#, id: 9001)
@@ -167,7 +168,7 @@ struct ExecutionEndToEndTests {
                     let r = try client.readReply()
                     if r["id"]?.int64 == 9001 { got = r["result"]?["value"]?.string }
                 }
-                if got != "\(round)" { failures.add() }
+                if got != "\(round)" { failures.withLock { $0 += 1 } }
             }
         }
         #expect(failureCount == 0)
@@ -183,16 +184,16 @@ struct ExecutionEndToEndTests {
                 switch i % 5 {
                 case 0, 1:
                     let r = try client.result("cache.set", #"{"key":"\#(key)","value":"\#(worker):\#(i)"}"#)
-                    if r["stored"]?.bool != true { failures.add() }
+                    if r["stored"]?.bool != true { failures.withLock { $0 += 1 } }
                 case 2:
                     let r = try client.result("cache.get", #"{"key":"\#(key)"}"#)
-                    if let v = r["value"]?.string, !v.hasPrefix("\(worker):") { failures.add() }
+                    if let v = r["value"]?.string, !v.hasPrefix("\(worker):") { failures.withLock { $0 += 1 } }
                 case 3:
                     let r = try client.result("cache.describe", #"{"key":"\#(key)"}"#)
-                    if r["found"]?.bool == nil { failures.add() }
+                    if r["found"]?.bool == nil { failures.withLock { $0 += 1 } }
                 default:
                     let r = try client.result("cache.remove", #"{"key":"\#(key)"}"#)
-                    if r["removed"]?.bool == nil { failures.add() }
+                    if r["removed"]?.bool == nil { failures.withLock { $0 += 1 } }
                 }
             }
         }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import HalcyonSupport
 import Testing
 @testable import HalcyonServer
 
@@ -52,8 +52,8 @@ import Testing
         defer { TestSockets.remove(base) }
         let path = "\(base)/h.sock"
         let config = TestSockets.config(path)
-        let winners = Mutex<[PreparedSocket]>([])
-        let losers = Mutex<[SocketSetupError]>([])
+        let winners = Locked<[PreparedSocket]>([])
+        let losers = Locked<[SocketSetupError]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             do {
                 let prepared = try SocketPath.prepare(config, isDefaultPath: false)

@@ -1,7 +1,7 @@
 // Many clients at once against one daemon, for the tests that hammer it from threads.
 
 import Foundation
-import HalcyonCache
+import HalcyonSupport
 
 /// Runs `body` on `workers` threads at once (through `concurrentPerform`), each with its
 /// own connection to the daemon at `socketPath`, and returns how many failures there
@@ -13,33 +13,15 @@ import HalcyonCache
 /// Dispatch's worker threads, once per worker index.
 public func failuresAcrossClients(
     socketPath: String, workers: Int,
-    _ body: @Sendable (_ worker: Int, _ client: TestClient, _ failures: LockedCounter) throws -> Void
+    _ body: @Sendable (_ worker: Int, _ client: TestClient, _ failures: Locked<Int>) throws -> Void
 ) -> Int {
-    let failures = LockedCounter()
+    let failures = Locked(0)
     DispatchQueue.concurrentPerform(iterations: workers) { worker in
         do {
             try body(worker, try TestClient(path: socketPath), failures)
         } catch {
-            failures.add()
+            failures.withLock { $0 += 1 }
         }
     }
-    return failures.value
-}
-
-/// A counter many threads can bump. Threading: thread-safe; a `Locked` box holds it.
-public final class LockedCounter: Sendable {
-    private let count = Locked(0)
-    public init() {}
-    public func add() { count.withLock { $0 += 1 } }
-    public var value: Int { count.withLock { $0 } }
-}
-
-/// A value many threads may read and replace: what a test collects from callbacks that
-/// run on other threads. Threading: thread-safe; a `Locked` box holds it.
-public final class LockedBox<Value: Sendable>: Sendable {
-    private let value: Locked<Value>
-    public init(_ value: Value) { self.value = Locked(value) }
-    /// Runs `body` with exclusive access; never call back into the box from it.
-    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try value.withLock(body) }
-    public var current: Value { value.withLock { $0 } }
+    return failures.withLock { $0 }
 }

@@ -7,7 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HalcyonCache
+import HalcyonSupport
 import HalcyonUpstream
 import NIOCore
 import NIOPosix

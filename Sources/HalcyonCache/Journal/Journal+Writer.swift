@@ -15,8 +15,8 @@
 // end of its sync); a segment that fills is handed to that queue too (synced, then
 // closed) and a new segment's folder entry is synced by the next tick, so a rotation
 // inside a group costs its caller (an event loop, on the direct path) an `open` and a
-// header write, not an `fdatasync` and a folder `fsync` (1-4 ms each here, once per
-// 16 MiB). `sync()` waits for those background syncs first. `never`: the kernel's choice.
+// header write, not an `fdatasync` and a folder `fsync` (Benchmarks/RESULTS.md, "Journal
+// rotation"). `sync()` waits for those background syncs first. `never`: the kernel's choice.
 //
 // The folder deleted under the daemon: an open segment whose folder is gone still takes
 // writes, into a file no restart will find. So the writer looks at the segment's link
@@ -28,6 +28,7 @@
 // within a tick.
 
 import Dispatch
+import HalcyonSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -186,7 +187,7 @@ extension Journal {
                     let value = RecordCodec.appendHead(record, salt: s.salt, to: &heads)
                     if value.count < Self.inlineValueLimit {
                         // Copying a small value is cheaper than one more iovec for the
-                        // kernel to walk (measured: Benchmarks/RESULTS.md, "Journal I/O").
+                        // kernel to walk (Benchmarks/RESULTS.md, "Journal I/O").
                         heads.append(contentsOf: value)
                         pieces.append((start..<heads.count, []))
                     } else {

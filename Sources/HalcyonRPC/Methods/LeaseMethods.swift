@@ -7,6 +7,7 @@
 import Foundation
 import HalcyonCache
 import HalcyonJSON
+import HalcyonSupport
 
 extension Dispatcher {
     /// Handlers of the methods in this file; their lines in the table are in `MethodTable.swift`.

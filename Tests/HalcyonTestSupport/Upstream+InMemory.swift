@@ -1,8 +1,11 @@
 // A stand-in for a shared store in unit tests of the hybrid cache: the `Upstream.Tier`
 // contract over a dictionary, with a movable clock, an on/off switch for reachability,
-// and the events a tracking Redis would send.
+// and the events a tracking Redis would send. It lives with the tests, not in the storage
+// engine: the daemon only ever talks to a real store.
 
 import Foundation
+import HalcyonCache
+import HalcyonSupport
 
 extension Upstream {
     /// An in-process `Upstream.Tier`.

@@ -1,9 +1,9 @@
-// A value guarded by a pthread mutex: the lock the memory tier's shards, the hybrid
-// cache's write book and counters, and CacheTask use. Not `Synchronization.Mutex`: on
-// Linux that lock is a futex driven from the (uninstrumented) standard library, so
-// ThreadSanitizer cannot see its happens-before edges and reports every access it guards
-// as a race (checked with an 8-thread probe: Mutex reported, this clean). pthread_mutex
-// is intercepted by TSan and costs the same uncontended.
+// A value guarded by a pthread mutex: the one lock of every layer (the storage engine's
+// shards, books and counters, the transport's tables, the upstream client, the tests).
+// Not `Synchronization.Mutex`: on Linux that lock is a futex driven from the
+// (uninstrumented) standard library, so ThreadSanitizer cannot see its happens-before
+// edges and reports every access it guards as a race. pthread_mutex is intercepted by
+// ThreadSanitizer and costs the same uncontended.
 
 #if canImport(Glibc)
 import Glibc
