@@ -523,7 +523,8 @@ extension LocalStore {
 // the head stops it, and the files take over, as they do when the table itself is full. The
 // checkpoint syncs the journal before the old segments go. Copies are counted
 // (`recordsCopiedForward`); what copying saves under a long set load is in
-// Benchmarks/RESULTS.md, "Writes with the journal".
+// Benchmarks/RESULTS.md, "The write-behind store: copy-forward and the materializer's
+// pacing".
 //
 // Checkpoint and segment deletion. The checkpoint may go up to the oldest of: the oldest
 // table entry's record, the oldest record journaled but not yet applied, the end of the

@@ -67,6 +67,38 @@ import Testing
         #expect(found.isEmpty, "figures belong in Benchmarks/RESULTS.md:\n\(found.joined(separator: "\n"))")
     }
 
+    /// Every section of Benchmarks/RESULTS.md that a comment in `Sources/` names
+    /// (`Benchmarks/RESULTS.md, "Heading"`, possibly wrapped over lines) exists there: a
+    /// comment never points at a figure the repository does not hold.
+    @Test func everyResultsSectionACommentNamesExists() throws {
+        let results = try String(contentsOf: Self.root.appendingPathComponent("Benchmarks/RESULTS.md"), encoding: .utf8)
+        let headings = results.split(separator: "\n").filter { $0.hasPrefix("#") }
+            .map { $0.drop { $0 == "#" || $0 == " " } }
+        let sources = Self.root.appendingPathComponent("Sources")
+        var missing: [String] = []
+        var cited = 0
+        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
+        while let url = files?.nextObject() as? URL {
+            guard ["swift", "c", "h"].contains(url.pathExtension) else { continue }
+            let text = try String(contentsOf: url, encoding: .utf8)
+            // The comment lines joined, so that a name wrapped over two lines reads whole.
+            let joined = text.split(separator: "\n", omittingEmptySubsequences: false)
+                .map { $0.drop { $0 == " " } }
+                .filter { $0.hasPrefix("//") }
+                .map { $0.drop { $0 == "/" }.drop { $0 == " " } }
+                .joined(separator: " ")
+            for match in joined.matches(of: #/RESULTS\.md, "([^"]+)"/#) {
+                cited += 1
+                let name = match.output.1
+                if !headings.contains(where: { $0.hasPrefix(name) }) {
+                    missing.append("\(url.lastPathComponent): \(name)")
+                }
+            }
+        }
+        #expect(cited > 0)
+        #expect(missing.isEmpty, "sections named in comments but not in Benchmarks/RESULTS.md: \(missing)")
+    }
+
     /// The check itself: it sees each kind of figure, and not what only looks like one.
     @Test func theCheckTellsFiguresFromContracts() throws {
         let patterns = try Self.figurePatterns.map { try Regex($0) }
