@@ -4,7 +4,7 @@
 // writing into the existing file costs (Benchmarks/RESULTS.md, "Rewriting a cache file in
 // place"). The price is that a crash or a
 // concurrent reader can meet a part-written file, so only a caller that can answer for
-// both may ask for it (see `HybridCache.WriteBehind.materializeSlice`).
+// both may ask for it (see `LocalStore.WriteBehind.materializeSlice`).
 //
 // How: open the name (`O_RDWR|O_NOFOLLOW|O_NONBLOCK|O_NOATIME`), `fstat`, `writev` header +
 // key + value at offset 0, `ftruncate` when the old file was longer, `futimens` after the

@@ -96,7 +96,7 @@ extension DiskStorage {
     /// Files are replaced by `rename`, so a reader holding an open file sees one whole
     /// value, except when a caller asks for `FileReplacement.inPlace`: then a reader that
     /// opens the file during the rewrite may see a part, and the caller must keep such
-    /// readers away (the hybrid cache does: see `HybridCache.WriteBehind.materializeSlice`).
+    /// readers away (the local store does: see `LocalStore.WriteBehind.materializeSlice`).
     ///
     /// Invariants: `directoryURL` is fixed at init. If the folder could not be created or
     /// used then, `isReady` is false for the backend's lifetime and every call throws

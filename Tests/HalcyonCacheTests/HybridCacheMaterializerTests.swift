@@ -1,7 +1,7 @@
 // The materializer rewrites per-key files in place, and that stays safe: a file torn by a
 // crash mid-rewrite is never served (replay writes the journaled value again), a disk
 // reader off the ioQueue makes it rename instead, and the key listing never opens a file
-// the unwritten table answers for. See `HybridCache.WriteBehind.materializeSlice`.
+// the unwritten table answers for. See `LocalStore.WriteBehind.materializeSlice`.
 
 import Foundation
 import HalcyonSupport

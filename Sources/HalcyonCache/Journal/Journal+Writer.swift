@@ -23,7 +23,7 @@
 // count after each group (one `fstat` per group) and, when a segment must be opened in a
 // folder that is gone, makes the folder again; either way it reports the loss once
 // (`takeLoss`), and the write path journals the unwritten table again before any reply
-// of the group (`HybridCache.WriteBehind.rebuild`). The materializer's tick asks the
+// of the group (`LocalStore.WriteBehind.rebuild`). The materializer's tick asks the
 // writer to look too (`checkSegment`), so a deletion while no write comes is repaired
 // within a tick.
 
