@@ -17,9 +17,13 @@ import Darwin
 /// `pthread_mutex_lock` and `pthread_mutex_unlock` on `mutex`; `withLock` must not be
 /// re-entered on the same instance from inside its body (the mutex is not recursive), and
 /// no body may call out to code that could (callbacks run after `withLock` returns).
+///
+/// `withLock` is `@inlinable`: every layer takes its locks on its hot paths (a memory
+/// shard per lookup, the write book, counters), and a generic call across the module
+/// boundary would be neither specialized nor inlined.
 public final class Locked<Value>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
 
     public init(_ value: Value) {
         self.value = value
@@ -34,7 +38,7 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the value.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
