@@ -90,6 +90,25 @@ public final class HybridCache: DeliversTasks, Sendable {
         return stats
     }
 
+    /// The accounted namespaces' counters in the memory tier (`Quotas`, `registerNamespace`).
+    public func namespaceStats() -> [MemoryStorage.NamespaceStats] {
+        memoryStorage.namespaceStats()
+    }
+
+    /// Replaces the per-namespace quotas; a namespace now over its quota loses its own
+    /// least recently used memory entries before this returns (`MemoryStorage.Backend.setQuotas`).
+    /// Thread-safe; call it off the event loops (it may evict many entries).
+    public func setQuotas(_ quotas: Quotas) {
+        memoryStorage.setQuotas(quotas)
+    }
+
+    /// Accounts `namespace` without a quota (a namespace learnt at run time); false when
+    /// `MemoryStorage.Backend.maxAccounts` namespaces are accounted already.
+    @discardableResult
+    public func registerNamespace(_ namespace: Namespace) -> Bool {
+        memoryStorage.register(namespace)
+    }
+
     /// Whether some keys are shared with other hosts (`Config.upstream`).
     public var hasUpstream: Bool { shared != nil }
 

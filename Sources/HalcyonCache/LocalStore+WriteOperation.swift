@@ -192,6 +192,7 @@ extension LocalStore {
             // disk error does not (the key is then in neither tier, or memory only).
             if case .success = result {
                 counters.withLock { $0.sets += 1 }
+                memoryStorage.countSet(forKey: s.key)
                 written(s.key)
             }
             return result.map { .stored($0) }

@@ -4,6 +4,7 @@
 
 import Foundation
 import Glibc
+import HalcyonCache
 import HalcyonRPC
 
 /// The rules of an access file, in file order; the first that matches a peer decides.
@@ -22,9 +23,11 @@ import HalcyonRPC
 /// (`KeyNamespace.isValidName`), `$user` (the peer's user name, looked up when it
 /// connects; a peer whose name is not a valid namespace name, or who has none, does not
 /// match the line) or `*` (the whole keyspace: needs `admin`). RIGHTS are `read`,
-/// `write`, `admin`, separated by commas. QUOTAS (`memory=SIZE`, `disk=SIZE`) are checked
-/// and then refused: this version cannot enforce them, and a quota it ignored would be a
-/// promise it does not keep.
+/// `write`, `admin`, separated by commas. QUOTAS: `memory=SIZE` bounds the namespace's
+/// bytes in the memory tier (`Quotas`; a namespace over it loses its own least recently
+/// used entries); only a line naming a namespace may carry one, and a namespace's quota is
+/// the first such line's. `disk=SIZE` parses and is refused: this version cannot enforce
+/// it, and a quota it ignored would be a promise it does not keep.
 ///
 /// A peer no line matches is refused, except root and the daemon's own user (who could
 /// read the cache folder anyway): they get the whole keyspace with every right.
@@ -53,6 +56,8 @@ public struct AccessRules: Sendable, Equatable {
         public var who: Who
         public var scope: Scope
         public var rights: AccessRights
+        /// The namespace's memory quota in bytes (`memory=`); nil for none.
+        public var memoryQuota: Int? = nil
         /// The line of the file it was read from, for logs.
         public var line: Int
 
@@ -76,10 +81,10 @@ public struct AccessRules: Sendable, Equatable {
             description = line == 0 ? message : "line \(line): \(message)"
         }
 
-        /// A line with quotas: they parse, and this version refuses them.
-        static func quotasNotEnforced(line: Int) -> ParseError {
+        /// A line with a disk quota: it parses, and this version refuses it.
+        static func diskQuotaNotEnforced(line: Int) -> ParseError {
             var error = ParseError(line: line, message: "")
-            error.description = "quotas are not enforced by this version: line \(line)"
+            error.description = "disk quotas are not enforced by this version: line \(line)"
             return error
         }
     }
@@ -154,17 +159,42 @@ public struct AccessRules: Sendable, Equatable {
             }
             scope = .namespace(namespace)
         }
-        if words.count > 4 {
-            for quota in words[4...] {
-                let parts = quota.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, ["memory", "disk"].contains(parts[0]) else {
-                    throw fail("'\(quota)' is not a quota (memory=SIZE or disk=SIZE)")
-                }
-                do { _ = try HumanUnits.parseByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
+        var memoryQuota: Int?
+        var diskQuota = false
+        for quota in words.dropFirst(4) {
+            let parts = quota.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, ["memory", "disk"].contains(parts[0]) else {
+                throw fail("'\(quota)' is not a quota (memory=SIZE or disk=SIZE)")
             }
-            throw .quotasNotEnforced(line: line)
+            let bytes: Int
+            do { bytes = try HumanUnits.parseIntByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
+            guard case .namespace = scope else { throw fail("quotas need a named namespace, not '\(words[2])'") }
+            if parts[0] == "disk" { diskQuota = true } else { memoryQuota = bytes }
         }
-        return Rule(who: who, scope: scope, rights: rights, line: line)
+        if diskQuota { throw .diskQuotaNotEnforced(line: line) }
+        return Rule(who: who, scope: scope, rights: rights, memoryQuota: memoryQuota, line: line)
+    }
+
+    /// The namespaces the lines name, in file order, once each.
+    public var namedNamespaces: [KeyNamespace] {
+        var seen = Set<KeyNamespace>()
+        return rules.compactMap { rule -> KeyNamespace? in
+            guard case .namespace(let namespace) = rule.scope, seen.insert(namespace).inserted else { return nil }
+            return namespace
+        }
+    }
+
+    /// The storage engine's quotas: each named namespace's memory quota, from the first
+    /// line of the namespace that carries one.
+    public var quotas: Quotas {
+        var quotas = Quotas()
+        for rule in rules {
+            guard case .namespace(let namespace) = rule.scope, let memory = rule.memoryQuota,
+                  quotas.limits[namespace] == nil
+            else { continue }
+            quotas.limits[namespace] = Quotas.Limits(memory: memory)
+        }
+        return quotas
     }
 
     /// The namespace and rights of `peer`: the first line that names it and grants it a

@@ -44,6 +44,9 @@ public final class Metrics: Sendable {
     private let lastSeen = Locked([String: Int64]())
     /// The upstream's last sample (`UpstreamLink`); nil without an upstream.
     private let upstream: @Sendable () -> UpstreamFacts?
+    /// The namespaces the rules file in force names (each gets series of its own); empty
+    /// without `--access`.
+    private let namedNamespaces: @Sendable () -> Set<Namespace>
 
     /// The tiers' size limits, exported as `halcyon_cache_limit_bytes{tier}` so a
     /// dashboard can draw what a tier holds against what it may hold (0: no limit).
@@ -54,9 +57,11 @@ public final class Metrics: Sendable {
 
     init(
         cache: HybridCache, counters: ServerCounters, limits: Limits = Limits(),
-        upstream: @escaping @Sendable () -> UpstreamFacts? = { nil }
+        upstream: @escaping @Sendable () -> UpstreamFacts? = { nil },
+        namedNamespaces: @escaping @Sendable () -> Set<Namespace> = { [] }
     ) {
         self.upstream = upstream
+        self.namedNamespaces = namedNamespaces
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         self.cache = cache
@@ -119,6 +124,46 @@ public final class Metrics: Sendable {
         level("halcyon_journal_unwritten_bytes", [], Double(stats.journal?.unwrittenBytes ?? 0))
         level("halcyon_journal_unwritten_entries", [], Double(stats.journal?.unwrittenEntries ?? 0))
         if let shared = stats.upstream, let facts = upstream() { refreshUpstream(shared, facts, &last) }
+        refreshNamespaces(&last)
+    }
+
+    /// The label of the namespaces the rules file does not name (those of `$user` lines,
+    /// and any a reload dropped): their series are summed under it, so the number of
+    /// series stays bounded by the file, however many users connect.
+    static let unnamedNamespaceLabel = "$user"
+
+    /// The accounted namespaces' memory tier counters, labelled `namespace`: one set of
+    /// series per namespace the rules file names, and one for all others together.
+    private func refreshNamespaces(_ last: inout [String: Int64]) {
+        let accounts = cache.namespaceStats()
+        guard !accounts.isEmpty else { return }
+        let named = namedNamespaces()
+        var series: [(label: String, stats: MemoryStorage.NamespaceStats)] = []
+        var others: MemoryStorage.NamespaceStats?
+        for account in accounts {
+            if named.contains(account.namespace) {
+                series.append((account.namespace.name, account))
+            } else if var sum = others {
+                sum.hits += account.hits; sum.misses += account.misses; sum.sets += account.sets
+                sum.evictions += account.evictions; sum.totalCost += account.totalCost; sum.count += account.count
+                sum.quota += account.quota
+                others = sum
+            } else {
+                others = account
+            }
+        }
+        if let others { series.append((Self.unnamedNamespaceLabel, others)) }
+        for (label, stats) in series {
+            let dimensions = [("namespace", label)]
+            let memory = dimensions + [("tier", "memory")]
+            count("halcyon_namespace_hits_total", memory, stats.hits, &last)
+            count("halcyon_namespace_misses_total", memory, stats.misses, &last)
+            count("halcyon_namespace_evictions_total", memory, stats.evictions, &last)
+            count("halcyon_namespace_sets_total", dimensions, stats.sets, &last)
+            level("halcyon_namespace_bytes", memory, Double(stats.totalCost))
+            level("halcyon_namespace_entries", memory, Double(stats.count))
+            level("halcyon_namespace_quota_bytes", memory, Double(stats.quota))
+        }
     }
 
     /// The shared keys' counters and the upstream connection's.

@@ -19,8 +19,23 @@ extension Dispatcher {
             }
         }
 
-        /// `cache.stats`
+        /// `cache.stats`: the whole cache's counters, and each accounted namespace's; to a
+        /// caller without the `admin` right under `--access`, its own namespace's only.
         static func stats(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            let namespaces = dispatcher.cache.namespaceStats()
+            if let access = call.session.access, !access.rights.contains(.admin) {
+                // Not an admin, so a named namespace: `*` needs the admin right.
+                let own = access.namespace.map { namespace in
+                    namespaces.first { $0.namespace == namespace } ?? MemoryStorage.NamespaceStats(namespace: namespace)
+                }
+                call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                    w.beginObject()
+                    w.key("namespace")
+                    if let own { own.write(to: &w) } else { w.null() }
+                    w.endObject()
+                })
+                return nil
+            }
             let stats = dispatcher.cache.stats()
             let live = dispatcher.facts.liveCounters()
             let uptime = Date().timeIntervalSince(dispatcher.facts.startedAt)
@@ -42,6 +57,9 @@ extension Dispatcher {
                 w.field("leasesExpired", leases.expired)
                 w.field("leaseWaitersRefused", leases.refused)
                 w.field("leaseWaitsTimedOut", leases.timedOut)
+                w.key("namespaces"); w.beginArray()
+                for namespace in namespaces { namespace.write(to: &w) }
+                w.endArray()
                 if let shared = stats.upstream {
                     w.key("upstream"); w.beginObject()
                     shared.write(to: &w)
@@ -200,6 +218,22 @@ extension UpstreamStats {
         w.field("staleCopiesRefused", staleCopiesRefused); w.field("queuedBehindWrite", queuedBehindWrite)
         w.field("slides", slides); w.field("slidesRefused", slidesRefused)
         w.field("leaseWaitersRefused", leaseWaitersRefused)
+    }
+}
+
+extension MemoryStorage.NamespaceStats {
+    /// One namespace's block of `cache.stats`: its name, its memory tier counters and
+    /// quota, and its stores.
+    func write(to w: inout JSONWriter) {
+        w.beginObject()
+        w.field("name", namespace.name)
+        w.key("memory"); w.beginObject()
+        w.field("hits", hits); w.field("misses", misses)
+        w.field("bytes", totalCost); w.field("entries", count)
+        w.field("evictions", evictions); w.field("quota", quota)
+        w.endObject()
+        w.field("sets", sets)
+        w.endObject()
     }
 }
 
