@@ -19,8 +19,8 @@ extension Dispatcher {
             }
         }
 
-        /// `cache.stats`: the whole cache's counters, and each accounted namespace's; to a
-        /// caller without the `admin` right under `--access`, its own namespace's only.
+        /// `cache.stats`: the whole cache's counters, and under `--access` each accounted
+        /// namespace's; to a caller without the `admin` right, its own namespace's only.
         static func stats(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             let namespaces = dispatcher.cache.namespaceStats()
             if let access = call.session.access, !access.rights.contains(.admin) {
@@ -57,9 +57,11 @@ extension Dispatcher {
                 w.field("leasesExpired", leases.expired)
                 w.field("leaseWaitersRefused", leases.refused)
                 w.field("leaseWaitsTimedOut", leases.timedOut)
-                w.key("namespaces"); w.beginArray()
-                for namespace in namespaces { namespace.write(to: &w) }
-                w.endArray()
+                if call.session.access != nil {
+                    w.key("namespaces"); w.beginArray()
+                    for namespace in namespaces { namespace.write(to: &w) }
+                    w.endArray()
+                }
                 if let shared = stats.upstream {
                     w.key("upstream"); w.beginObject()
                     shared.write(to: &w)
