@@ -13,13 +13,15 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 from typing import Iterator, List
 
 import pytest
 
 from conftest import Daemon
-from test_tenants import ALICE, BOB, CAROL, EVE, OPS, Peer, _await_log, _start_tenants, peer, pytestmark  # noqa: F401
+from test_tenants import (  # noqa: F401
+    ALICE, BOB, CAROL, EVE, OPS, Peer, _await_log, _start_tenants, as_user, peer, pytestmark)
 
 KIB = 1024
 
@@ -131,3 +133,15 @@ def test_sighup_with_a_smaller_quota_evicts_down_to_it(quotas: Daemon) -> None:
     assert own_block(web)["memory"]["entries"] == 8
     web.close()
     batch.close()
+
+
+def test_the_cli_stats_table_shows_each_namespace(quotas: Daemon, halcyon_bin: str) -> None:
+    def table(user: str) -> List[List[str]]:
+        out = subprocess.run([*as_user(user), halcyon_bin, "--socket", quotas.socket, "stats"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return [line.split() for line in out.stdout.splitlines()]
+    assert ["namespace.name", "batch"] in table(BOB)
+    assert ["namespace.memory.quota", "8192"] in table(BOB)
+    rows = table(OPS)
+    assert ["namespaces.batch.memory.quota", "8192"] in rows and ["namespaces.web.sets", "0"] in rows, rows
