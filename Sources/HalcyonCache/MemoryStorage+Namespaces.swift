@@ -182,35 +182,11 @@ extension MemoryStorage.Backend {
         }
     }
 
-    /// Evicts `account`'s own least recently used entries until it is within its quota:
-    /// each round peeks at the account's oldest node in every shard holding one (one lock
-    /// at a time; see `LRUState.oldest(inAccount:)` for the walk), then evicts the oldest
-    /// if it is still its shard's oldest of the account. Other namespaces' entries are
-    /// never touched.
+    /// Evicts `account`'s own least recently used entries until it is within its quota
+    /// (`evict`, with each shard's oldest node of the account: see
+    /// `LRUState.oldest(inAccount:)` for the walk). Other namespaces' entries are never
+    /// touched.
     func enforceQuota(_ account: MemoryStorage.Account) {
-        var writeBacks: [MemoryStorage.WriteBack] = []
-        while account.isOverQuota {
-            var victim: (shard: MemoryStorage.Shard, lastAccess: Date)?
-            for shard in shards {
-                if let oldest = shard.state.withLock({ $0.oldest(inAccount: account.id) }),
-                   victim == nil || oldest.lastAccess < victim!.lastAccess
-                {
-                    victim = (shard, oldest.lastAccess)
-                }
-            }
-            guard let victim else { break }
-            let now = clock.now()
-            let cost = victim.shard.state.withLock { state -> Int? in
-                guard let oldest = state.oldest(inAccount: account.id) else { return nil }
-                state.evictions += 1
-                if let writeBack = state[oldest.slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
-                return state.remove(oldest.slot)
-            }
-            if let cost {
-                account.evictions.add(1, ordering: .relaxed)
-                accountRemoval(cost: cost, count: 1)
-            }
-        }
-        addPending(writeBacks)
+        evict(while: { account.isOverQuota }) { $0.oldest(inAccount: account.id) }
     }
 }

@@ -854,11 +854,21 @@ public enum MemoryStorage {
         /// back a few seconds' slide of a days-long lifetime each time would double the
         /// journal's records for nothing.
         private func enforceLimits() {
+            evict(while: overLimit) { $0.oldest }
+        }
+
+        /// Evicts, while `over()`, the oldest of the nodes `candidate` picks in each shard
+        /// (a shard's least recently used, or its least recently used of one namespace):
+        /// peeks at every shard under its lock (one lock at a time), then evicts the oldest
+        /// pick if it is still its shard's pick. Counts the eviction in the tier and in the
+        /// node's namespace. `candidate` runs under the shard's lock (`inout`: no copy of
+        /// the shard's state).
+        func evict(while over: () -> Bool, _ candidate: (inout LRUState) -> (slot: Int32, lastAccess: Date)?) {
             var writeBacks: [WriteBack] = []
-            while overLimit() {
+            while over() {
                 var victim: (shard: Shard, lastAccess: Date)?
                 for shard in shards {
-                    if let oldest = shard.state.withLock({ $0.oldest }),
+                    if let oldest = shard.state.withLock({ candidate(&$0) }),
                        victim == nil || oldest.lastAccess < victim!.lastAccess
                     {
                         victim = (shard, oldest.lastAccess)
@@ -867,7 +877,7 @@ public enum MemoryStorage {
                 guard let victim else { break }
                 let now = clock.now()
                 let cost = victim.shard.state.withLock { state -> Int? in
-                    guard let oldest = state.oldest else { return nil }
+                    guard let oldest = candidate(&state) else { return nil }
                     state.evictions += 1
                     let account = state[oldest.slot].account
                     if account != Account.none { state.accounts[Int(account)].evictions.add(1, ordering: .relaxed) }
