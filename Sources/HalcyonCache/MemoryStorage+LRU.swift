@@ -124,8 +124,10 @@ extension MemoryStorage {
 
         func slot(forKey key: CacheKey) -> Int32? { index[key] }
 
-        /// The account `key` counts in, or `Account.none`: one nil check when no
-        /// namespace is accounted, else a scan of the key's namespace prefix and one lookup.
+        /// The account `key` counts in, or `Account.none`: one emptiness check when no
+        /// namespace is accounted, else a scan of the key's namespace prefix and one lookup
+        /// (the prefix is a small inline string for names of up to 14 bytes; a longer name
+        /// costs an allocation per lookup).
         func accountID(forKey key: CacheKey) -> Int32 {
             guard !accountIDs.isEmpty, let length = key.namespacePrefixLength else { return Account.none }
             return accountIDs[key.leading(length)] ?? Account.none

@@ -36,7 +36,8 @@ def rules(batch_quota: str) -> str:
 
 @pytest.fixture()
 def quotas() -> Iterator[Daemon]:
-    d = _start_tenants(rules("8KiB"))
+    # Room for web's read set and batch's quota, not for a flood of 200 KiB.
+    d = _start_tenants(rules("8KiB"), ["--memory-limit", "64KiB"])
     yield d
     d.stop()
     shutil.rmtree(d.folder, ignore_errors=True)
@@ -85,6 +86,16 @@ def test_a_namespace_over_its_quota_evicts_only_its_own_entries(quotas: Daemon) 
     error = batch.call("cache.set", {"key": "big", "value": "x" * (8 * KIB + 1), "toDisk": False})["error"]
     assert error["data"] == {"reason": "valueTooLarge", "param": "value", "tier": "memory", "limit": 8 * KIB,
                              "quota": True}, error
+
+    # The same flood from a namespace without a quota fills the whole tier, whose own
+    # least recently used entries then go, web's among them: what the quota prevents.
+    eve = peer(quotas, EVE)
+    for i in range(200):
+        eve.result("cache.set", {"key": f"row{i}", "value": "e" * KIB, "toDisk": False})
+    unbounded = hit_rate(web, read_set)
+    print(f"web's hit rate after a namespace without a quota floods: {unbounded:.3f}")
+    assert unbounded < 1.0
+    eve.close()
     web.close()
     batch.close()
 

@@ -123,14 +123,15 @@ class Peer:
         self.proc.wait(timeout=20)
 
 
-def _start_tenants(rules_text: str) -> Daemon:
-    """A daemon of the caller's own, with ``rules_text`` in ``<folder>/access.conf``."""
+def _start_tenants(rules_text: str, extra: Optional[List[str]] = None) -> Daemon:
+    """A daemon of the caller's own, with ``rules_text`` in ``<folder>/access.conf``
+    (and the flags ``extra``)."""
     _ensure_accounts()
     folder = short_tmpdir()
     os.chmod(folder, 0o755)
     rules = os.path.join(folder, "access.conf")
     Path(rules).write_text(rules_text)
-    d = _start_daemon(["--access", rules, "--socket-mode", "0666", "--log-level", "notice"])
+    d = _start_daemon(["--access", rules, "--socket-mode", "0666", "--log-level", "notice", *(extra or [])])
     os.chmod(d.folder, 0o711)  # the socket's folder: searchable by the other users
     d.rules = rules  # type: ignore[attr-defined]
     d.rules_folder = folder  # type: ignore[attr-defined]
