@@ -433,7 +433,8 @@ public final class Daemon: Sendable {
     }
 
     /// Reads the `--access` file again (on SIGHUP): good rules apply to connections
-    /// accepted from now on; bad ones are logged and the rules in force stay. Open
+    /// accepted from now on, and their quotas at once (`applyNamespaces`); bad ones are
+    /// logged and the rules in force stay. Open
     /// connections keep what they were granted. Runs on `lifecycleQueue`.
     private func reloadAccessRules() {
         guard let path = configuration.accessFile else { return }
