@@ -98,12 +98,9 @@ public final class Metrics: Sendable {
         ]
         for tier in tiers {
             let dimensions = [("tier", tier.0)]
-            count("halcyon_cache_hits_total", dimensions, tier.hits, &last)
-            count("halcyon_cache_misses_total", dimensions, tier.misses, &last)
-            count("halcyon_cache_evictions_total", dimensions, tier.evictions, &last)
+            tierSeries("halcyon_cache", dimensions, hits: tier.hits, misses: tier.misses, evictions: tier.evictions,
+                       bytes: Double(tier.bytes), entries: tier.entries, &last)
             count("halcyon_cache_expirations_total", dimensions, tier.expirations, &last)
-            level("halcyon_cache_bytes", dimensions, Double(tier.bytes))
-            level("halcyon_cache_entries", dimensions, Double(tier.entries))
         }
         count("halcyon_cache_sets_total", [], stats.sets, &last)
         count("halcyon_cache_removals_total", [], stats.removals, &last)
@@ -156,12 +153,9 @@ public final class Metrics: Sendable {
         for (label, stats) in series {
             let dimensions = [("namespace", label)]
             let memory = dimensions + [("tier", "memory")]
-            count("halcyon_namespace_hits_total", memory, stats.hits, &last)
-            count("halcyon_namespace_misses_total", memory, stats.misses, &last)
-            count("halcyon_namespace_evictions_total", memory, stats.evictions, &last)
+            tierSeries("halcyon_namespace", memory, hits: stats.hits, misses: stats.misses, evictions: stats.evictions,
+                       bytes: Double(stats.totalCost), entries: stats.count, &last)
             count("halcyon_namespace_sets_total", dimensions, stats.sets, &last)
-            level("halcyon_namespace_bytes", memory, Double(stats.totalCost))
-            level("halcyon_namespace_entries", memory, Double(stats.count))
             level("halcyon_namespace_quota_bytes", memory, Double(stats.quota))
         }
     }
@@ -197,6 +191,19 @@ public final class Metrics: Sendable {
         count("halcyon_upstream_failed_fast_total", [], facts.failedFast, &last)
         count("halcyon_upstream_script_reloads_total", [], facts.scriptReloads, &last)
         count("halcyon_upstream_topology_refreshes_total", [], facts.topologyRefreshes, &last)
+    }
+
+    /// The series every tier has, named `prefix` + `_hits_total` and so on: reads,
+    /// evictions, and what it holds now.
+    private func tierSeries(
+        _ prefix: String, _ dimensions: [(String, String)], hits: Int, misses: Int, evictions: Int, bytes: Double,
+        entries: Int, _ last: inout [String: Int64]
+    ) {
+        count(prefix + "_hits_total", dimensions, hits, &last)
+        count(prefix + "_misses_total", dimensions, misses, &last)
+        count(prefix + "_evictions_total", dimensions, evictions, &last)
+        level(prefix + "_bytes", dimensions, bytes)
+        level(prefix + "_entries", dimensions, Double(entries))
     }
 
     /// Moves a counter up to `value` (a cumulative count its owner keeps).

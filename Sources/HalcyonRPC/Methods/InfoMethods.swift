@@ -223,17 +223,29 @@ extension UpstreamStats {
     }
 }
 
+extension JSONWriter {
+    /// One tier's member of `cache.stats` (whole cache or namespace): its reads, what it
+    /// holds, its evictions, and `last` (expirations, or a namespace's quota).
+    mutating func tierCounters(
+        _ tier: StaticString, hits: Int, misses: Int, bytes: UInt64, entries: Int, evictions: Int,
+        last: (StaticString, Int)
+    ) {
+        key(tier); beginObject()
+        field("hits", hits); field("misses", misses)
+        field("bytes", bytes); field("entries", entries)
+        field("evictions", evictions); field(last.0, last.1)
+        endObject()
+    }
+}
+
 extension MemoryStorage.NamespaceStats {
     /// One namespace's block of `cache.stats`: its name, its memory tier counters and
     /// quota, and its stores.
     func write(to w: inout JSONWriter) {
         w.beginObject()
         w.field("name", namespace.name)
-        w.key("memory"); w.beginObject()
-        w.field("hits", hits); w.field("misses", misses)
-        w.field("bytes", totalCost); w.field("entries", count)
-        w.field("evictions", evictions); w.field("quota", quota)
-        w.endObject()
+        w.tierCounters("memory", hits: hits, misses: misses, bytes: UInt64(totalCost), entries: count,
+                       evictions: evictions, last: ("quota", quota))
         w.field("sets", sets)
         w.endObject()
     }
@@ -243,16 +255,10 @@ extension CacheStats {
     /// The counters as `cache.stats` shows them: one object per tier, and the totals a
     /// user checks first (evictions and expirations, so no limit loses data silently).
     func write(to w: inout JSONWriter) {
-        w.key("memory"); w.beginObject()
-        w.field("hits", memoryHits); w.field("misses", memoryMisses)
-        w.field("bytes", memoryBytes); w.field("entries", memoryEntries)
-        w.field("evictions", memoryEvictions); w.field("expirations", memoryExpirations)
-        w.endObject()
-        w.key("disk"); w.beginObject()
-        w.field("hits", diskHits); w.field("misses", diskMisses)
-        w.field("bytes", diskBytes); w.field("entries", diskEntries)
-        w.field("evictions", diskEvictions); w.field("expirations", diskExpirations)
-        w.endObject()
+        w.tierCounters("memory", hits: memoryHits, misses: memoryMisses, bytes: UInt64(memoryBytes),
+                       entries: memoryEntries, evictions: memoryEvictions, last: ("expirations", memoryExpirations))
+        w.tierCounters("disk", hits: diskHits, misses: diskMisses, bytes: diskBytes, entries: diskEntries,
+                       evictions: diskEvictions, last: ("expirations", diskExpirations))
         // Totals only where they add up: a read that missed memory and then hit disk is
         // one memory miss and one disk hit, so an overall "misses" would be ambiguous.
         w.field("sets", sets)
