@@ -139,3 +139,29 @@ struct MemoryStorageQuotaTests {
         #expect(Self.stats(memory, Self.a)?.hits == 0)
     }
 }
+
+/// The quotas through the hybrid cache's write path: sets count in their namespace, and a
+/// value for the disk larger than the quota is kept there without a memory copy.
+@Suite("HybridCache namespace quotas", .timeLimit(.minutes(1)))
+struct HybridCacheQuotaTests {
+    @Test func storesCountInTheirNamespaceAndTheDiskKeepsWhatTheQuotaCannot() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        let a = MemoryStorageQuotaTests.a
+        cache.setQuotas(Quotas([a: .init(memory: 100)]))
+        let small = MemoryStorageQuotaTests.key(a, 1)
+        let large = MemoryStorageQuotaTests.key(a, 2)
+        #expect(try await result { cache.store(CacheEntry(bytes: [1]), forKey: small, completion: $0) }.get().stored)
+        #expect(try await result {
+            cache.store(CacheEntry(bytes: [UInt8](repeating: 2, count: 101)), forKey: large, completion: $0)
+        }.get().stored)
+        #expect(cache.memoryStorage.isCached(forKey: small))
+        #expect(!cache.memoryStorage.isCached(forKey: large))
+        let read = try await result { cache.retrieve(forKey: large, completion: $0) }.get()
+        #expect(read.entry?.bytes.count == 101)
+        let stats = cache.namespaceStats().first { $0.namespace == a }
+        #expect(stats?.sets == 2)
+        #expect(stats?.totalCost == 1)
+        #expect(stats?.quota == 100)
+    }
+}
