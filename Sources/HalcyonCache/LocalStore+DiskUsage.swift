@@ -21,6 +21,7 @@ extension LocalStore {
         } catch {
             diskUsage.withLock { $0 = nil }
         }
+        recountNamespaceDisk()
     }
 
     /// The bytes a stored value occupies on disk (its file, header included).
@@ -34,8 +35,10 @@ extension LocalStore {
         try? diskStorage.meta(forKey: key, referenceDate: .distantPast, forcedExtension: forcedExtension)
     }
 
-    /// Applies one file's change to the account: `old` replaced by `new` (either nil). ioQueue only.
-    func adjustDiskUsage(replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
+    /// Applies one file's change to the account: `old` replaced by `new` (either nil), and
+    /// to the account of `key`'s namespace. ioQueue only.
+    func adjustDiskUsage(forKey key: CacheKey, replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
+        adjustNamespaceDisk(forKey: key, replacing: old, with: new)
         diskUsage.withLock { usage in
             guard var u = usage else { return }
             if let old {

@@ -274,7 +274,7 @@ extension LocalStore {
         done.wait()
     }
 
-    private func applyWriteBacks(_ records: [MemoryStorage.WriteBack]) -> Int {
+    func applyWriteBacks(_ records: [MemoryStorage.WriteBack]) -> Int {
         guard !records.isEmpty else { return 0 }
         journalWriteBacks(records)
         var written = 0
@@ -329,7 +329,7 @@ extension LocalStore {
                 _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension, journaled: false)
                 return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
             }
-            adjustDiskUsage(replacing: old, with: meta)
+            adjustDiskUsage(forKey: s.key, replacing: old, with: meta)
             if s.forcedExtension == nil { supersedeUnwritten(forKey: s.key, version: s.entry.version) }
             memoryStorage.store(
                 s.entry, forKey: s.key, residency: s.memoryExpiration,
@@ -337,6 +337,7 @@ extension LocalStore {
                     expiresAt: meta.expiration, timeToLive: s.timeToLive, extendedAt: now,
                     diskExpiresAt: meta.expiration, forcedExtension: s.forcedExtension))
             enforceDiskSizeLimit()
+            enforceDiskQuota(forKey: s.key)
             return .success(StoreResult(
                 stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration),
                 version: s.entry.version))
@@ -550,7 +551,7 @@ extension LocalStore {
     }
 
     /// File name -> last access of every resident copy of a disk entry.
-    private func residentAccesses() -> [CacheKey: Date] {
+    func residentAccesses() -> [CacheKey: Date] {
         var out: [CacheKey: Date] = [:]
         for e in memoryStorage.residentDiskEntries() {
             out[CacheKey(diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension))] = e.lastAccess

@@ -73,6 +73,12 @@ extension MemoryStorage {
         public var count: Int
         /// The namespace's memory quota in bytes; 0 = none.
         public var quota: Int
+        /// The namespace's share of the disk tier (filled by `HybridCache.namespaceStats`):
+        /// its files' bytes and count, files removed for its quota, and its disk quota (0 = none).
+        public var diskBytes: UInt64 = 0
+        public var diskEntries: Int = 0
+        public var diskEvictions: Int = 0
+        public var diskQuota: UInt64 = 0
 
         public init(
             namespace: Namespace, hits: Int = 0, misses: Int = 0, sets: Int = 0, evictions: Int = 0, totalCost: Int = 0,

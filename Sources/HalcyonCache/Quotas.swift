@@ -2,11 +2,12 @@
 // rules file and replaces them at run time (SIGHUP); the storage engine applies them to
 // every key whose bytes name the namespace (`CacheKey.namespace`).
 
-/// Each namespace's bound on the bytes it may hold in the memory tier.
+/// Each namespace's bounds on the bytes it may hold in the memory tier and in the disk tier.
 ///
 /// A key with no namespace (tenancy off, or a key an admin stored in the whole keyspace)
 /// has no quota, and neither has a namespace not listed here. A namespace over its quota
-/// loses its own least recently used entries, never another's (`MemoryStorage.Backend`).
+/// loses its own least recently used entries, never another's (`MemoryStorage.Backend`;
+/// on disk LocalStore+DiskQuotas.swift).
 ///
 /// Threading: a value; any thread.
 public struct Quotas: Sendable, Equatable {
@@ -15,9 +16,14 @@ public struct Quotas: Sendable, Equatable {
         /// Upper bound of the namespace's bytes in the memory tier (the sum of its entries'
         /// byte counts, as `MemoryStorage.Config.totalCostLimit` counts them); 0 = none.
         public var memory: Int
+        /// Upper bound of the namespace's bytes in the disk tier (its files, counted as
+        /// `DiskStorage.Config.sizeLimit` counts them, and its values not yet written to
+        /// them); 0 = none.
+        public var disk: UInt64
 
-        public init(memory: Int = 0) {
+        public init(memory: Int = 0, disk: UInt64 = 0) {
             self.memory = memory
+            self.disk = disk
         }
     }
 

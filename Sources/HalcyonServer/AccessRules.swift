@@ -26,8 +26,7 @@ import HalcyonRPC
 /// `write`, `admin`, separated by commas. QUOTAS: `memory=SIZE` bounds the namespace's
 /// bytes in the memory tier (`Quotas`; a namespace over it loses its own least recently
 /// used entries); only a line naming a namespace may carry one, and a namespace's quota is
-/// the first such line's. `disk=SIZE` parses and is refused: this version cannot enforce
-/// it, and a quota it ignored would be a promise it does not keep.
+/// the first such line's. `disk=SIZE` bounds its bytes in the disk tier likewise.
 ///
 /// A peer no line matches is refused, except root and the daemon's own user (who could
 /// read the cache folder anyway): they get the whole keyspace with every right.
@@ -58,6 +57,8 @@ public struct AccessRules: Sendable, Equatable {
         public var rights: AccessRights
         /// The namespace's memory quota in bytes (`memory=`); nil for none.
         public var memoryQuota: Int? = nil
+        /// The namespace's disk quota in bytes (`disk=`); nil for none.
+        public var diskQuota: UInt64? = nil
         /// The line of the file it was read from, for logs.
         public var line: Int
 
@@ -81,12 +82,6 @@ public struct AccessRules: Sendable, Equatable {
             description = line == 0 ? message : "line \(line): \(message)"
         }
 
-        /// A line with a disk quota: it parses, and this version refuses it.
-        static func diskQuotaNotEnforced(line: Int) -> ParseError {
-            var error = ParseError(line: line, message: "")
-            error.description = "disk quotas are not enforced by this version: line \(line)"
-            return error
-        }
     }
 
     public let rules: [Rule]
@@ -160,7 +155,7 @@ public struct AccessRules: Sendable, Equatable {
             scope = .namespace(namespace)
         }
         var memoryQuota: Int?
-        var diskQuota = false
+        var diskQuota: UInt64?
         for quota in words.dropFirst(4) {
             let parts = quota.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, ["memory", "disk"].contains(parts[0]) else {
@@ -169,10 +164,9 @@ public struct AccessRules: Sendable, Equatable {
             let bytes: Int
             do { bytes = try HumanUnits.parseIntByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
             guard case .namespace = scope else { throw fail("quotas need a named namespace, not '\(words[2])'") }
-            if parts[0] == "disk" { diskQuota = true } else { memoryQuota = bytes }
+            if parts[0] == "disk" { diskQuota = UInt64(bytes) } else { memoryQuota = bytes }
         }
-        if diskQuota { throw .diskQuotaNotEnforced(line: line) }
-        return Rule(who: who, scope: scope, rights: rights, memoryQuota: memoryQuota, line: line)
+        return Rule(who: who, scope: scope, rights: rights, memoryQuota: memoryQuota, diskQuota: diskQuota, line: line)
     }
 
     /// The namespaces the lines name, in file order, once each.
@@ -184,15 +178,16 @@ public struct AccessRules: Sendable, Equatable {
         }
     }
 
-    /// The storage engine's quotas: each named namespace's memory quota, from the first
-    /// line of the namespace that carries one.
+    /// The storage engine's quotas: each named namespace's memory and disk quotas, each
+    /// from the first line of the namespace that carries it.
     public var quotas: Quotas {
         var quotas = Quotas()
         for rule in rules {
-            guard case .namespace(let namespace) = rule.scope, let memory = rule.memoryQuota,
-                  quotas.limits[namespace] == nil
-            else { continue }
-            quotas.limits[namespace] = Quotas.Limits(memory: memory)
+            guard case .namespace(let namespace) = rule.scope else { continue }
+            var limits = quotas.limits[namespace] ?? Quotas.Limits()
+            if limits.memory == 0, let memory = rule.memoryQuota { limits.memory = memory }
+            if limits.disk == 0, let disk = rule.diskQuota { limits.disk = disk }
+            if limits != Quotas.Limits() { quotas.limits[namespace] = limits }
         }
         return quotas
     }

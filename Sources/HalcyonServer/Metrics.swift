@@ -144,6 +144,8 @@ public final class Metrics: Sendable {
                 sum.hits += account.hits; sum.misses += account.misses; sum.sets += account.sets
                 sum.evictions += account.evictions; sum.totalCost += account.totalCost; sum.count += account.count
                 sum.quota += account.quota
+                sum.diskBytes += account.diskBytes; sum.diskEntries += account.diskEntries
+                sum.diskEvictions += account.diskEvictions; sum.diskQuota += account.diskQuota
                 others = sum
             } else {
                 others = account
@@ -157,6 +159,11 @@ public final class Metrics: Sendable {
                        bytes: Double(stats.totalCost), entries: stats.count, &last)
             count("halcyon_namespace_sets_total", dimensions, stats.sets, &last)
             level("halcyon_namespace_quota_bytes", memory, Double(stats.quota))
+            let disk = dimensions + [("tier", "disk")]
+            count("halcyon_namespace_evictions_total", disk, stats.diskEvictions, &last)
+            level("halcyon_namespace_bytes", disk, Double(stats.diskBytes))
+            level("halcyon_namespace_entries", disk, Double(stats.diskEntries))
+            level("halcyon_namespace_quota_bytes", disk, Double(stats.diskQuota))
         }
     }
 

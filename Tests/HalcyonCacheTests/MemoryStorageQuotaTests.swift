@@ -165,3 +165,55 @@ struct HybridCacheQuotaTests {
         #expect(stats?.quota == 100)
     }
 }
+
+/// The disk quota (LocalStore+DiskQuotas.swift): a namespace whose files pass its quota
+/// loses its own least recently accessed files, down to half the quota; another
+/// namespace's files all stay; the evictions count in the namespace and the tier.
+@Suite("HybridCache namespace disk quotas", .timeLimit(.minutes(1)))
+struct HybridCacheDiskQuotaTests {
+    static func onDisk(_ cache: HybridCache, _ key: CacheKey) -> Bool {
+        (try? cache.diskStorage.meta(forKey: key, referenceDate: .distantPast)) != nil
+    }
+
+    @Test func overItsDiskQuotaANamespaceLosesOnlyItsOwnOldestFiles() async throws {
+        let f = HybridCacheFixture()
+        let cache = f.cache
+        let (a, b) = (MemoryStorageQuotaTests.a, MemoryStorageQuotaTests.b)
+        let value = [UInt8](repeating: 7, count: 100)
+        let fileSize = UInt64(DiskStorage.FileHeader.size + MemoryStorageQuotaTests.key(a, 0).count + value.count)
+        cache.setQuotas(Quotas([a: .init(disk: 10 * fileSize)]))
+        cache.registerNamespace(b)
+        for i in 0..<10 {
+            f.clock.advance(by: 1)
+            _ = try await result { cache.store(CacheEntry(bytes: value), forKey: MemoryStorageQuotaTests.key(b, i), completion: $0) }.get()
+        }
+        for i in 0...10 {
+            f.clock.advance(by: 1)
+            _ = try await result { cache.store(CacheEntry(bytes: value), forKey: MemoryStorageQuotaTests.key(a, i), completion: $0) }.get()
+        }
+        await f.drain()
+        // The eleventh file (a byte longer: its key is) took `a` over: its oldest went
+        // until it held at most half its quota, 10 files less 7 plus the new one.
+        for i in 0...6 { #expect(!Self.onDisk(cache, MemoryStorageQuotaTests.key(a, i)), "a\(i) kept") }
+        for i in 7...10 { #expect(Self.onDisk(cache, MemoryStorageQuotaTests.key(a, i)), "a\(i) removed") }
+        for i in 0..<10 { #expect(Self.onDisk(cache, MemoryStorageQuotaTests.key(b, i)), "b\(i) removed") }
+        let stats = cache.namespaceStats()
+        let sa = stats.first { $0.namespace == a }
+        let sb = stats.first { $0.namespace == b }
+        #expect(sa?.diskEvictions == 7)
+        #expect(sa?.diskEntries == 4)
+        #expect(sa?.diskBytes == 4 * fileSize + 1)
+        #expect(sa?.diskQuota == 10 * fileSize)
+        #expect(sb?.diskEntries == 10)
+        #expect(sb?.diskEvictions == 0)
+        #expect(cache.stats().diskEvictions == 7)
+
+        // A smaller quota applies on the ioQueue, evicting down to half of it.
+        cache.setQuotas(Quotas([a: .init(disk: 4 * fileSize)]))
+        await f.drain()
+        #expect(cache.namespaceStats().first { $0.namespace == a }?.diskEntries == 1)
+        #expect(cache.namespaceStats().first { $0.namespace == a }?.diskEvictions == 10)
+        #expect(Self.onDisk(cache, MemoryStorageQuotaTests.key(a, 10)))
+        #expect(cache.namespaceStats().first { $0.namespace == b }?.diskEntries == 10)
+    }
+}

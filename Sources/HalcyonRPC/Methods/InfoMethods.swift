@@ -240,12 +240,16 @@ extension JSONWriter {
 
 extension MemoryStorage.NamespaceStats {
     /// One namespace's block of `cache.stats`: its name, its memory tier counters and
-    /// quota, and its stores.
+    /// quota, its disk tier's occupancy, evictions and quota, and its stores.
     func write(to w: inout JSONWriter) {
         w.beginObject()
         w.field("name", namespace.name)
         w.tierCounters("memory", hits: hits, misses: misses, bytes: UInt64(totalCost), entries: count,
                        evictions: evictions, last: ("quota", quota))
+        w.key("disk"); w.beginObject()
+        w.field("bytes", diskBytes); w.field("entries", diskEntries)
+        w.field("evictions", diskEvictions); w.field("quota", diskQuota)
+        w.endObject()
         w.field("sets", sets)
         w.endObject()
     }
