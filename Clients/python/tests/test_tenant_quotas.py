@@ -1,7 +1,7 @@
-"""Tenant quotas and per-namespace stats: ``memory=SIZE`` on a rules line bounds a
-namespace's bytes in the memory tier. A namespace flooding past its quota loses only its
-own least recently used entries, and another namespace's hit rate over a fixed read set
-stays as it was; a value larger than the quota is refused; ``cache.stats`` shows a
+"""Tenant quotas and per-namespace stats: ``memory=SIZE`` and ``disk=SIZE`` on a rules
+line bound a namespace's bytes in each tier. A namespace flooding past its quota loses
+only its own least recently used entries, and another namespace's hit rate over a fixed
+read set stays as it was; a value larger than the memory quota is refused; ``cache.stats`` shows a
 non-admin its own namespace only and an admin each one; the metrics carry a series per
 namespace the file names; SIGHUP with a smaller quota evicts down to it.
 
@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Iterator, List
 
@@ -28,7 +29,7 @@ KIB = 1024
 
 def rules(batch_quota: str) -> str:
     return (f"user {ALICE}  web      read,write        memory=64KiB\n"
-            f"user {BOB}    batch    read,write        memory={batch_quota}\n"
+            f"user {BOB}    batch    read,write        memory={batch_quota} disk=16KiB\n"
             f"user {CAROL}  reports  read\n"
             f"user {OPS}    *        read,write,admin\n"
             f"user {EVE}    $user    read,write\n")
@@ -105,7 +106,8 @@ def test_stats_show_a_non_admin_its_namespace_and_an_admin_each(quotas: Daemon) 
     assert carol.result("cache.get", {"key": "nothing"})["found"] is False
     block = own_block(carol)
     assert block == {"name": "reports", "sets": 0, "memory": {
-        "hits": 0, "misses": 1, "bytes": 0, "entries": 0, "evictions": 0, "quota": 0}}, block
+        "hits": 0, "misses": 1, "bytes": 0, "entries": 0, "evictions": 0, "quota": 0},
+        "disk": {"bytes": 0, "entries": 0, "evictions": 0, "quota": 0}}, block
     carol.close()
     eve = peer(quotas, EVE)
     eve.result("cache.set", {"key": "e", "value": "v"})
@@ -156,3 +158,30 @@ def test_the_cli_stats_table_shows_each_namespace(quotas: Daemon, halcyon_bin: s
     assert ["namespace.memory.quota", "8192"] in table(BOB)
     rows = table(OPS)
     assert ["namespaces.batch.memory.quota", "8192"] in rows and ["namespaces.web.sets", "0"] in rows, rows
+
+
+def test_a_namespace_over_its_disk_quota_loses_only_its_own_files(quotas: Daemon) -> None:
+    web, batch = peer(quotas, ALICE), peer(quotas, BOB)
+    read_set = [f"doc{i}" for i in range(20)]
+    for k in read_set:
+        web.result("cache.set", {"key": k, "value": "w" * KIB})
+    before = hit_rate(web, read_set)
+    for i in range(100):
+        batch.result("cache.set", {"key": f"file{i}", "value": "b" * KIB})
+    # The quota is checked as values reach their files, which the write-behind does
+    # when the writes pause.
+    deadline = time.monotonic() + 20
+    mine = own_block(batch)
+    while mine["disk"]["evictions"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        mine = own_block(batch)
+    assert mine["disk"]["quota"] == 16 * KIB
+    assert mine["disk"]["evictions"] > 0 and mine["disk"]["bytes"] <= 16 * KIB, mine
+    theirs = own_block(web)
+    assert theirs["disk"]["entries"] == 20 and theirs["disk"]["evictions"] == 0, theirs
+    after = hit_rate(web, read_set)
+    print(f"web's hit rate over {len(read_set)} keys stored to disk: before batch floods {before:.3f}, after {after:.3f}")
+    assert (before, after) == (1.0, 1.0)
+    assert batch.result("cache.get", {"key": "file99"})["found"] is True
+    web.close()
+    batch.close()

@@ -332,7 +332,6 @@ def test_an_admin_reaches_a_named_namespace_and_the_whole_keyspace(tenants: Daem
 @pytest.mark.parametrize("text,expected", [
     ("uid 1 web read\nuid 2 web read,fly\n", "line 2: 'fly' is not one of the rights"),
     ("# ok\n\nperson x web read\n", "line 3:"),
-    ("uid 1 web read disk=1GiB\n", "disk quotas are not enforced by this version: line 1"),
     ("uid 1 $user read memory=1MiB\n", "line 1: quotas need a named namespace, not '$user'"),
 ])
 def test_a_bad_rules_file_stops_the_daemon_with_exit_2_naming_the_line(
