@@ -77,16 +77,7 @@ extension LocalStore {
         let prefix = key.leading(length)
         namespaceDisk.withLock { book in
             guard book.files != nil else { return }
-            var usage = book.files![prefix] ?? DiskUsage(bytes: 0, count: 0)
-            if let old {
-                usage.bytes -= min(usage.bytes, LocalStore.fileBytes(old))
-                usage.count = max(0, usage.count - 1)
-            }
-            if let new {
-                usage.bytes += LocalStore.fileBytes(new)
-                usage.count += 1
-            }
-            book.files![prefix] = usage
+            book.files![prefix, default: DiskUsage(bytes: 0, count: 0)].apply(replacing: old, with: new)
         }
     }
 

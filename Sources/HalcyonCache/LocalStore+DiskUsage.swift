@@ -39,17 +39,20 @@ extension LocalStore {
     /// to the account of `key`'s namespace. ioQueue only.
     func adjustDiskUsage(forKey key: CacheKey, replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
         adjustNamespaceDisk(forKey: key, replacing: old, with: new)
-        diskUsage.withLock { usage in
-            guard var u = usage else { return }
-            if let old {
-                u.bytes -= min(u.bytes, LocalStore.fileBytes(old))
-                u.count = max(0, u.count - 1)
-            }
-            if let new {
-                u.bytes += LocalStore.fileBytes(new)
-                u.count += 1
-            }
-            usage = u
+        diskUsage.withLock { usage in usage?.apply(replacing: old, with: new) }
+    }
+}
+
+extension HybridCache.DiskUsage {
+    /// One file's change: `old` replaced by `new` (either nil); never below zero.
+    mutating func apply(replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
+        if let old {
+            bytes -= min(bytes, LocalStore.fileBytes(old))
+            count = max(0, count - 1)
+        }
+        if let new {
+            bytes += LocalStore.fileBytes(new)
+            count += 1
         }
     }
 }
