@@ -12,6 +12,11 @@
 // half a quota of stores and not at every store. Values still unwritten are not evicted:
 // they reach their files within the write-behind's interval, and the next check counts
 // them there. No other namespace's file is ever removed.
+//
+// Cost: nothing while no namespace is accounted (one atomic load per file change). With
+// namespaces, each file change updates one small table, and every listing that resets
+// the account (start, sweeps, trims, `removeExpired`, an eviction) also reads each
+// file's header and key, one read per file.
 
 import Foundation
 import HalcyonSupport
