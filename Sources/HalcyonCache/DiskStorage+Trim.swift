@@ -12,6 +12,7 @@
 // benignly (they may remove a file a concurrent store just replaced); the hybrid cache
 // runs them on its ordered queue.
 
+import CHalcyonSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -149,6 +150,36 @@ extension DiskStorage.Backend {
             total -= file.status.fileSize
         }
         return removed
+    }
+
+    /// One file whose key begins with a namespace (`CacheKey.namespacePrefixLength`).
+    struct NamespacedFile {
+        /// The namespace's prefix (its name and the separator).
+        var prefix: CacheKey
+        var name: String
+        var size: UInt64
+        var lastAccessNanos: Int64
+    }
+
+    /// Every file whose key names a namespace, read from the files' headers (one read of
+    /// a header and key per file). Files of format 1, which hold no key, are not among them.
+    func namespacedFiles() throws(CacheError) -> [NamespacedFile] {
+        var out: [NamespacedFile] = []
+        for file in try cacheFiles() {
+            let path = path(of: file.name)
+            let fd = hc_open_cache_file(path, 0)
+            if fd < 0 { continue }  // gone meanwhile
+            defer { close(fd) }
+            guard case .found(let header) = try readHeader(fd: fd, path: path, status: file.status, key: nil),
+                  header.hasKey
+            else { continue }
+            let key = CacheKey(utf8: header.keyBytes)
+            guard let length = key.namespacePrefixLength else { continue }
+            out.append(NamespacedFile(
+                prefix: key.leading(length), name: file.name, size: file.status.fileSize,
+                lastAccessNanos: file.status.times.lastAccessNanos))
+        }
+        return out
     }
 
     /// The bytes the entries' files hold (each value plus its 8-byte header).

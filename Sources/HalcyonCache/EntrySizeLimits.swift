@@ -15,6 +15,9 @@ public struct EntrySizeLimits: Sendable, Equatable {
     public var diskSizeLimit: UInt64
     /// The memory tier's cost limit in bytes (`MemoryStorage.Config.totalCostLimit`); 0 = none.
     public var memoryLimit: Int
+    /// The memory tier whose namespace quotas a memory-only entry is held to too (read at
+    /// each check, so a changed quota applies at once); nil for none.
+    public var quotas: MemoryStorage.Backend? = nil
 
     /// No limit on either tier.
     public static let none = EntrySizeLimits(diskSizeLimit: 0, memoryLimit: 0)
@@ -37,11 +40,31 @@ public struct EntrySizeLimits: Sendable, Equatable {
         }
         return memoryLimit > 0 && valueBytes > memoryLimit ? (.memory, UInt64(memoryLimit)) : nil
     }
+
+    /// Like `exceeded(keyBytes:valueBytes:toDisk:)` for the stored key `key`, and also a
+    /// memory-only entry larger than the memory quota of `key`'s namespace (`Quotas`),
+    /// with the quota as the limit. An entry for the disk may exceed the quota: the disk
+    /// keeps it and the memory tier does not take a copy, as with the tier's own limit.
+    /// `quota` is true when the limit is the namespace's quota.
+    public func exceeded(key: CacheKey, valueBytes: Int, toDisk: Bool) -> (tier: Tier, limit: UInt64, quota: Bool)? {
+        if let (tier, limit) = exceeded(keyBytes: key.count, valueBytes: valueBytes, toDisk: toDisk) {
+            return (tier, limit, false)
+        }
+        guard !toDisk, let quotas else { return nil }
+        let quota = quotas.quota(forKey: key)
+        return quota > 0 && valueBytes > quota ? (.memory, UInt64(quota), true) : nil
+    }
+
+    public static func == (lhs: EntrySizeLimits, rhs: EntrySizeLimits) -> Bool {
+        lhs.diskSizeLimit == rhs.diskSizeLimit && lhs.memoryLimit == rhs.memoryLimit && lhs.quotas === rhs.quotas
+    }
 }
 
 extension HybridCache {
     /// The limits of this cache's tiers, as configured at init.
     public var entrySizeLimits: EntrySizeLimits {
-        EntrySizeLimits(diskSizeLimit: diskStorage.config.sizeLimit, memoryLimit: memoryStorage.config.totalCostLimit)
+        var limits = EntrySizeLimits(diskSizeLimit: diskStorage.config.sizeLimit, memoryLimit: memoryStorage.config.totalCostLimit)
+        limits.quotas = memoryStorage
+        return limits
     }
 }

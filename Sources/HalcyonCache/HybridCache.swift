@@ -90,6 +90,38 @@ public final class HybridCache: DeliversTasks, Sendable {
         return stats
     }
 
+    /// The accounted namespaces' counters in both tiers (`Quotas`, `registerNamespace`).
+    public func namespaceStats() -> [MemoryStorage.NamespaceStats] {
+        let disk = local.namespaceDiskStats()
+        return memoryStorage.namespaceStats().map { stats in
+            var stats = stats
+            if let d = disk[stats.namespace.prefix] {
+                stats.diskBytes = d.bytes
+                stats.diskEntries = d.count
+                stats.diskEvictions = d.evictions
+                stats.diskQuota = d.quota
+            }
+            return stats
+        }
+    }
+
+    /// Replaces the per-namespace quotas. A namespace now over its memory quota loses its
+    /// own least recently used memory entries before this returns
+    /// (`MemoryStorage.Backend.setQuotas`); one over its disk quota loses its own files on
+    /// the ioQueue soon after (LocalStore+DiskQuotas.swift). Thread-safe; call it off the
+    /// event loops (it may evict many entries).
+    public func setQuotas(_ quotas: Quotas) {
+        memoryStorage.setQuotas(quotas)
+        local.setDiskQuotas(quotas)
+    }
+
+    /// Accounts `namespace` without a quota (a namespace learnt at run time); false when
+    /// `MemoryStorage.Backend.maxAccounts` namespaces are accounted already.
+    @discardableResult
+    public func registerNamespace(_ namespace: Namespace) -> Bool {
+        memoryStorage.register(namespace)
+    }
+
     /// Whether some keys are shared with other hosts (`Config.upstream`).
     public var hasUpstream: Bool { shared != nil }
 

@@ -32,7 +32,10 @@
 //   1. `LeaseAttempt.step`              a lease call's progress (LeaseAttempt.swift)
 //   2. `SharedStore.state`              shared keys' order, copies' rules, lease watches
 //   3. `IOScheduler.book`               the write book (this file)
-//   4. leaves, each taken alone:        a memory shard; the memory tier's write-back set
+//   4. `MemoryStorage.Backend.namespaces` the namespace accounts, held while each memory
+//      shard installs its copy (MemoryStorage+Namespaces.swift); taken only from quota
+//      changes and namespace registration, which hold no other lock
+//   5. leaves, each taken alone:        a memory shard; the memory tier's write-back set
 //      and handler slot; `IOScheduler.order`; the unwritten table; the lease table
 //      (`Leases.state`); the counters; the journal writer's state
 //

@@ -21,6 +21,7 @@ extension LocalStore {
         } catch {
             diskUsage.withLock { $0 = nil }
         }
+        recountNamespaceDisk()
     }
 
     /// The bytes a stored value occupies on disk (its file, header included).
@@ -34,19 +35,24 @@ extension LocalStore {
         try? diskStorage.meta(forKey: key, referenceDate: .distantPast, forcedExtension: forcedExtension)
     }
 
-    /// Applies one file's change to the account: `old` replaced by `new` (either nil). ioQueue only.
-    func adjustDiskUsage(replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
-        diskUsage.withLock { usage in
-            guard var u = usage else { return }
-            if let old {
-                u.bytes -= min(u.bytes, LocalStore.fileBytes(old))
-                u.count = max(0, u.count - 1)
-            }
-            if let new {
-                u.bytes += LocalStore.fileBytes(new)
-                u.count += 1
-            }
-            usage = u
+    /// Applies one file's change to the account: `old` replaced by `new` (either nil), and
+    /// to the account of `key`'s namespace. ioQueue only.
+    func adjustDiskUsage(forKey key: CacheKey, replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
+        adjustNamespaceDisk(forKey: key, replacing: old, with: new)
+        diskUsage.withLock { usage in usage?.apply(replacing: old, with: new) }
+    }
+}
+
+extension HybridCache.DiskUsage {
+    /// One file's change: `old` replaced by `new` (either nil); never below zero.
+    mutating func apply(replacing old: DiskStorage.FileMeta?, with new: DiskStorage.FileMeta?) {
+        if let old {
+            bytes -= min(bytes, LocalStore.fileBytes(old))
+            count = max(0, count - 1)
+        }
+        if let new {
+            bytes += LocalStore.fileBytes(new)
+            count += 1
         }
     }
 }

@@ -272,6 +272,7 @@ extension LocalStore {
         if case .store(let s) = stamped, s.toDisk, s.forcedExtension == nil {
             if let start {
                 sets += 1
+                memoryStorage.countSet(forKey: s.key)
                 let result = storeUnwritten(s, start: start, wb)
                 written(s.key)
                 return result.map { .stored($0) }

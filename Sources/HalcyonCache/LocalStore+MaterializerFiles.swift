@@ -11,14 +11,17 @@ extension LocalStore: WriteBehindFileTier {
                 value: e.entry.bytes, flags: e.entry.flags, forKey: e.key, expiration: e.fileExpiration,
                 forcedExtension: nil, referenceDate: e.countedFrom, version: e.entry.version,
                 replacing: replacing, absolute: e.isAbsolute)
-            adjustDiskUsage(replacing: old, with: meta)
+            adjustDiskUsage(forKey: e.key, replacing: old, with: meta)
         } else if try diskStorage.remove(forKey: e.key, forcedExtension: nil) {
             // Expired before it reached its file: the older file goes instead.
-            adjustDiskUsage(replacing: old, with: nil)
+            adjustDiskUsage(forKey: e.key, replacing: old, with: nil)
         }
     }
 
-    func didMaterialize() { enforceDiskSizeLimit() }
+    func didMaterialize() {
+        enforceDiskSizeLimit()
+        enforceDiskQuotas()
+    }
 
     func dropMemoryCopy(key: CacheKey, version: UInt64) {
         if memoryStorage.meta(forKey: key)?.version == version { memoryStorage.remove(forKey: key) }

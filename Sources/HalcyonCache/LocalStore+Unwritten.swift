@@ -117,7 +117,7 @@ extension LocalStore {
         }
         let old = existingFile(forKey: key, forcedExtension: forcedExtension)
         if try diskStorage.remove(forKey: key, forcedExtension: forcedExtension) {
-            adjustDiskUsage(replacing: old, with: nil)
+            adjustDiskUsage(forKey: key, replacing: old, with: nil)
             removed = true
         }
         return removed

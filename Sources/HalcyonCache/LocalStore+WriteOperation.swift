@@ -192,6 +192,7 @@ extension LocalStore {
             // disk error does not (the key is then in neither tier, or memory only).
             if case .success = result {
                 counters.withLock { $0.sets += 1 }
+                memoryStorage.countSet(forKey: s.key)
                 written(s.key)
             }
             return result.map { .stored($0) }
@@ -273,7 +274,7 @@ extension LocalStore {
         done.wait()
     }
 
-    private func applyWriteBacks(_ records: [MemoryStorage.WriteBack]) -> Int {
+    func applyWriteBacks(_ records: [MemoryStorage.WriteBack]) -> Int {
         guard !records.isEmpty else { return 0 }
         journalWriteBacks(records)
         var written = 0
@@ -328,7 +329,7 @@ extension LocalStore {
                 _ = try removeDiskCopy(forKey: s.key, forcedExtension: s.forcedExtension, journaled: false)
                 return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
             }
-            adjustDiskUsage(replacing: old, with: meta)
+            adjustDiskUsage(forKey: s.key, replacing: old, with: meta)
             if s.forcedExtension == nil { supersedeUnwritten(forKey: s.key, version: s.entry.version) }
             memoryStorage.store(
                 s.entry, forKey: s.key, residency: s.memoryExpiration,
@@ -336,6 +337,7 @@ extension LocalStore {
                     expiresAt: meta.expiration, timeToLive: s.timeToLive, extendedAt: now,
                     diskExpiresAt: meta.expiration, forcedExtension: s.forcedExtension))
             enforceDiskSizeLimit()
+            enforceDiskQuota(forKey: s.key)
             return .success(StoreResult(
                 stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(meta.expiration),
                 version: s.entry.version))
@@ -549,7 +551,7 @@ extension LocalStore {
     }
 
     /// File name -> last access of every resident copy of a disk entry.
-    private func residentAccesses() -> [CacheKey: Date] {
+    func residentAccesses() -> [CacheKey: Date] {
         var out: [CacheKey: Date] = [:]
         for e in memoryStorage.residentDiskEntries() {
             out[CacheKey(diskStorage.fileName(forKey: e.key, forcedExtension: e.forcedExtension))] = e.lastAccess

@@ -45,8 +45,8 @@ import Synchronization
 /// Threading: every method may be called from any thread and never blocks on the
 /// ioQueue, except `commitDirect`, whose caller waits for it (see there).
 /// `@unchecked Sendable`: every stored property is immutable after init and itself
-/// thread-safe: the backends lock internally, the scheduler is `Sendable`, `counters` and
-/// `diskUsage` are `Locked`, the sweep timer is a libdispatch object.
+/// thread-safe: the backends lock internally, the scheduler is `Sendable`, `counters`,
+/// `diskUsage` and `namespaceDisk` are `Locked`, the sweep timer is a libdispatch object.
 final class LocalStore: DeliversTasks, @unchecked Sendable {
     typealias Config = HybridCache.Config
     typealias Options = HybridCache.Options
@@ -93,6 +93,9 @@ final class LocalStore: DeliversTasks, @unchecked Sendable {
     /// LocalStore+DiskUsage.swift); nil until the first listing or after a failed one.
     /// Written on the ioQueue only; read by `stats()` from any thread.
     let diskUsage = Locked<DiskUsage?>(nil)
+    /// The namespaces' disk accounts and quotas (LocalStore+DiskQuotas.swift); written on
+    /// the ioQueue only, read by `stats` from any thread.
+    let namespaceDisk = Locked(NamespaceDisk())
     let sweepTimer: RepeatingTimer?
     /// Hands out the version of every stored entry (each store is stamped with one before
     /// its journal record is written). The journal's clock when there is a journal, so

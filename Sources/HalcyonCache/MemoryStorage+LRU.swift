@@ -42,6 +42,9 @@ extension MemoryStorage {
         /// pending write-back of an older version of the key is recognised and dropped.
         var generation: UInt64
         var lastAccess: Date
+        /// The id of the namespace account the node counts in (`LRUState.accounts`);
+        /// `Account.none` when its key has no accounted namespace. Set by `LRUState.set`.
+        var account: Int32 = Account.none
 
         var cost: Int { entry.bytes.count }
 
@@ -98,6 +101,17 @@ extension MemoryStorage {
         var evictions = 0
         var expirations = 0
 
+        /// The namespace accounts, by id, and the id of each account's key prefix
+        /// (`Namespace.prefix`): a copy of the backend's table, replaced under this lock
+        /// whenever the table changes. Empty when no namespace is accounted, which is the
+        /// one check the hot path makes then.
+        private(set) var accounts: [Account] = []
+        private(set) var accountIDs: [CacheKey: Int32] = [:]
+        /// Per account id: this shard's reads that hit or missed, and its entries.
+        var namespaceHits: [Int] = []
+        var namespaceMisses: [Int] = []
+        private(set) var namespaceCounts: [Int] = []
+
         subscript(slot: Int32) -> Node {
             get { nodes[Int(slot)] }
         }
@@ -110,18 +124,80 @@ extension MemoryStorage {
 
         func slot(forKey key: CacheKey) -> Int32? { index[key] }
 
+        /// The account `key` counts in, or `Account.none`: one emptiness check when no
+        /// namespace is accounted, else a scan of the key's namespace prefix and one lookup
+        /// (the prefix is a small inline string for names of up to 14 bytes; a longer name
+        /// costs an allocation per lookup).
+        func accountID(forKey key: CacheKey) -> Int32 {
+            guard !accountIDs.isEmpty, let length = key.namespacePrefixLength else { return Account.none }
+            return accountIDs[key.leading(length)] ?? Account.none
+        }
+
+        /// Installs the backend's table; nodes of a namespace that had no account until now
+        /// join theirs (a walk over the shard, only when `retag`).
+        mutating func install(accounts: [Account], ids: [CacheKey: Int32], retag: Bool) {
+            self.accounts = accounts
+            accountIDs = ids
+            let n = accounts.count
+            if namespaceHits.count < n {
+                namespaceHits += Array(repeating: 0, count: n - namespaceHits.count)
+                namespaceMisses += Array(repeating: 0, count: n - namespaceMisses.count)
+                namespaceCounts += Array(repeating: 0, count: n - namespaceCounts.count)
+            }
+            guard retag else { return }
+            for slot in index.values where nodes[Int(slot)].account == Account.none {
+                let id = accountID(forKey: nodes[Int(slot)].key)
+                guard id != Account.none else { continue }
+                nodes[Int(slot)].account = id
+                charge(id, cost: nodes[Int(slot)].cost, count: 1)
+            }
+        }
+
+        private mutating func charge(_ id: Int32, cost: Int, count: Int) {
+            guard id != Account.none else { return }
+            accounts[Int(id)].cost.add(cost, ordering: .relaxed)
+            if count != 0 {
+                accounts[Int(id)].count.add(count, ordering: .relaxed)
+                namespaceCounts[Int(id)] += count
+            }
+        }
+
+        /// Counts a miss of `key` in its namespace (a read that found no node).
+        mutating func countNamespaceMiss(forKey key: CacheKey) {
+            let id = accountID(forKey: key)
+            if id != Account.none { namespaceMisses[Int(id)] += 1 }
+        }
+
+        /// The least recently used node of account `id` in this shard and its last access:
+        /// a walk from the cold end past other namespaces' nodes; nil when the shard holds
+        /// none of the account's.
+        func oldest(inAccount id: Int32) -> (slot: Int32, lastAccess: Date)? {
+            guard Int(id) < namespaceCounts.count, namespaceCounts[Int(id)] > 0 else { return nil }
+            var slot = recency.oldest
+            while slot != SlotOrder.none {
+                if nodes[Int(slot)].account == id { return (slot, nodes[Int(slot)].lastAccess) }
+                slot = recency.newer(than: slot)
+            }
+            return nil
+        }
+
         /// Inserts or replaces `node.key`, makes it the most recently used. Returns the
         /// change in cost and count.
         mutating func set(_ node: Node) -> (costDelta: Int, countDelta: Int) {
+            var node = node
+            node.account = accountID(forKey: node.key)
             if let slot = index[node.key] {
                 let i = Int(slot)
                 let old = nodes[i].cost
+                charge(nodes[i].account, cost: -old, count: -1)
+                charge(node.account, cost: node.cost, count: 1)
                 nodes[i] = node
                 recency.moveToNewest(slot)
                 totalCost += node.cost - old
                 return (node.cost - old, 0)
             }
             let (slot, reused) = recency.take()
+            charge(node.account, cost: node.cost, count: 1)
             if reused { nodes[Int(slot)] = node } else { nodes.append(node) }
             index[node.key] = slot
             totalCost += node.cost
@@ -145,6 +221,8 @@ extension MemoryStorage {
             let i = Int(slot)
             recency.release(slot)
             let cost = nodes[i].cost
+            charge(nodes[i].account, cost: -cost, count: -1)
+            nodes[i].account = Account.none
             index[nodes[i].key] = nil
             // Drop the payload now; the slot's storage is reused by a later insert.
             nodes[i].entry = CacheEntry(bytes: [])
@@ -156,6 +234,7 @@ extension MemoryStorage {
         /// Removes every entry; returns how many there were.
         mutating func removeAll() -> Int {
             let removed = index.count
+            for slot in index.values { charge(nodes[Int(slot)].account, cost: -nodes[Int(slot)].cost, count: -1) }
             index = [:]
             nodes = []
             recency.removeAll()

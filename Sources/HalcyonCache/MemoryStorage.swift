@@ -169,8 +169,10 @@ public enum MemoryStorage {
     /// Threading: every method is thread-safe and synchronous; it runs on the caller's
     /// thread. Each shard's lock guards that shard's map, list and counters; the global
     /// cost and count are atomics, so the limits are global although the locks are not;
-    /// `pending` (the write-back set) has its own lock, never taken inside a shard's. At
-    /// most one lock is held at a time, so nothing here can deadlock. The clean timer
+    /// `pending` (the write-back set) has its own lock, never taken inside a shard's. The
+    /// namespace table's lock (`namespaces`) is held while each shard's lock is taken in
+    /// turn to install a copy; otherwise at most one lock is held at a time, so nothing
+    /// here can deadlock. The clean timer
     /// fires on `cleanQueue`. The only call out is the write-back handler, made with no
     /// lock held, when the pending set stops being empty.
     ///
@@ -189,6 +191,17 @@ public enum MemoryStorage {
     /// evict one entry more than strictly needed; the limits themselves hold once every
     /// store has returned.
     ///
+    /// Namespace quotas (`setQuotas`): a node counts in the account of its key's namespace
+    /// (`CacheKey.namespacePrefixLength`, looked up in the shard's copy of the table once,
+    /// when it is stored; a tier with no account makes one emptiness check instead). When a
+    /// store takes a namespace over its quota, the victims are that namespace's own least
+    /// recently used entries, found as above among each shard's oldest node of the
+    /// namespace, so no other namespace's entry goes; then the tier's limits apply as
+    /// before, to every entry. Finding a shard's oldest node of a namespace walks from the
+    /// cold end past the colder nodes of other namespaces: cheap while the namespace over
+    /// its quota holds the cold end, as a namespace flooding the tier does, and a walk of
+    /// the shard at worst. An entry larger than its namespace's quota is not stored.
+    ///
     /// ```swift
     /// let memory = MemoryStorage.Backend(config: .init(totalCostLimit: 64 << 20))
     /// memory.store(CacheEntry(bytes: [1, 2, 3]), forKey: "k", expiration: .seconds(60))
@@ -197,12 +210,17 @@ public enum MemoryStorage {
     public final class Backend: Sendable {
         /// The settings fixed at init.
         public let config: Config
-        private let clock: any CacheClock
-        private let shards: [Shard]
+        let clock: any CacheClock
+        let shards: [Shard]
         private let shardMask: Int
         private let globalCost = Atomic<Int>(0)
         private let globalCount = Atomic<Int>(0)
         private let generations = Atomic<UInt64>(0)
+        /// The namespace accounts (`MemoryStorage+Namespaces.swift`); each shard holds a
+        /// copy, installed under this lock, which is taken before a shard's, never inside one.
+        let namespaces = Locked(NamespaceTable())
+        /// True once a namespace is accounted: the one check of paths that need a table.
+        let hasAccounts = Atomic<Bool>(false)
         /// The pending write-backs by key ("write-back set").
         private let pending = Locked<[CacheKey: WriteBack]>([:])
         /// Called (no lock held) when the write-back set stops being empty. The closure
@@ -241,7 +259,7 @@ public enum MemoryStorage {
         }
 
         @inline(__always)
-        private func shard(for key: CacheKey) -> Shard {
+        func shard(for key: CacheKey) -> Shard {
             shards[key.hashValue & shardMask]
         }
 
@@ -308,15 +326,31 @@ public enum MemoryStorage {
             return true
         }
 
+        /// Stores `node` unless it alone exceeds the tier's limit or its namespace's quota
+        /// (then an older entry of the key is removed too), then brings its namespace within
+        /// its quota and the tier within its limits.
         private func insert(_ node: Node) -> Bool {
             if config.totalCostLimit > 0 && node.cost > config.totalCostLimit {
                 remove(forKey: node.key)
                 return false
             }
-            let delta = shard(for: node.key).state.withLock { $0.set(node) }
-            globalCost.add(delta.costDelta, ordering: .relaxed)
-            globalCount.add(delta.countDelta, ordering: .relaxed)
+            let stored = shard(for: node.key).state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
+                let id = state.accountID(forKey: node.key)
+                let account = id == Account.none ? nil : state.accounts[Int(id)]
+                if let account {
+                    let limit = account.limit.load(ordering: .relaxed)
+                    if limit > 0 && node.cost > limit { return nil }
+                }
+                return (state.set(node), account)
+            }
+            guard let stored else {
+                remove(forKey: node.key)
+                return false
+            }
+            globalCost.add(stored.delta.costDelta, ordering: .relaxed)
+            globalCount.add(stored.delta.countDelta, ordering: .relaxed)
             dropPending(forKey: node.key, olderThan: node.generation)
+            if let account = stored.account, account.isOverQuota { enforceQuota(account) }
             enforceLimits()
             return true
         }
@@ -617,7 +651,7 @@ public enum MemoryStorage {
             return out
         }
 
-        private func addPending(_ writeBacks: [WriteBack]) {
+        func addPending(_ writeBacks: [WriteBack]) {
             guard !writeBacks.isEmpty else { return }
             let wasEmpty = pending.withLock { set -> Bool in
                 let wasEmpty = set.isEmpty
@@ -680,10 +714,13 @@ public enum MemoryStorage {
             let found = shard(for: key).state.withLock { state -> (CacheEntry, Meta)? in
                 guard let slot = state.slot(forKey: key) else {
                     state.misses += 1
+                    state.countNamespaceMiss(forKey: key)
                     return nil
                 }
+                let account = state[slot].account
                 if state[slot].leavesAt <= now {
                     state.misses += 1
+                    if account != Account.none { state.namespaceMisses[Int(account)] += 1 }
                     state.expirations += 1
                     let lagging = state[slot].departureWriteBack(now: now)
                     departed = (state.remove(slot), lagging)
@@ -691,9 +728,11 @@ public enum MemoryStorage {
                 }
                 if let referenceDate, state[slot].expiresAt <= referenceDate {
                     state.misses += 1
+                    if account != Account.none { state.namespaceMisses[Int(account)] += 1 }
                     return nil
                 }
                 state.hits += 1
+                if account != Account.none { state.namespaceHits[Int(account)] += 1 }
                 state.touchRecency(slot, now: now)
                 writeBack = state.withNode(slot) { Backend.extend(&$0, extendingExpiration, now: now) }
                 let node = state[slot]
@@ -796,7 +835,7 @@ public enum MemoryStorage {
 
         // MARK: Limits
 
-        private func accountRemoval(cost: Int, count: Int) {
+        func accountRemoval(cost: Int, count: Int) {
             guard count > 0 || cost > 0 else { return }
             globalCost.subtract(cost, ordering: .relaxed)
             globalCount.subtract(count, ordering: .relaxed)
@@ -815,11 +854,21 @@ public enum MemoryStorage {
         /// back a few seconds' slide of a days-long lifetime each time would double the
         /// journal's records for nothing.
         private func enforceLimits() {
+            evict(while: overLimit) { $0.oldest }
+        }
+
+        /// Evicts, while `over()`, the oldest of the nodes `candidate` picks in each shard
+        /// (a shard's least recently used, or its least recently used of one namespace):
+        /// peeks at every shard under its lock (one lock at a time), then evicts the oldest
+        /// pick if it is still its shard's pick. Counts the eviction in the tier and in the
+        /// node's namespace. `candidate` runs under the shard's lock (`inout`: no copy of
+        /// the shard's state).
+        func evict(while over: () -> Bool, _ candidate: (inout LRUState) -> (slot: Int32, lastAccess: Date)?) {
             var writeBacks: [WriteBack] = []
-            while overLimit() {
+            while over() {
                 var victim: (shard: Shard, lastAccess: Date)?
                 for shard in shards {
-                    if let oldest = shard.state.withLock({ $0.oldest }),
+                    if let oldest = shard.state.withLock({ candidate(&$0) }),
                        victim == nil || oldest.lastAccess < victim!.lastAccess
                     {
                         victim = (shard, oldest.lastAccess)
@@ -828,8 +877,10 @@ public enum MemoryStorage {
                 guard let victim else { break }
                 let now = clock.now()
                 let cost = victim.shard.state.withLock { state -> Int? in
-                    guard let oldest = state.oldest else { return nil }
+                    guard let oldest = candidate(&state) else { return nil }
                     state.evictions += 1
+                    let account = state[oldest.slot].account
+                    if account != Account.none { state.accounts[Int(account)].evictions.add(1, ordering: .relaxed) }
                     if let writeBack = state[oldest.slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
                     return state.remove(oldest.slot)
                 }

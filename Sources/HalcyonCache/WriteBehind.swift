@@ -394,6 +394,12 @@ extension LocalStore {
             table.withLock { ($0.count, $0.bytes) }
         }
 
+        /// The bytes of the table's entries whose key begins with `prefix` (a walk of the
+        /// table). Any thread.
+        func unwrittenBytes(withPrefix prefix: CacheKey) -> Int {
+            table.withLock { $0.all.reduce(0) { $1.key.hasPrefix(prefix) ? $0 + $1.bytes : $0 } }
+        }
+
         /// Enters `e`, replacing any entry of its key. Queue only (a group's apply).
         func putUnwritten(_ e: Unwritten) {
             table.withLock { $0.put(e) }

@@ -135,10 +135,11 @@ public struct Params: Sendable {
     /// The longest key accepted, in UTF-8 bytes (Docs/PROTOCOL.md §4).
     public static let maxKeyBytes = 4096
 
-    /// Refuses an entry no tier could keep (`valueTooLarge`, naming `param`).
+    /// Refuses an entry no tier could keep, or larger than its namespace's memory quota when
+    /// memory is all it goes to (`valueTooLarge`, naming `param`).
     public func checkEntrySize(key: CacheKey, valueBytes: Int, toDisk: Bool, param: String = "value") throws(RPCError) {
-        if let (tier, limit) = entryLimits.exceeded(keyBytes: key.count, valueBytes: valueBytes, toDisk: toDisk) {
-            throw .valueTooLarge(param: param, tier: tier, limit: limit)
+        if let (tier, limit, quota) = entryLimits.exceeded(key: key, valueBytes: valueBytes, toDisk: toDisk) {
+            throw .valueTooLarge(param: param, tier: tier, limit: limit, quota: quota)
         }
     }
 

@@ -373,15 +373,18 @@ extension RPCError {
     }
 
     /// -32602 `valueTooLarge`: the value in `param` could never stay in `tier`, whose
-    /// whole size limit is `limit` bytes (a disk entry counts its file: header, key and value).
-    public static func valueTooLarge(param: String, tier: EntrySizeLimits.Tier, limit: UInt64) -> RPCError {
+    /// whole size limit is `limit` bytes (a disk entry counts its file: header, key and value),
+    /// or with `quota`, whose share for the key's namespace is `limit` bytes (`data.quota` true).
+    public static func valueTooLarge(param: String, tier: EntrySizeLimits.Tier, limit: UInt64, quota: Bool = false) -> RPCError {
         let counted = tier == .disk ? "header, key and value" : "value"
+        let bound = quota ? "namespace's \(tier.rawValue) quota" : "tier's whole size limit"
         var error = invalidParams(
             reason: .valueTooLarge, param: param,
-            message: "'\(param)' is too large for the \(tier.rawValue) tier: its \(counted) exceed the tier's "
-                + "whole size limit of \(limit) bytes")
+            message: "'\(param)' is too large for the \(tier.rawValue) tier: its \(counted) exceed the \(bound) "
+                + "of \(limit) bytes")
         error.data.append(DataMember("tier", .string(tier.rawValue)))
         error.data.append(DataMember("limit", .int(Int64(clamping: limit))))
+        if quota { error.data.append(DataMember("quota", .bool(true))) }
         return error
     }
 

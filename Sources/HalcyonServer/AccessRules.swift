@@ -4,6 +4,7 @@
 
 import Foundation
 import Glibc
+import HalcyonCache
 import HalcyonRPC
 
 /// The rules of an access file, in file order; the first that matches a peer decides.
@@ -22,9 +23,10 @@ import HalcyonRPC
 /// (`KeyNamespace.isValidName`), `$user` (the peer's user name, looked up when it
 /// connects; a peer whose name is not a valid namespace name, or who has none, does not
 /// match the line) or `*` (the whole keyspace: needs `admin`). RIGHTS are `read`,
-/// `write`, `admin`, separated by commas. QUOTAS (`memory=SIZE`, `disk=SIZE`) are checked
-/// and then refused: this version cannot enforce them, and a quota it ignored would be a
-/// promise it does not keep.
+/// `write`, `admin`, separated by commas. QUOTAS: `memory=SIZE` bounds the namespace's
+/// bytes in the memory tier (`Quotas`; a namespace over it loses its own least recently
+/// used entries); only a line naming a namespace may carry one, and a namespace's quota is
+/// the first such line's. `disk=SIZE` bounds its bytes in the disk tier likewise.
 ///
 /// A peer no line matches is refused, except root and the daemon's own user (who could
 /// read the cache folder anyway): they get the whole keyspace with every right.
@@ -53,6 +55,10 @@ public struct AccessRules: Sendable, Equatable {
         public var who: Who
         public var scope: Scope
         public var rights: AccessRights
+        /// The namespace's memory quota in bytes (`memory=`); nil for none.
+        public var memoryQuota: Int? = nil
+        /// The namespace's disk quota in bytes (`disk=`); nil for none.
+        public var diskQuota: UInt64? = nil
         /// The line of the file it was read from, for logs.
         public var line: Int
 
@@ -76,12 +82,6 @@ public struct AccessRules: Sendable, Equatable {
             description = line == 0 ? message : "line \(line): \(message)"
         }
 
-        /// A line with quotas: they parse, and this version refuses them.
-        static func quotasNotEnforced(line: Int) -> ParseError {
-            var error = ParseError(line: line, message: "")
-            error.description = "quotas are not enforced by this version: line \(line)"
-            return error
-        }
     }
 
     public let rules: [Rule]
@@ -154,17 +154,42 @@ public struct AccessRules: Sendable, Equatable {
             }
             scope = .namespace(namespace)
         }
-        if words.count > 4 {
-            for quota in words[4...] {
-                let parts = quota.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, ["memory", "disk"].contains(parts[0]) else {
-                    throw fail("'\(quota)' is not a quota (memory=SIZE or disk=SIZE)")
-                }
-                do { _ = try HumanUnits.parseByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
+        var memoryQuota: Int?
+        var diskQuota: UInt64?
+        for quota in words.dropFirst(4) {
+            let parts = quota.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, ["memory", "disk"].contains(parts[0]) else {
+                throw fail("'\(quota)' is not a quota (memory=SIZE or disk=SIZE)")
             }
-            throw .quotasNotEnforced(line: line)
+            let bytes: Int
+            do { bytes = try HumanUnits.parseIntByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
+            guard case .namespace = scope else { throw fail("quotas need a named namespace, not '\(words[2])'") }
+            if parts[0] == "disk" { diskQuota = UInt64(bytes) } else { memoryQuota = bytes }
         }
-        return Rule(who: who, scope: scope, rights: rights, line: line)
+        return Rule(who: who, scope: scope, rights: rights, memoryQuota: memoryQuota, diskQuota: diskQuota, line: line)
+    }
+
+    /// The namespaces the lines name, in file order, once each.
+    public var namedNamespaces: [KeyNamespace] {
+        var seen = Set<KeyNamespace>()
+        return rules.compactMap { rule -> KeyNamespace? in
+            guard case .namespace(let namespace) = rule.scope, seen.insert(namespace).inserted else { return nil }
+            return namespace
+        }
+    }
+
+    /// The storage engine's quotas: each named namespace's memory and disk quotas, each
+    /// from the first line of the namespace that carries it.
+    public var quotas: Quotas {
+        var quotas = Quotas()
+        for rule in rules {
+            guard case .namespace(let namespace) = rule.scope else { continue }
+            var limits = quotas.limits[namespace] ?? Quotas.Limits()
+            if limits.memory == 0, let memory = rule.memoryQuota { limits.memory = memory }
+            if limits.disk == 0, let disk = rule.diskQuota { limits.disk = disk }
+            if limits != Quotas.Limits() { quotas.limits[namespace] = limits }
+        }
+        return quotas
     }
 
     /// The namespace and rights of `peer`: the first line that names it and grants it a

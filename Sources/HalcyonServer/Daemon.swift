@@ -104,7 +104,8 @@ public final class Daemon: Sendable {
         metricsListen: MetricsListenAddress? = nil
     ) {
         self.configuration = configuration
-        self.accessRules = Locked(configuration.accessRules)
+        let accessRules = Locked(configuration.accessRules)
+        self.accessRules = accessRules
         self.folderLock = folderLock
         self.logger = logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
@@ -121,11 +122,13 @@ public final class Daemon: Sendable {
         var cacheConfig = Self.cacheConfig(from: configuration, logger: logger)
         cacheConfig.upstream = upstream?.cacheConfig
         self.cache = HybridCache(config: cacheConfig)
+        if let rules = configuration.accessRules { Self.applyNamespaces(of: rules, to: cache) }
         self.metrics = Metrics(
             cache: cache, counters: counters,
             limits: Metrics.Limits(memoryBytes: Int64(configuration.memoryLimit),
                                    diskBytes: Int64(clamping: configuration.diskSizeLimit)),
-            upstream: { upstream?.facts })
+            upstream: { upstream?.facts },
+            namedNamespaces: { Set(accessRules.withLock { $0?.namedNamespaces ?? [] }) })
         self.observer = Observer(metrics: metrics, logger: logger)
         self.metricsListen = metricsListen
         self.inputBudget = InputBudget(limit: configuration.maxInputBuffer)
@@ -349,6 +352,8 @@ public final class Daemon: Sendable {
         // Under --access the rules decide, once: the connection keeps what they grant it.
         let rules = accessRules.withLock { $0 }
         let access = rules?.access(for: peer)
+        // A `$user` namespace is learnt here; the file's own were accounted with the rules.
+        if let namespace = access?.namespace { cache.registerNamespace(namespace) }
         guard rules == nil ? policy.allows(peer) : access != nil else {
             counters.peerRefused()
             logger.warning("refused peer", metadata: ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "gid": "\(peer.gid)"])
@@ -428,18 +433,28 @@ public final class Daemon: Sendable {
     }
 
     /// Reads the `--access` file again (on SIGHUP): good rules apply to connections
-    /// accepted from now on; bad ones are logged and the rules in force stay. Open
+    /// accepted from now on, and their quotas at once (`applyNamespaces`); bad ones are
+    /// logged and the rules in force stay. Open
     /// connections keep what they were granted. Runs on `lifecycleQueue`.
     private func reloadAccessRules() {
         guard let path = configuration.accessFile else { return }
         do {
             let rules = try AccessRules.load(path: path)
             accessRules.withLock { $0 = rules }
+            Self.applyNamespaces(of: rules, to: cache)
             logger.notice("access rules reloaded", metadata: ["file": "\(path)", "rules": "\(rules.rules.count)"])
         } catch {
             logger.error("access rules not reloaded; the previous rules stay in force",
                          metadata: ["file": "\(path)", "error": "\(error)"])
         }
+    }
+
+    /// Accounts the namespaces `rules` name (in file order, so stats list them so) and
+    /// installs their quotas; a namespace now over its quota is evicted down to it before
+    /// this returns, on the caller's thread (start, or `lifecycleQueue` on SIGHUP).
+    static func applyNamespaces(of rules: AccessRules, to cache: HybridCache) {
+        for namespace in rules.namedNamespaces { cache.registerNamespace(namespace) }
+        cache.setQuotas(rules.quotas)
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `drainTimeout`, answers

@@ -44,6 +44,9 @@ public final class Metrics: Sendable {
     private let lastSeen = Locked([String: Int64]())
     /// The upstream's last sample (`UpstreamLink`); nil without an upstream.
     private let upstream: @Sendable () -> UpstreamFacts?
+    /// The namespaces the rules file in force names (each gets series of its own); empty
+    /// without `--access`.
+    private let namedNamespaces: @Sendable () -> Set<Namespace>
 
     /// The tiers' size limits, exported as `halcyon_cache_limit_bytes{tier}` so a
     /// dashboard can draw what a tier holds against what it may hold (0: no limit).
@@ -54,9 +57,11 @@ public final class Metrics: Sendable {
 
     init(
         cache: HybridCache, counters: ServerCounters, limits: Limits = Limits(),
-        upstream: @escaping @Sendable () -> UpstreamFacts? = { nil }
+        upstream: @escaping @Sendable () -> UpstreamFacts? = { nil },
+        namedNamespaces: @escaping @Sendable () -> Set<Namespace> = { [] }
     ) {
         self.upstream = upstream
+        self.namedNamespaces = namedNamespaces
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         self.cache = cache
@@ -93,12 +98,9 @@ public final class Metrics: Sendable {
         ]
         for tier in tiers {
             let dimensions = [("tier", tier.0)]
-            count("halcyon_cache_hits_total", dimensions, tier.hits, &last)
-            count("halcyon_cache_misses_total", dimensions, tier.misses, &last)
-            count("halcyon_cache_evictions_total", dimensions, tier.evictions, &last)
+            tierSeries("halcyon_cache", dimensions, hits: tier.hits, misses: tier.misses, evictions: tier.evictions,
+                       bytes: Double(tier.bytes), entries: tier.entries, &last)
             count("halcyon_cache_expirations_total", dimensions, tier.expirations, &last)
-            level("halcyon_cache_bytes", dimensions, Double(tier.bytes))
-            level("halcyon_cache_entries", dimensions, Double(tier.entries))
         }
         count("halcyon_cache_sets_total", [], stats.sets, &last)
         count("halcyon_cache_removals_total", [], stats.removals, &last)
@@ -119,6 +121,50 @@ public final class Metrics: Sendable {
         level("halcyon_journal_unwritten_bytes", [], Double(stats.journal?.unwrittenBytes ?? 0))
         level("halcyon_journal_unwritten_entries", [], Double(stats.journal?.unwrittenEntries ?? 0))
         if let shared = stats.upstream, let facts = upstream() { refreshUpstream(shared, facts, &last) }
+        refreshNamespaces(&last)
+    }
+
+    /// The label of the namespaces the rules file does not name (those of `$user` lines,
+    /// and any a reload dropped): their series are summed under it, so the number of
+    /// series stays bounded by the file, however many users connect.
+    static let unnamedNamespaceLabel = "$user"
+
+    /// The accounted namespaces' memory tier counters, labelled `namespace`: one set of
+    /// series per namespace the rules file names, and one for all others together.
+    private func refreshNamespaces(_ last: inout [String: Int64]) {
+        let accounts = cache.namespaceStats()
+        guard !accounts.isEmpty else { return }
+        let named = namedNamespaces()
+        var series: [(label: String, stats: MemoryStorage.NamespaceStats)] = []
+        var others: MemoryStorage.NamespaceStats?
+        for account in accounts {
+            if named.contains(account.namespace) {
+                series.append((account.namespace.name, account))
+            } else if var sum = others {
+                sum.hits += account.hits; sum.misses += account.misses; sum.sets += account.sets
+                sum.evictions += account.evictions; sum.totalCost += account.totalCost; sum.count += account.count
+                sum.quota += account.quota
+                sum.diskBytes += account.diskBytes; sum.diskEntries += account.diskEntries
+                sum.diskEvictions += account.diskEvictions; sum.diskQuota += account.diskQuota
+                others = sum
+            } else {
+                others = account
+            }
+        }
+        if let others { series.append((Self.unnamedNamespaceLabel, others)) }
+        for (label, stats) in series {
+            let dimensions = [("namespace", label)]
+            let memory = dimensions + [("tier", "memory")]
+            tierSeries("halcyon_namespace", memory, hits: stats.hits, misses: stats.misses, evictions: stats.evictions,
+                       bytes: Double(stats.totalCost), entries: stats.count, &last)
+            count("halcyon_namespace_sets_total", dimensions, stats.sets, &last)
+            level("halcyon_namespace_quota_bytes", memory, Double(stats.quota))
+            let disk = dimensions + [("tier", "disk")]
+            count("halcyon_namespace_evictions_total", disk, stats.diskEvictions, &last)
+            level("halcyon_namespace_bytes", disk, Double(stats.diskBytes))
+            level("halcyon_namespace_entries", disk, Double(stats.diskEntries))
+            level("halcyon_namespace_quota_bytes", disk, Double(stats.diskQuota))
+        }
     }
 
     /// The shared keys' counters and the upstream connection's.
@@ -152,6 +198,19 @@ public final class Metrics: Sendable {
         count("halcyon_upstream_failed_fast_total", [], facts.failedFast, &last)
         count("halcyon_upstream_script_reloads_total", [], facts.scriptReloads, &last)
         count("halcyon_upstream_topology_refreshes_total", [], facts.topologyRefreshes, &last)
+    }
+
+    /// The series every tier has, named `prefix` + `_hits_total` and so on: reads,
+    /// evictions, and what it holds now.
+    private func tierSeries(
+        _ prefix: String, _ dimensions: [(String, String)], hits: Int, misses: Int, evictions: Int, bytes: Double,
+        entries: Int, _ last: inout [String: Int64]
+    ) {
+        count(prefix + "_hits_total", dimensions, hits, &last)
+        count(prefix + "_misses_total", dimensions, misses, &last)
+        count(prefix + "_evictions_total", dimensions, evictions, &last)
+        level(prefix + "_bytes", dimensions, bytes)
+        level(prefix + "_entries", dimensions, Double(entries))
     }
 
     /// Moves a counter up to `value` (a cumulative count its owner keeps).

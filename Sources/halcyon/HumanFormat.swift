@@ -70,6 +70,16 @@ enum HumanFormat {
             }
             return
         }
+        // A list of named objects (`cache.stats`' `namespaces`): one group of rows per name.
+        if let list = value.array, !list.isEmpty, list.allSatisfy({ $0["name"]?.string != nil }) {
+            for item in list {
+                let name = item["name"]?.string ?? ""
+                for (member, inner) in item.members where member != "name" {
+                    flatten(inner, prefix: "\(prefix).\(name).\(member)", into: &rows)
+                }
+            }
+            return
+        }
         rows.append((prefix, leafText(value, name: prefix)))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HalcyonCache
 import HalcyonRPC
 import Testing
 @testable import HalcyonServer
@@ -49,9 +50,15 @@ import Testing
         #expect(parseError("# header\nuid 1 * read,write")?.description == "line 2: the namespace '*' needs the admin right")
     }
 
-    @Test func quotasAreCheckedThenRefused() {
-        #expect(parseError("uid 1 web read memory=64MiB disk=1GiB")?.description
-            == "quotas are not enforced by this version: line 1")
+    @Test func quotasParseOnNamedNamespacesOnly() throws {
+        let rules = try parse("uid 1 web read memory=64MiB\nuid 2 web read memory=1KiB\nuid 3 other read\nuid 4 $user read")
+        #expect(rules.rules[0].memoryQuota == 64 << 20)
+        #expect(rules.quotas == Quotas([KeyNamespace("web")!: .init(memory: 64 << 20)]))
+        #expect(rules.namedNamespaces == [KeyNamespace("web")!, KeyNamespace("other")!])
+        let both = try parse("uid 1 web read memory=64MiB disk=1GiB\nuid 2 web read disk=2GiB")
+        #expect(both.quotas == Quotas([KeyNamespace("web")!: .init(memory: 64 << 20, disk: 1 << 30)]))
+        #expect(parseError("uid 1 $user read memory=1MiB")?.description
+            == "line 1: quotas need a named namespace, not '$user'")
         #expect(parseError("uid 1 web read\nuid 2 web read memory=lots")?.description.hasPrefix("line 2: memory:") == true)
         #expect(parseError("uid 1 web read cpu=2")?.description == "line 1: 'cpu=2' is not a quota (memory=SIZE or disk=SIZE)")
     }

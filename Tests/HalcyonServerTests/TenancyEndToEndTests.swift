@@ -37,7 +37,7 @@ import Testing
         let c = try d.client()
         for (method, params, right) in [
             ("cache.set", #"{"key":"k","value":"v"}"#, "write"), ("cache.clear", "{}", "write"),
-            ("cache.stats", nil, "admin"), ("cache.totalSize", nil, "admin"),
+            ("server.metrics", nil, "admin"), ("cache.totalSize", nil, "admin"),
             ("cache.get", #"{"key":"k","namespace":"other"}"#, "admin"),
         ] {
             let error = try c.call(method, params)["error"]
@@ -45,6 +45,11 @@ import Testing
             #expect(error?["data"]?.compactText == #"{"reason":"notPermitted","right":"\#(right)"}"#, "\(method)")
         }
         #expect(try c.result("cache.get", #"{"key":"k"}"#)["found"]?.bool == false)
+        // Reading rights reach the namespace's own counters, and nothing else.
+        let stats = try c.result("cache.stats")
+        #expect(stats.members.map(\.key) == ["namespace"], "\(stats.compactText)")
+        #expect(stats["namespace"]?["name"]?.string == "docs", "\(stats.compactText)")
+        #expect(stats["namespace"]?["memory"]?["misses"]?.int64 == 1, "\(stats.compactText)")
     }
 
     @Test func pipelinedWritesAndReadsKeepTheirOrderInsideANamespace() throws {

@@ -19,8 +19,23 @@ extension Dispatcher {
             }
         }
 
-        /// `cache.stats`
+        /// `cache.stats`: the whole cache's counters, and under `--access` each accounted
+        /// namespace's; to a caller without the `admin` right, its own namespace's only.
         static func stats(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
+            let namespaces = dispatcher.cache.namespaceStats()
+            if let access = call.session.access, !access.rights.contains(.admin) {
+                // Not an admin, so a named namespace: `*` needs the admin right.
+                let own = access.namespace.map { namespace in
+                    namespaces.first { $0.namespace == namespace } ?? MemoryStorage.NamespaceStats(namespace: namespace)
+                }
+                call.responder.deliverNow(.success(id: call.id) { (w: inout JSONWriter) throws(RPCError) in
+                    w.beginObject()
+                    w.key("namespace")
+                    if let own { own.write(to: &w) } else { w.null() }
+                    w.endObject()
+                })
+                return nil
+            }
             let stats = dispatcher.cache.stats()
             let live = dispatcher.facts.liveCounters()
             let uptime = Date().timeIntervalSince(dispatcher.facts.startedAt)
@@ -42,6 +57,11 @@ extension Dispatcher {
                 w.field("leasesExpired", leases.expired)
                 w.field("leaseWaitersRefused", leases.refused)
                 w.field("leaseWaitsTimedOut", leases.timedOut)
+                if call.session.access != nil {
+                    w.key("namespaces"); w.beginArray()
+                    for namespace in namespaces { namespace.write(to: &w) }
+                    w.endArray()
+                }
                 if let shared = stats.upstream {
                     w.key("upstream"); w.beginObject()
                     shared.write(to: &w)
@@ -203,20 +223,46 @@ extension UpstreamStats {
     }
 }
 
+extension JSONWriter {
+    /// One tier's member of `cache.stats` (whole cache or namespace): its reads, what it
+    /// holds, its evictions, and `last` (expirations, or a namespace's quota).
+    mutating func tierCounters(
+        _ tier: StaticString, hits: Int, misses: Int, bytes: UInt64, entries: Int, evictions: Int,
+        last: (StaticString, Int)
+    ) {
+        key(tier); beginObject()
+        field("hits", hits); field("misses", misses)
+        field("bytes", bytes); field("entries", entries)
+        field("evictions", evictions); field(last.0, last.1)
+        endObject()
+    }
+}
+
+extension MemoryStorage.NamespaceStats {
+    /// One namespace's block of `cache.stats`: its name, its memory tier counters and
+    /// quota, its disk tier's occupancy, evictions and quota, and its stores.
+    func write(to w: inout JSONWriter) {
+        w.beginObject()
+        w.field("name", namespace.name)
+        w.tierCounters("memory", hits: hits, misses: misses, bytes: UInt64(totalCost), entries: count,
+                       evictions: evictions, last: ("quota", quota))
+        w.key("disk"); w.beginObject()
+        w.field("bytes", diskBytes); w.field("entries", diskEntries)
+        w.field("evictions", diskEvictions); w.field("quota", diskQuota)
+        w.endObject()
+        w.field("sets", sets)
+        w.endObject()
+    }
+}
+
 extension CacheStats {
     /// The counters as `cache.stats` shows them: one object per tier, and the totals a
     /// user checks first (evictions and expirations, so no limit loses data silently).
     func write(to w: inout JSONWriter) {
-        w.key("memory"); w.beginObject()
-        w.field("hits", memoryHits); w.field("misses", memoryMisses)
-        w.field("bytes", memoryBytes); w.field("entries", memoryEntries)
-        w.field("evictions", memoryEvictions); w.field("expirations", memoryExpirations)
-        w.endObject()
-        w.key("disk"); w.beginObject()
-        w.field("hits", diskHits); w.field("misses", diskMisses)
-        w.field("bytes", diskBytes); w.field("entries", diskEntries)
-        w.field("evictions", diskEvictions); w.field("expirations", diskExpirations)
-        w.endObject()
+        w.tierCounters("memory", hits: memoryHits, misses: memoryMisses, bytes: UInt64(memoryBytes),
+                       entries: memoryEntries, evictions: memoryEvictions, last: ("expirations", memoryExpirations))
+        w.tierCounters("disk", hits: diskHits, misses: diskMisses, bytes: diskBytes, entries: diskEntries,
+                       evictions: diskEvictions, last: ("expirations", diskExpirations))
         // Totals only where they add up: a read that missed memory and then hit disk is
         // one memory miss and one disk hit, so an overall "misses" would be ambiguous.
         w.field("sets", sets)

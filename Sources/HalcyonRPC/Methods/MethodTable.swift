@@ -82,7 +82,7 @@ extension Dispatcher {
         table.add("cache.lease",        ["key", "ttl", "wait", "encoding", "options"],                             [.read, .keyspace],         LeaseMethods.lease)
         table.add("cache.releaseLease", ["key", "lease", "options"],                                               [.read, .fast, .keyspace],  LeaseMethods.releaseLease)
         table.add("cache.leaseStatus",  ["key", "options"],                                                        [.read, .fast, .keyspace],  LeaseMethods.leaseStatus)
-        table.add("cache.stats",        ["options"],                                                               [.read, .fast, .admin],     InfoMethods.stats)
+        table.add("cache.stats",        ["options"],                                                               [.read, .fast],             InfoMethods.stats)
         table.add("server.ping",        [],                                                                        [.fast],                    InfoMethods.serverPing,         memoryAnswer: InfoMethods.serverPingNow)
         table.add("server.info",        [],                                                                        [.fast],                    InfoMethods.serverInfo)
         table.add("server.metrics",     [],                                                                        [.fast, .admin],            MetricsMethods.metrics)

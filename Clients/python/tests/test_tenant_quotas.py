@@ -1,0 +1,187 @@
+"""Tenant quotas and per-namespace stats: ``memory=SIZE`` and ``disk=SIZE`` on a rules
+line bound a namespace's bytes in each tier. A namespace flooding past its quota loses
+only its own least recently used entries, and another namespace's hit rate over a fixed
+read set stays as it was; a value larger than the memory quota is refused; ``cache.stats`` shows a
+non-admin its own namespace only and an admin each one; the metrics carry a series per
+namespace the file names; SIGHUP with a smaller quota evicts down to it.
+
+Runs clients as other users, as test_tenants.py does (root, setpriv, useradd)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+from conftest import Daemon
+from test_tenants import (  # noqa: F401
+    ALICE, BOB, CAROL, EVE, OPS, Peer, _await_log, _start_tenants, as_user, peer, pytestmark)
+
+KIB = 1024
+
+
+def rules(batch_quota: str) -> str:
+    return (f"user {ALICE}  web      read,write        memory=64KiB\n"
+            f"user {BOB}    batch    read,write        memory={batch_quota} disk=16KiB\n"
+            f"user {CAROL}  reports  read\n"
+            f"user {OPS}    *        read,write,admin\n"
+            f"user {EVE}    $user    read,write\n")
+
+
+@pytest.fixture()
+def quotas() -> Iterator[Daemon]:
+    # Room for web's read set and batch's quota, not for a flood of 200 KiB.
+    d = _start_tenants(rules("8KiB"), ["--memory-limit", "64KiB"])
+    yield d
+    d.stop()
+    shutil.rmtree(d.folder, ignore_errors=True)
+    shutil.rmtree(d.rules_folder, ignore_errors=True)  # type: ignore[attr-defined]
+
+
+def hit_rate(p: Peer, keys: List[str]) -> float:
+    found = sum(1 for k in keys if p.result("cache.get", {"key": k})["found"])
+    return found / len(keys)
+
+
+def own_block(p: Peer) -> dict:
+    result = p.result("cache.stats")
+    assert list(result) == ["namespace"], result
+    return result["namespace"]
+
+
+def test_a_namespace_over_its_quota_evicts_only_its_own_entries(quotas: Daemon) -> None:
+    web, batch = peer(quotas, ALICE), peer(quotas, BOB)
+    value = "w" * KIB
+    read_set = [f"page{i}" for i in range(20)]
+    for k in read_set:
+        web.result("cache.set", {"key": k, "value": value, "toDisk": False})
+    before = hit_rate(web, read_set)
+
+    # batch floods 25 times its quota, memory only (nothing on disk to fall back to).
+    for i in range(200):
+        batch.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+    after = hit_rate(web, read_set)
+    print(f"web's hit rate over {len(read_set)} keys: before batch floods {before:.3f}, after {after:.3f}")
+    assert (before, after) == (1.0, 1.0)
+
+    mine = own_block(batch)
+    assert mine["name"] == "batch"
+    assert mine["memory"]["quota"] == 8 * KIB
+    assert mine["memory"]["bytes"] <= 8 * KIB and mine["memory"]["entries"] == 8, mine
+    assert mine["memory"]["evictions"] == 192 and mine["sets"] == 200, mine
+    # Its own least recently used went: the newest rows stay, the oldest are gone.
+    assert batch.result("cache.get", {"key": "row199"})["found"] is True
+    assert batch.result("cache.get", {"key": "row0"})["found"] is False
+    others = own_block(web)
+    assert others["name"] == "web" and others["memory"]["evictions"] == 0
+    assert others["memory"]["entries"] == 20 and others["memory"]["hits"] == 40, others
+
+    # A value the quota could never hold is refused, naming the quota.
+    error = batch.call("cache.set", {"key": "big", "value": "x" * (8 * KIB + 1), "toDisk": False})["error"]
+    assert error["data"] == {"reason": "valueTooLarge", "param": "value", "tier": "memory", "limit": 8 * KIB,
+                             "quota": True}, error
+
+    # The same flood from a namespace without a quota fills the whole tier, whose own
+    # least recently used entries then go, web's among them: what the quota prevents.
+    eve = peer(quotas, EVE)
+    for i in range(200):
+        eve.result("cache.set", {"key": f"row{i}", "value": "e" * KIB, "toDisk": False})
+    unbounded = hit_rate(web, read_set)
+    print(f"web's hit rate after a namespace without a quota floods: {unbounded:.3f}")
+    assert unbounded < 1.0
+    eve.close()
+    web.close()
+    batch.close()
+
+
+def test_stats_show_a_non_admin_its_namespace_and_an_admin_each(quotas: Daemon) -> None:
+    carol = peer(quotas, CAROL)
+    assert carol.result("cache.get", {"key": "nothing"})["found"] is False
+    block = own_block(carol)
+    assert block == {"name": "reports", "sets": 0, "memory": {
+        "hits": 0, "misses": 1, "bytes": 0, "entries": 0, "evictions": 0, "quota": 0},
+        "disk": {"bytes": 0, "entries": 0, "evictions": 0, "quota": 0}}, block
+    carol.close()
+    eve = peer(quotas, EVE)
+    eve.result("cache.set", {"key": "e", "value": "v"})
+    assert own_block(eve)["name"] == EVE
+    eve.close()
+
+    ops = peer(quotas, OPS)
+    stats = ops.result("cache.stats")
+    assert "memory" in stats and "disk" in stats
+    names = [n["name"] for n in stats["namespaces"]]
+    assert names[:3] == ["web", "batch", "reports"] and EVE in names, names
+    text = ops.result("server.metrics")["text"]
+    assert 'halcyon_namespace_quota_bytes{namespace="batch",tier="memory"} 8192' in text, text
+    assert re.search(r'halcyon_namespace_misses_total\{namespace="reports",tier="memory"\} 1\b', text), text
+    # A `$user` namespace is not a label of its own: it counts under "$user".
+    assert EVE not in text
+    assert re.search(r'halcyon_namespace_sets_total\{namespace="\$user"\} 1\b', text), text
+    ops.close()
+
+
+def test_sighup_with_a_smaller_quota_evicts_down_to_it(quotas: Daemon) -> None:
+    web, batch = peer(quotas, ALICE), peer(quotas, BOB)
+    for i in range(8):
+        batch.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+        web.result("cache.set", {"key": f"page{i}", "value": "w" * KIB, "toDisk": False})
+    assert own_block(batch)["memory"]["bytes"] == 8 * KIB
+
+    Path(quotas.rules).write_text(rules("2KiB"))  # type: ignore[attr-defined]
+    mark = os.path.getsize(quotas.log)
+    assert quotas.proc is not None
+    quotas.proc.send_signal(signal.SIGHUP)
+    _await_log(quotas, "access rules reloaded", mark)
+    mine = own_block(batch)
+    assert (mine["memory"]["bytes"], mine["memory"]["quota"], mine["memory"]["evictions"]) == (2 * KIB, 2 * KIB, 6)
+    assert [batch.result("cache.get", {"key": f"row{i}"})["found"] for i in (5, 6, 7)] == [False, True, True]
+    assert own_block(web)["memory"]["entries"] == 8
+    web.close()
+    batch.close()
+
+
+def test_the_cli_stats_table_shows_each_namespace(quotas: Daemon, halcyon_bin: str) -> None:
+    def table(user: str) -> List[List[str]]:
+        out = subprocess.run([*as_user(user), halcyon_bin, "--socket", quotas.socket, "stats"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return [line.split() for line in out.stdout.splitlines()]
+    assert ["namespace.name", "batch"] in table(BOB)
+    assert ["namespace.memory.quota", "8192"] in table(BOB)
+    rows = table(OPS)
+    assert ["namespaces.batch.memory.quota", "8192"] in rows and ["namespaces.web.sets", "0"] in rows, rows
+
+
+def test_a_namespace_over_its_disk_quota_loses_only_its_own_files(quotas: Daemon) -> None:
+    web, batch = peer(quotas, ALICE), peer(quotas, BOB)
+    read_set = [f"doc{i}" for i in range(20)]
+    for k in read_set:
+        web.result("cache.set", {"key": k, "value": "w" * KIB})
+    before = hit_rate(web, read_set)
+    for i in range(100):
+        batch.result("cache.set", {"key": f"file{i}", "value": "b" * KIB})
+    # The quota is checked as values reach their files, which the write-behind does
+    # when the writes pause.
+    deadline = time.monotonic() + 20
+    mine = own_block(batch)
+    while mine["disk"]["evictions"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        mine = own_block(batch)
+    assert mine["disk"]["quota"] == 16 * KIB
+    assert mine["disk"]["evictions"] > 0 and mine["disk"]["bytes"] <= 16 * KIB, mine
+    theirs = own_block(web)
+    assert theirs["disk"]["entries"] == 20 and theirs["disk"]["evictions"] == 0, theirs
+    after = hit_rate(web, read_set)
+    print(f"web's hit rate over {len(read_set)} keys stored to disk: before batch floods {before:.3f}, after {after:.3f}")
+    assert (before, after) == (1.0, 1.0)
+    assert batch.result("cache.get", {"key": "file99"})["found"] is True
+    web.close()
+    batch.close()
