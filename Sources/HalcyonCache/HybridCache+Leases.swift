@@ -1,6 +1,5 @@
-// Leases through the façade: one API for both homes of a key (`LeaseAttempt.swift`).
-// The primitives of the shared home (an upstream attempt, a watch, a release) are kept
-// for the tests of that home; requests use `lease`, `releaseLease` and `leaseStatus`.
+// Leases through the façade: one API for both homes of a key (`LeaseAttempt.swift`):
+// `lease`, `releaseLease`, `leaseStatus` and `releaseLeases(owner:)`.
 
 import Foundation
 
@@ -84,33 +83,4 @@ extension HybridCache {
 
     /// Releases of shared leases waiting for the upstream to be reachable again.
     public var pendingSharedLeaseReleases: Int { shared?.pendingReleases ?? 0 }
-
-    // MARK: The shared home's primitives
-
-    /// One upstream attempt on the shared `key`'s lease with `token` (see
-    /// `SharedStore.acquireLease`); true at once for a key that is not shared.
-    func acquireSharedLease(
-        _ key: CacheKey, token: String, ttl: TimeInterval, owner: UInt64, changed: (@Sendable () -> Void)?,
-        completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void
-    ) {
-        guard case .shared(let shared) = placement(key) else { return completion(.success(true)) }
-        shared.acquireLease(key, token: token, ttl: ttl, owner: owner, changed: changed, completion: completion)
-    }
-
-    /// Takes back the watch an attempt with `token` left on the shared `key`'s lease.
-    func withdrawSharedLeaseWatch(_ key: CacheKey, token: String) {
-        guard case .shared(let shared) = placement(key) else { return }
-        shared.withdrawLeaseWatch(key, token: token)
-    }
-
-    /// `releaseLease` of a shared key (false for one that is not).
-    func releaseSharedLease(_ key: CacheKey, token: String, completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void) {
-        guard case .shared(let shared) = placement(key) else { return completion(.success(false)) }
-        shared.releaseLease(key, token: token, completion: completion)
-    }
-
-    /// Gives back the shared leases `owner` took through this host.
-    func releaseSharedLeases(owner: UInt64) {
-        shared?.releaseLeases(owner: owner)
-    }
 }

@@ -9,13 +9,13 @@ import HalcyonSupport
 
 extension SharedStore {
     /// Tries to take the upstream lease on the shared `key` with `token` for `ttl` seconds,
-    /// for `owner` (an opaque number, the daemon's connection id: `releaseSharedLeases`
+    /// for `owner` (an opaque number, the daemon's connection id: `releaseLeases(owner:)`
     /// gives its leases back). Completes `true` when taken; `false` when another holder
     /// has it: then, for a caller that waits (`changed` not nil), unless
     /// `UpstreamConfig.leaseWaitersLimit` callers wait already (`tooManyLeaseWaiters`), `changed` is called
     /// once, on any thread, when that lease next changes (released, expired, or every copy
     /// dropped), and the caller reads and tries again. A caller that stops waiting first
-    /// calls `withdrawSharedLeaseWatch` with the same token, so nothing is kept for it.
+    /// calls `withdrawLeaseWatch` with the same token, so nothing is kept for it.
     func acquireLease(
         _ key: CacheKey, token: String, ttl: TimeInterval, owner: UInt64, changed: (@Sendable () -> Void)?,
         completion: @escaping @Sendable (Result<Bool, CacheError>) -> Void
@@ -45,7 +45,7 @@ extension SharedStore {
     }
 
     /// The caller of the attempt with `token` stopped waiting for `key`'s lease: the
-    /// watch `acquireSharedLease` left for it goes.
+    /// watch `acquireLease` left for it goes.
     func withdrawLeaseWatch(_ key: CacheKey, token: String) {
         withdrawWatch(of: key, token: token)
     }

@@ -273,19 +273,19 @@ struct HybridCacheUpstreamTests {
     @Test func anOwnersSharedLeasesEndWhenItGoes() async throws {
         func acquire(_ key: CacheKey, _ token: String, owner: UInt64) async throws -> Bool {
             try await withCheckedThrowingContinuation { continuation in
-                cache.acquireSharedLease(key, token: token, ttl: 60, owner: owner, changed: {}) { continuation.resume(with: $0) }
+                cache.shared!.acquireLease(key, token: token, ttl: 60, owner: owner, changed: {}) { continuation.resume(with: $0) }
             }
         }
         #expect(try await acquire("s:l1", "A", owner: 7))
         #expect(try await acquire("s:l2", "B", owner: 8))
         #expect(try await !acquire("s:l1", "C", owner: 9))
         // A lease released by its token is no longer the owner's to give back.
-        let released: Bool = try await withCheckedThrowingContinuation { c in cache.releaseSharedLease("s:l1", token: "A") { c.resume(with: $0) } }
+        let released: Bool = try await withCheckedThrowingContinuation { c in cache.shared!.releaseLease("s:l1", token: "A") { c.resume(with: $0) } }
         #expect(released)
         #expect(try await acquire("s:l1", "D", owner: 9))
-        cache.releaseSharedLeases(owner: 7)
+        cache.shared!.releaseLeases(owner: 7)
         #expect(try await !acquire("s:l1", "E", owner: 10), "owner 7's going ended a lease it no longer held")
-        cache.releaseSharedLeases(owner: 8)
+        cache.shared!.releaseLeases(owner: 8)
         #expect(try await acquire("s:l2", "F", owner: 10))
         #expect(try await !acquire("s:l2", "G", owner: 11))
     }
@@ -293,7 +293,7 @@ struct HybridCacheUpstreamTests {
     func acquireShared(_ key: CacheKey, _ token: String, owner: UInt64, waits: Bool) async throws -> Bool {
         let wake: @Sendable () -> Void = {}
         return try await withCheckedThrowingContinuation { continuation in
-            cache.acquireSharedLease(key, token: token, ttl: 60, owner: owner, changed: waits ? wake : nil) { continuation.resume(with: $0) }
+            cache.shared!.acquireLease(key, token: token, ttl: 60, owner: owner, changed: waits ? wake : nil) { continuation.resume(with: $0) }
         }
     }
 
@@ -310,7 +310,7 @@ struct HybridCacheUpstreamTests {
     @Test func aReleaseThatCannotReachTheUpstreamIsRetriedUntilItCan() async throws {
         #expect(try await acquireShared("s:r1", "A", owner: 7, waits: false))
         upstream.setReachable(false)
-        cache.releaseSharedLeases(owner: 7)
+        cache.shared!.releaseLeases(owner: 7)
         #expect(await eventually(2) { cache.pendingSharedLeaseReleases == 1 })
         upstream.setReachable(true)
         // Free again without anyone asking: the retry gave it back.
@@ -326,7 +326,7 @@ struct HybridCacheUpstreamTests {
         #expect(cache.sharedLeaseWaiters == 0)
         #expect(try await !acquireShared("s:w1", "W", owner: 3, waits: true))
         #expect(cache.sharedLeaseWaiters == 1)
-        cache.withdrawSharedLeaseWatch("s:w1", token: "W")
+        cache.shared!.withdrawLeaseWatch("s:w1", token: "W")
         #expect(cache.sharedLeaseWaiters == 0)
     }
 
@@ -340,7 +340,7 @@ struct HybridCacheUpstreamTests {
         func acquire(_ token: String, waits: Bool) async throws -> Bool {
             let wake: @Sendable () -> Void = {}
             return try await withCheckedThrowingContinuation { continuation in
-                bounded.acquireSharedLease("s:b1", token: token, ttl: 60, owner: 1, changed: waits ? wake : nil) { continuation.resume(with: $0) }
+                bounded.shared!.acquireLease("s:b1", token: token, ttl: 60, owner: 1, changed: waits ? wake : nil) { continuation.resume(with: $0) }
             }
         }
         #expect(try await acquire("A", waits: false))
