@@ -27,10 +27,10 @@ extension Dispatcher {
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
     public func directWrite(_ call: PreparedCall) -> DirectWrite? {
-        guard let id = call.id, case .ready(let spec, let params, let options, _) = call.stage,
+        guard let id = call.id, case .accepted(let spec) = call.verdict,
               let directWrite = spec.directWrite else { return nil }
         do throws(RPCError) {
-            let write = try directWrite.build(params, options)
+            let write = try directWrite.build(call.params, call.options)
             guard cache.canCommitDirect(write) else { return nil }
             return DirectWrite(id: id, write: write)
         } catch {

@@ -15,8 +15,9 @@ extension Dispatcher {
         /// The reply line (with its `\n`) is in the writer; the error it carries, if any
         /// (for instance `-32004 cannotEncode`).
         case answered(RPCError?)
-        /// Nothing was written: hand this call to `handle`.
-        case notAnswered(PreparedCall)
+        /// Nothing was written: hand the call to `handle` (its `memory` says what the
+        /// memory answer found out).
+        case notAnswered
     }
 
     /// What a method's memory answer did (`MethodSpec.MemoryAnswerFunction`).
@@ -38,29 +39,28 @@ extension Dispatcher {
     }
 
     /// Answers `call` at once into `writer` when memory (or the daemon's own state) can:
-    /// the read-your-writes check is the write book's, as for every read. Otherwise returns
-    /// the call, with what its memory answer found out, for `handle`.
+    /// the read-your-writes check is the write book's, as for every read. Otherwise leaves
+    /// the call for `handle`, with what its memory answer found out in `call.memory`.
     ///
     /// Only a request with an id is answered here (a notification's reply is dropped, and
     /// its effects are `handle`'s). The reply is complete when this returns, so no later
     /// `$/cancelRequest` can concern it.
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
-    public func answerFromMemory(_ call: PreparedCall, into writer: inout JSONWriter) -> MemoryAnswerOutcome {
-        guard let id = call.id, case .ready(let spec, let params, let options, _) = call.stage,
-              let memoryAnswer = spec.memoryAnswer else { return .notAnswered(call) }
+    public func answerFromMemory(_ call: inout PreparedCall, into writer: inout JSONWriter) -> MemoryAnswerOutcome {
+        guard let id = call.id, case .accepted(let spec) = call.verdict,
+              let memoryAnswer = spec.memoryAnswer else { return .notAnswered }
         do throws(RPCError) {
-            switch try memoryAnswer.answer(self, params, options, id, &writer) {
+            switch try memoryAnswer.answer(self, call.params, call.options, id, &writer) {
             case .answered(let error):
                 return .answered(error)
-            case .declined(.nothing):
-                return .notAnswered(call)
             case .declined(let found):
-                return .notAnswered(PreparedCall(id: call.id, session: call.session, stage: .ready(spec, params, options, found)))
+                call.memory = found
+                return .notAnswered
             }
         } catch {
             // The handler refuses the same params with the same error.
-            return .notAnswered(call)
+            return .notAnswered
         }
     }
 }

@@ -169,9 +169,10 @@ public struct ServerFacts: Sendable {
 
 /// A request made ready for its handler, once (`Dispatcher.prepare`): its params read
 /// and checked against its method's spec, its options laid over the connection's, or the
-/// error the table refuses it with. The transport hands it from one path to the next (the
-/// direct write, the memory answer, `Dispatcher.handle`), so no path parses the params
-/// again; a memory answer that declines adds what it found out (`MemoryFinding`).
+/// error the table refuses it with. The transport passes it `inout` from one path to the
+/// next (the direct write, the memory answer, `Dispatcher.handle`), so no path parses the
+/// params again and none copies them; a memory answer that declines records what it
+/// found out in `memory`.
 ///
 /// Threading: made, passed on and handled on the requesting connection's event loop
 /// thread (it holds the connection's session).
@@ -179,13 +180,38 @@ public struct PreparedCall {
     /// The id to answer; nil for a notification.
     let id: RPCID?
     let session: ConnectionSession
-    let stage: Stage
+    /// The table's word on the request.
+    let verdict: Verdict
+    /// The params, read (empty for a refusal).
+    let params: Params
+    /// The request's options laid over the connection's.
+    let options: HybridCache.Options
+    /// What the method's memory answer found out before it declined.
+    var memory: Dispatcher.MemoryFinding
 
-    enum Stage {
+    enum Verdict {
+        /// Ready for the spec's call handler.
+        case accepted(MethodSpec)
         /// The table refuses the request: its reply is this error, and no handler runs.
         case refused(RPCError)
-        /// Ready for the spec's call handler, with what memory was found to hold.
-        case ready(MethodSpec, Params, HybridCache.Options, Dispatcher.MemoryFinding)
+    }
+
+    init(id: RPCID?, session: ConnectionSession, spec: MethodSpec, params: Params, options: HybridCache.Options) {
+        self.id = id
+        self.session = session
+        self.verdict = .accepted(spec)
+        self.params = params
+        self.options = options
+        self.memory = .nothing
+    }
+
+    init(id: RPCID?, session: ConnectionSession, refusal: RPCError) {
+        self.id = id
+        self.session = session
+        self.verdict = .refused(refusal)
+        self.params = Params(unchecked: nil)
+        self.options = HybridCache.Options()
+        self.memory = .nothing
     }
 }
 
@@ -198,7 +224,7 @@ struct MethodCall {
     let session: ConnectionSession
     let options: HybridCache.Options
     let responder: Responder
-    /// What the method's memory answer found out before it declined (`PreparedCall.Stage.ready`).
+    /// What the method's memory answer found out before it declined (`PreparedCall.memory`).
     let memory: Dispatcher.MemoryFinding
 
     var id: RPCID? { responder.id }
@@ -295,17 +321,18 @@ public final class Dispatcher: Sendable {
         let callbackQueue = call.session.callbackQueue
         var priority = Operation.QueuePriority.normal
         do throws(RPCError) {
-            switch call.stage {
-            case .refused(let error):
-                throw error
-            case .ready(let spec, let params, let options, let memory):
-                // `prepare` refuses every spec but a call's.
-                guard case .call(let handler) = spec.handler else { throw .methodNotFound(method: spec.name) }
-                priority = options.priority
-                let responder = Responder(id: call.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
-                return try handler(
-                    self, MethodCall(params: params, session: call.session, options: options, responder: responder, memory: memory))
+            let spec: MethodSpec
+            switch call.verdict {
+            case .refused(let error): throw error
+            case .accepted(let accepted): spec = accepted
             }
+            // `prepare` refuses every spec but a call's.
+            guard case .call(let handler) = spec.handler else { throw .methodNotFound(method: spec.name) }
+            priority = call.options.priority
+            let responder = Responder(id: call.id, callbackQueue: callbackQueue, priority: priority, respond: respond)
+            return try handler(
+                self, MethodCall(params: call.params, session: call.session, options: call.options, responder: responder,
+                                 memory: call.memory))
         } catch {
             let id = call.id
             callbackQueue.execute(priority: priority) { respond(.error(id: id, error)) }
@@ -347,9 +374,9 @@ public final class Dispatcher: Sendable {
                 if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
                 if let p = requestOptions.priority { options.priority = p }
             }
-            return PreparedCall(id: request.id, session: session, stage: .ready(spec, params, options, .nothing))
+            return PreparedCall(id: request.id, session: session, spec: spec, params: params, options: options)
         } catch {
-            return PreparedCall(id: request.id, session: session, stage: .refused(error))
+            return PreparedCall(id: request.id, session: session, refusal: error)
         }
     }
 

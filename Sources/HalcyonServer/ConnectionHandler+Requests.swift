@@ -56,27 +56,26 @@ extension ConnectionHandler {
                     if !insideRead { commitDirectWrites() }
                     return
                 }
-                switch dispatcher.answerFromMemory(call, into: &outbound.writer) {
+                switch dispatcher.answerFromMemory(&call, into: &outbound.writer) {
                 case .answered(let error):
                     observed?.finished(error: error)
                     appended(context: context)
                     return
-                case .notAnswered(let handedOn):
-                    call = handedOn
+                case .notAnswered:
                     // What `handle` queues goes after the writes before it.
                     commitDirectWrites()
                 }
             } else if !session.callbackQueue.ordersByPriority {
                 var writer = JSONWriter(capacity: 256)
-                switch dispatcher.answerFromMemory(call, into: &writer) {
+                switch dispatcher.answerFromMemory(&call, into: &writer) {
                 case .answered(let error):
                     // Only the policy's delivery hop remains.
                     let reply = RPCReply(id: id, element: writer.bytes, error: error)
                     let respond = track(request, batch: nil, slot: 0, observed: observed, context: context)
                     session.callbackQueue.execute { respond(reply) }
                     return
-                case .notAnswered(let handedOn):
-                    call = handedOn
+                case .notAnswered:
+                    break
                 }
             }
         }

@@ -58,17 +58,17 @@ struct PreparedCallTests {
         try fixture.run(#"{"jsonrpc":"2.0","id":2,"method":"cache.remove","params":{"key":"d","fromDisk":false}}"#)
         let before = fixture.cache.stats()
 
-        let call = fixture.dispatcher.prepare(
+        var handedOn = fixture.dispatcher.prepare(
             try fixture.request(#"{"jsonrpc":"2.0","id":3,"method":"cache.get","params":{"key":"d","encoding":"utf8"}}"#),
             session: fixture.session)
         var writer = JSONWriter()
-        guard case .notAnswered(let handedOn) = fixture.dispatcher.answerFromMemory(call, into: &writer) else {
+        guard case .notAnswered = fixture.dispatcher.answerFromMemory(&handedOn, into: &writer) else {
             Issue.record("memory answered a key it does not hold")
             return
         }
         #expect(writer.bytes.isEmpty)
-        guard case .ready(let spec, _, _, .getMissed(let query)) = handedOn.stage else {
-            Issue.record("the miss did not hand on its query: \(handedOn.stage)")
+        guard case .accepted(let spec) = handedOn.verdict, case .getMissed(let query) = handedOn.memory else {
+            Issue.record("the miss did not hand on its query: \(handedOn.verdict), \(handedOn.memory)")
             return
         }
         #expect(spec.name == "cache.get")
@@ -88,11 +88,11 @@ struct PreparedCallTests {
     @Test func aHitIsAnsweredIntoTheWriterAndWhatMemoryCannotAnswerIsHandedOnAsPrepared() throws {
         let fixture = Fixture()
         try fixture.run(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":"hello"}}"#)
-        let call = fixture.dispatcher.prepare(
+        var call = fixture.dispatcher.prepare(
             try fixture.request(#"{"jsonrpc":"2.0","id":2,"method":"cache.get","params":{"key":"k"}}"#),
             session: fixture.session)
         var writer = JSONWriter()
-        guard case .answered(nil) = fixture.dispatcher.answerFromMemory(call, into: &writer) else {
+        guard case .answered(nil) = fixture.dispatcher.answerFromMemory(&call, into: &writer) else {
             Issue.record("a memory hit was not answered at once")
             return
         }
@@ -104,9 +104,9 @@ struct PreparedCallTests {
         for line in [#"{"jsonrpc":"2.0","id":3,"method":"cache.totalSize"}"#,
                      #"{"jsonrpc":"2.0","method":"cache.get","params":{"key":"k"}}"#] {
             var untouched = JSONWriter()
-            let prepared = fixture.dispatcher.prepare(try fixture.request(line), session: fixture.session)
-            guard case .notAnswered(let handedOn) = fixture.dispatcher.answerFromMemory(prepared, into: &untouched),
-                  case .ready(_, _, _, .nothing) = handedOn.stage else {
+            var handedOn = fixture.dispatcher.prepare(try fixture.request(line), session: fixture.session)
+            guard case .notAnswered = fixture.dispatcher.answerFromMemory(&handedOn, into: &untouched),
+                  case .accepted = handedOn.verdict, case .nothing = handedOn.memory else {
                 Issue.record("\(line): not handed on as prepared")
                 continue
             }
@@ -124,14 +124,14 @@ struct PreparedCallTests {
             (#"{"jsonrpc":"2.0","id":5,"method":"cache.get","params":{"key":"k","options":{"priority":"soon"}}}"#, "invalidPriority", -32602),
         ]
         for (line, reason, code) in cases {
-            let call = fixture.dispatcher.prepare(try fixture.request(line), session: fixture.session)
-            guard case .refused(let error) = call.stage else {
+            var call = fixture.dispatcher.prepare(try fixture.request(line), session: fixture.session)
+            guard case .refused(let error) = call.verdict else {
                 Issue.record("\(line): prepared for a handler")
                 continue
             }
             #expect(Int64(error.code) == code, "\(line)")
             var writer = JSONWriter()
-            guard case .notAnswered = fixture.dispatcher.answerFromMemory(call, into: &writer) else {
+            guard case .notAnswered = fixture.dispatcher.answerFromMemory(&call, into: &writer) else {
                 Issue.record("\(line): answered from memory")
                 continue
             }
