@@ -33,6 +33,8 @@
 #   --quick          1 s cells and fewer disk keys (a smoke run, not for the record)
 # Environment: DISK_KEYS (keys per disk-read round, default 10000), KEYS (key space, default 10000),
 #   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning"),
+#   BASELINE_ARGS (extra flags of the --baseline halcyond instead of HALCYOND_ARGS, when set;
+#   one binary given twice with different flags compares the flags, e.g. tenancy on and off),
 #   SUSTAINED_SECONDS (the wal section's sustained set load, default 60).
 set -euo pipefail
 
@@ -66,7 +68,7 @@ while [ $# -gt 0 ]; do
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
         --baseline) baseline="$2"; shift 2 ;;
         --results) results=1; shift ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -133,20 +135,20 @@ mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 memcached_pid=$!
 pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
-start_halcyond() { # binary name: starts it on $tmp/NAME.sock with its own cache folder
-    # shellcheck disable=SC2086  # HALCYOND_ARGS is a list of flags
-    "$1" --socket "$tmp/$2.sock" --cache-dir "$tmp/$2-cache" ${HALCYOND_ARGS:-} >"$tmp/$2.log" 2>&1 &
+start_halcyond() { # binary name flags: starts it on $tmp/NAME.sock with its own cache folder
+    # shellcheck disable=SC2086  # the flags are a list
+    "$1" --socket "$tmp/$2.sock" --cache-dir "$tmp/$2-cache" $3 >"$tmp/$2.log" 2>&1 &
     started_pid=$!
     pids+=($started_pid)
     wait_socket "$tmp/$2.sock" $started_pid "$2"
 }
-start_halcyond "$halcyond" halcyon
+start_halcyond "$halcyond" halcyon "${HALCYOND_ARGS:-}"
 halcyond_pid=$started_pid
 declare -A sock=([redis]="$tmp/redis.sock" [memcached]="$tmp/mc.sock" [halcyon]="$tmp/halcyon.sock" [redisaof]="$tmp/redisaof.sock")
 declare -A server_pid=([redis]="$redis_pid" [memcached]="$memcached_pid" [halcyon]="$halcyond_pid" [redisaof]="$redisaof_pid")
 # The baseline build, when given, is the proto `halcyonb` (loadgen speaks halcyon to it).
 if [ -n "$baseline" ]; then
-    start_halcyond "$baseline" halcyonb
+    start_halcyond "$baseline" halcyonb "${BASELINE_ARGS-${HALCYOND_ARGS:-}}"
     sock[halcyonb]="$tmp/halcyonb.sock"
     server_pid[halcyonb]=$started_pid
 fi
@@ -279,7 +281,7 @@ report="$tmp/report.md"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
-    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\` (defaults otherwise)."
+    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\`${baseline:+; the baseline with \`${BASELINE_ARGS-${HALCYOND_ARGS:-}}\`} (defaults otherwise)."
     echo "- Each connection is one client thread sending batches of \`pipeline\` requests and reading all replies before the next batch; latency (µs) is that of one batch."
     echo
 } >"$report"

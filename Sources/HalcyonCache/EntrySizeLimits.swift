@@ -2,6 +2,8 @@
 // would be acknowledged and then removed by the next trim or eviction without a word; the
 // daemon refuses it up front instead (`valueTooLarge`), naming the limit.
 
+import HalcyonSupport
+
 /// The size limits a single entry is held to, fixed when the cache is made.
 ///
 /// Threading: a value type; any thread.
@@ -15,9 +17,17 @@ public struct EntrySizeLimits: Sendable, Equatable {
     public var diskSizeLimit: UInt64
     /// The memory tier's cost limit in bytes (`MemoryStorage.Config.totalCostLimit`); 0 = none.
     public var memoryLimit: Int
-    /// The memory tier whose namespace quotas a memory-only entry is held to too (read at
-    /// each check, so a changed quota applies at once); nil for none.
-    public var quotas: MemoryStorage.Backend? = nil
+    /// The memory tier's namespace table, whose quotas a memory-only entry is held to too
+    /// (read at each check, so a changed quota applies at once); nil for none. The table,
+    /// not the tier: these limits are copied with every request's params, and a copy
+    /// retains only this plain object, never the tier (whose timer holds it weakly, which
+    /// moves its reference count out of line).
+    var namespaces: Locked<MemoryStorage.NamespaceTable>? = nil
+
+    /// Holds memory-only entries to the namespace quotas of `memory` too.
+    public mutating func holdToQuotas(of memory: MemoryStorage.Backend) {
+        namespaces = memory.namespaces
+    }
 
     /// No limit on either tier.
     public static let none = EntrySizeLimits(diskSizeLimit: 0, memoryLimit: 0)
@@ -50,13 +60,13 @@ public struct EntrySizeLimits: Sendable, Equatable {
         if let (tier, limit) = exceeded(keyBytes: key.count, valueBytes: valueBytes, toDisk: toDisk) {
             return (tier, limit, false)
         }
-        guard !toDisk, let quotas else { return nil }
-        let quota = quotas.quota(forKey: key)
+        guard !toDisk, let namespaces else { return nil }
+        let quota = namespaces.withLock { $0.quota(forKey: key) }
         return quota > 0 && valueBytes > quota ? (.memory, UInt64(quota), true) : nil
     }
 
     public static func == (lhs: EntrySizeLimits, rhs: EntrySizeLimits) -> Bool {
-        lhs.diskSizeLimit == rhs.diskSizeLimit && lhs.memoryLimit == rhs.memoryLimit && lhs.quotas === rhs.quotas
+        lhs.diskSizeLimit == rhs.diskSizeLimit && lhs.memoryLimit == rhs.memoryLimit && lhs.namespaces === rhs.namespaces
     }
 }
 
@@ -64,7 +74,7 @@ extension HybridCache {
     /// The limits of this cache's tiers, as configured at init.
     public var entrySizeLimits: EntrySizeLimits {
         var limits = EntrySizeLimits(diskSizeLimit: diskStorage.config.sizeLimit, memoryLimit: memoryStorage.config.totalCostLimit)
-        limits.quotas = memoryStorage
+        limits.holdToQuotas(of: memoryStorage)
         return limits
     }
 }

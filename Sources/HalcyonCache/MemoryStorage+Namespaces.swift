@@ -56,6 +56,12 @@ extension MemoryStorage {
             ids[namespace.prefix] = account.id
             return (account, true)
         }
+
+        /// The memory quota of `key`'s namespace in bytes; 0 when it has none.
+        func quota(forKey key: CacheKey) -> Int {
+            guard !ids.isEmpty, let length = key.namespacePrefixLength, let id = ids[key.leading(length)] else { return 0 }
+            return accounts[Int(id)].limit.load(ordering: .relaxed)
+        }
     }
 
     /// A snapshot of one namespace's account.
@@ -182,10 +188,7 @@ extension MemoryStorage.Backend {
     /// The memory quota of `key`'s namespace in bytes; 0 when it has none.
     public func quota(forKey key: CacheKey) -> Int {
         guard hasAccounts.load(ordering: .relaxed) else { return 0 }
-        return shard(for: key).state.withLock { state -> Int in
-            let id = state.accountID(forKey: key)
-            return id == MemoryStorage.Account.none ? 0 : state.accounts[Int(id)].limit.load(ordering: .relaxed)
-        }
+        return namespaces.withLock { $0.quota(forKey: key) }
     }
 
     /// Evicts `account`'s own least recently used entries until it is within its quota

@@ -84,7 +84,7 @@ struct MemoryStorageQuotaTests {
         #expect(memory.quota(forKey: Self.key(Self.b, 1)) == 0)
         let limits = EntrySizeLimits(diskSizeLimit: 0, memoryLimit: 0)
         var withQuotas = limits
-        withQuotas.quotas = memory
+        withQuotas.holdToQuotas(of: memory)
         #expect(withQuotas.exceeded(key: key, valueBytes: 1001, toDisk: false)?.limit == 1000)
         #expect(withQuotas.exceeded(key: key, valueBytes: 1001, toDisk: false)?.quota == true)
         #expect(withQuotas.exceeded(key: key, valueBytes: 1000, toDisk: false) == nil)
