@@ -35,7 +35,8 @@
 #   HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--log-level warning"),
 #   BASELINE_ARGS (extra flags of the --baseline halcyond instead of HALCYOND_ARGS, when set;
 #   one binary given twice with different flags compares the flags, e.g. tenancy on and off),
-#   SUSTAINED_SECONDS (the wal section's sustained set load, default 60).
+#   SUSTAINED_SECONDS (the wal section's sustained set load, default 60),
+#   FLOOR_CELLS (the floor section's cells, "OP CONNS PIPELINE" comma-separated; default all).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -68,7 +69,7 @@ while [ $# -gt 0 ]; do
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
         --baseline) baseline="$2"; shift 2 ;;
         --results) results=1; shift ;;
-        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -294,13 +295,14 @@ if want floor; then
     {
         echo "## The request floor and the target cells: ping, get, set, 9:1 mix (value 100 B)"
         echo
-        echo "Gets and pings against Redis without persistence; sets and the mix against Redis with \`appendonly yes\`, \`appendfsync everysec\` (both servers acknowledge a write that survives kill -9). Load C×P: C connections, each sending batches of P requests. CPU µs/req: the server's CPU time (user + system, \`/proc/PID/stat\`) over the median run divided by its replies, warm-up included. Context switches/req: voluntary + involuntary switches of all the server's threads (\`/proc/PID/task/*/status\`) over the same run, divided by its replies.${baseline:+ baseline: a second halcyond build (\`$baseline\`), run in turn with the others.}"
+        echo "Gets and pings against Redis without persistence; sets and the mix against Redis with \`appendonly yes\`, \`appendfsync everysec\` (both servers acknowledge a write that survives kill -9). memcached keeps every write in memory only; its ping is \`version\`. Load C×P: C connections, each sending batches of P requests. CPU µs/req: the server's CPU time (user + system, \`/proc/PID/stat\`) over the median run divided by its replies, warm-up included. Context switches/req: voluntary + involuntary switches of all the server's threads (\`/proc/PID/task/*/status\`) over the same run, divided by its replies. CPU/redis: halcyond's CPU per request over Redis's in the same run.${baseline:+ baseline: a second halcyond build (\`$baseline\`), run in turn with the others.}"
         echo
-        echo "| op | load | redis | halcyond | halcyond/redis |$bcols redis p99 µs | halcyond p99 µs | CPU µs/req redis / halcyond${baseline:+ / baseline} | ctx switches/req redis / halcyond${baseline:+ / baseline} |"
-        echo "|---|---|---:|---:|---:|$bsep---:|---:|---:|---:|"
+        echo "| op | load | redis | memcached | halcyond | halcyond/redis | halcyond/memcached |$bcols redis p99 µs | halcyond p99 µs | CPU µs/req redis / memcached / halcyond${baseline:+ / baseline} | CPU/redis | ctx switches/req redis / memcached / halcyond${baseline:+ / baseline} |"
+        echo "|---|---|---:|---:|---:|---:|---:|$bsep---:|---:|---:|---:|---:|"
     } >>"$report"
-    for spec in "ping 1 1" "ping 8 16" "get 1 1" "get 8 1" "get 8 16" "get 64 16" \
-                "set 1 1" "set 8 1" "set 8 16" "mixed 1 1" "mixed 8 1" "mixed 8 16" "mixed 64 16"; do
+    floor_cells="${FLOOR_CELLS:-ping 1 1,ping 8 16,get 1 1,get 8 1,get 8 16,get 64 16,set 1 1,set 8 1,set 8 16,set 64 16,mixed 1 1,mixed 8 1,mixed 8 16,mixed 64 16}"
+    IFS=, read -r -a floor_specs <<<"$floor_cells"
+    for spec in "${floor_specs[@]}"; do
         read -r op c p <<<"$spec"
         r=redis; case "$op" in set|mixed) r=redisaof ;; esac
         extra=(--op "$op" --value-size 100 --conns "$c" --pipeline "$p" --key-prefix "f:")
@@ -308,11 +310,11 @@ if want floor; then
             ping|set) extra+=(--no-prefill) ;;
             *) extra+=(--prefill-params '"toDisk":false') ;;
         esac
-        cell "$(with_baseline "$r,halcyon")" "${common[@]}" "${extra[@]}"
-        rl="${med[$r]}"; h="${med[halcyon]}"; b="${med[halcyonb]:-}"
+        cell "$(with_baseline "$r,memcached,halcyon")" "${common[@]}" "${extra[@]}"
+        rl="${med[$r]}"; m="${med[memcached]}"; h="${med[halcyon]}"; b="${med[halcyonb]:-}"
         label="$op"; [ "$op" = mixed ] && label="9 get : 1 set"
         bvals=""; [ -n "$baseline" ] && bvals=" $(rps "$b") | $(ratio "$(rps "$b")" "$(rps "$rl")") |"
-        echo "| $label | ${c}×$p | $(rps "$rl") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$rl")") |$bvals $(field "$rl" p99_us) | $(field "$h" p99_us) | $(cpu "$rl") / $(cpu "$h")${baseline:+ / $(cpu "$b")} | $(cs "$rl") / $(cs "$h")${baseline:+ / $(cs "$b")} |" >>"$report"
+        echo "| $label | ${c}×$p | $(rps "$rl") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$rl")") | $(ratio "$(rps "$h")" "$(rps "$m")") |$bvals $(field "$rl" p99_us) | $(field "$h" p99_us) | $(cpu "$rl") / $(cpu "$m") / $(cpu "$h")${baseline:+ / $(cpu "$b")} | $(ratio "$(cpu "$h")" "$(cpu "$rl")") | $(cs "$rl") / $(cs "$m") / $(cs "$h")${baseline:+ / $(cs "$b")} |" >>"$report"
     done
     echo >>"$report"
 fi

@@ -251,8 +251,11 @@ static void put_request(conn_t *c, enum req kind, long key) {
         }
         break;
     case P_MEMCACHED:
-        if (kind == R_MGET || kind == R_INCR || kind == R_PING) die("--op mget/incr/ping: halcyon and redis only");
-        if (kind == R_GET) {
+        if (kind == R_MGET || kind == R_INCR) die("--op mget/incr: halcyon and redis only");
+        if (kind == R_PING) {
+            /* memcached's cheapest round trip: no key, a one-line reply */
+            buf_printf(o, "version\r\n");
+        } else if (kind == R_GET) {
             buf_printf(o, "get %s\r\n", k);
         } else if (kind == R_SET) {
             buf_printf(o, "set %s 0 0 %d\r\n", k, opt.value_size);
@@ -340,6 +343,7 @@ static size_t frame_reply(const char *p, size_t n, enum status *st, int *disk) {
             return total;
         }
         if (head == 5 && memcmp(p, "END", 3) == 0) { *st = S_MISS; return head; }
+        if (head > 8 && memcmp(p, "VERSION ", 8) == 0) { *st = S_OK; return head; }
         if ((head == 8 && memcmp(p, "STORED", 6) == 0) || (head == 9 && memcmp(p, "DELETED", 7) == 0) ||
             (head == 11 && memcmp(p, "NOT_FOUND", 9) == 0)) {
             *st = S_OK;
@@ -492,7 +496,7 @@ static void usage(void) {
         "usage: loadgen --proto halcyon|redis|memcached --socket PATH [options]\n"
         "  --op get|set|mixed|mget|incr|ping  request mix (mixed: --set-pct %% sets, default 10;\n"
         "                          mget: cache.getMany / MGET of --batch-keys keys; incr: cache.incr / INCR;\n"
-        "                          ping: server.ping / PING, the transport alone)\n"
+        "                          ping: server.ping / PING / version, the transport alone)\n"
         "  --batch-keys N          keys per mget request (100)\n"
         "  --conns N               connections, one thread each (1)\n"
         "  --pipeline P            requests in flight per connection (1)\n"
