@@ -185,3 +185,84 @@ def test_a_namespace_over_its_disk_quota_loses_only_its_own_files(quotas: Daemon
     assert batch.result("cache.get", {"key": "file99"})["found"] is True
     web.close()
     batch.close()
+
+
+# ---------------------------------------------------------------- quotas on a `$user` line
+
+def user_rules(quota: str) -> str:
+    return (f"user {OPS}        *        read,write,admin\n"
+            f"group hct-users   $user    read,write        {quota}\n")
+
+
+@pytest.fixture()
+def user_quotas() -> Iterator[Daemon]:
+    # Alice and Bob are both in hct-users: each gets a namespace of their own, with 8 KiB.
+    d = _start_tenants(user_rules("memory=8KiB disk=256KiB"), ["--memory-limit", "64KiB"])
+    yield d
+    d.stop()
+    shutil.rmtree(d.folder, ignore_errors=True)
+    shutil.rmtree(d.rules_folder, ignore_errors=True)  # type: ignore[attr-defined]
+
+
+def test_a_user_line_quota_bounds_each_users_namespace_alone(user_quotas: Daemon) -> None:
+    alice, bob = peer(user_quotas, ALICE), peer(user_quotas, BOB)
+    read_set = [f"page{i}" for i in range(6)]
+    for k in read_set:
+        alice.result("cache.set", {"key": k, "value": "a" * KIB, "toDisk": False})
+    before = hit_rate(alice, read_set)
+    for i in range(100):
+        bob.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+    after = hit_rate(alice, read_set)
+    print(f"{ALICE}'s hit rate over {len(read_set)} keys: before {BOB} floods {before:.3f}, after {after:.3f}")
+    assert (before, after) == (1.0, 1.0)
+    mine = own_block(bob)
+    assert mine["name"] == BOB and (mine["memory"]["quota"], mine["disk"]["quota"]) == (8 * KIB, 256 * KIB), mine
+    assert mine["memory"]["bytes"] <= 8 * KIB and mine["memory"]["evictions"] == 92, mine
+    assert bob.result("cache.get", {"key": "row99"})["found"] is True
+    assert bob.result("cache.get", {"key": "row0"})["found"] is False
+
+    # And the other way round: Alice's flood evicts her own entries, never Bob's.
+    bobs = [f"row{i}" for i in range(92, 100)]
+    for i in range(100):
+        alice.result("cache.set", {"key": f"flood{i}", "value": "a" * KIB, "toDisk": False})
+    assert hit_rate(bob, bobs) == 1.0
+    theirs = own_block(alice)
+    assert theirs["memory"]["quota"] == 8 * KIB and theirs["memory"]["bytes"] <= 8 * KIB, theirs
+    assert own_block(bob)["memory"]["evictions"] == 92
+
+    ops = peer(user_quotas, OPS)
+    quotas = {n["name"]: n["memory"]["quota"] for n in ops.result("cache.stats")["namespaces"]}
+    assert quotas == {ALICE: 8 * KIB, BOB: 8 * KIB}, quotas
+    # The `$user` namespaces are one series in the metrics, with their quotas summed.
+    text = ops.result("server.metrics")["text"]
+    assert f'halcyon_namespace_quota_bytes{{namespace="$user",tier="memory"}} {16 * KIB}' in text, text
+    for p in (alice, bob, ops):
+        p.close()
+
+
+def test_sighup_changes_the_quota_of_a_learnt_user_namespace(user_quotas: Daemon) -> None:
+    bob = peer(user_quotas, BOB)
+    for i in range(8):
+        bob.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+    assert own_block(bob)["memory"]["bytes"] == 8 * KIB
+
+    def reload(quota: str) -> None:
+        Path(user_quotas.rules).write_text(user_rules(quota))  # type: ignore[attr-defined]
+        mark = os.path.getsize(user_quotas.log)
+        assert user_quotas.proc is not None
+        user_quotas.proc.send_signal(signal.SIGHUP)
+        _await_log(user_quotas, "access rules reloaded", mark)
+
+    # Bob connected before the reload: the new quota is his at once, evicting down to it.
+    reload("memory=2KiB")
+    mine = own_block(bob)
+    assert (mine["memory"]["bytes"], mine["memory"]["quota"], mine["memory"]["evictions"]) == (2 * KIB, 2 * KIB, 6)
+    assert [bob.result("cache.get", {"key": f"row{i}"})["found"] for i in (5, 6, 7)] == [False, True, True]
+
+    # A line that lost its quota leaves the namespace unbounded.
+    reload("")
+    for i in range(8, 16):
+        bob.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+    mine = own_block(bob)
+    assert (mine["memory"]["quota"], mine["disk"]["quota"], mine["memory"]["bytes"]) == (0, 0, 10 * KIB), mine
+    bob.close()

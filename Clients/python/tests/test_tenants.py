@@ -332,7 +332,7 @@ def test_an_admin_reaches_a_named_namespace_and_the_whole_keyspace(tenants: Daem
 @pytest.mark.parametrize("text,expected", [
     ("uid 1 web read\nuid 2 web read,fly\n", "line 2: 'fly' is not one of the rights"),
     ("# ok\n\nperson x web read\n", "line 3:"),
-    ("uid 1 $user read memory=1MiB\n", "line 1: quotas need a named namespace, not '$user'"),
+    ("uid 1 * read,admin memory=1MiB\n", "line 1: quotas need a namespace: '*' spans every namespace"),
 ])
 def test_a_bad_rules_file_stops_the_daemon_with_exit_2_naming_the_line(
         halcyond_bin: str, text: str, expected: str) -> None:
@@ -349,7 +349,6 @@ def test_a_bad_rules_file_stops_the_daemon_with_exit_2_naming_the_line(
 
 
 @pytest.mark.parametrize("flags,expected", [
-    (["--upstream", "redis://127.0.0.1:1"], "cannot be combined with --upstream"),
     (["--no-hashed-file-names"], "needs hashed file names"),
     (["--allow-uid", "0"], "replaces --allow-uid and --allow-gid"),
 ])
