@@ -10,13 +10,12 @@ namespace. Every wait has a deadline."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Iterator, List, Tuple
 
 import pytest
 
 from conftest import Daemon
-from test_tenants import ALICE, BOB, CAROL, OPS, Peer, _start_tenants, peer
+from test_tenants import ALICE, BOB, CAROL, OPS, Peer, _start_tenants, _stop_tenants, peer
 from test_tenants import pytestmark as tenants_mark
 from test_upstream import Redis, started, wait_until
 from test_upstream import pytestmark as upstream_mark
@@ -42,9 +41,7 @@ def two_hosts(redis: Redis, *extra: str) -> Iterator[List[Daemon]]:
     hosts = [_start_tenants(RULES, ["--upstream", redis.url, *extra]) for _ in range(2)]
     yield hosts
     for d in hosts:
-        d.stop()
-        shutil.rmtree(d.folder, ignore_errors=True)
-        shutil.rmtree(d.rules_folder, ignore_errors=True)  # type: ignore[attr-defined]
+        _stop_tenants(d)
     redis.cli("FLUSHALL")
 
 
