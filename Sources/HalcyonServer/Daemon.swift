@@ -79,8 +79,8 @@ public final class Daemon: Sendable {
     /// The rules of `--access` in force, replaced on SIGHUP; nil without `--access`. A
     /// connection resolves its namespace and rights from the rules it was accepted under.
     private let accessRules: Locked<AccessRules?>
-    /// The `$user` namespaces learnt at admission since start, each with the peer it was
-    /// first learnt from: the rules in force give them their quotas (`applyNamespaces`).
+    /// The namespaces peers were admitted to since start, each with the first such peer:
+    /// the rules in force give those a `$user` line grants its quotas (`applyNamespaces`).
     private let learntNamespaces = Locked([KeyNamespace: PeerCredentials]())
     /// The listening descriptor, once bound or adopted; -1 before.
     private let listenerFD = Locked<Int32>(-1)
