@@ -79,9 +79,8 @@ public final class Daemon: Sendable {
     /// The rules of `--access` in force, replaced on SIGHUP; nil without `--access`. A
     /// connection resolves its namespace and rights from the rules it was accepted under.
     private let accessRules: Locked<AccessRules?>
-    /// The namespaces peers were admitted to since start, each with the first such peer:
-    /// the rules in force give those a `$user` line grants its quotas (`applyNamespaces`).
-    private let learntNamespaces = Locked([KeyNamespace: PeerCredentials]())
+    /// The namespaces peers were admitted to since start (`LearntNamespaces`).
+    private let learntNamespaces = Locked(LearntNamespaces())
     /// The listening descriptor, once bound or adopted; -1 before.
     private let listenerFD = Locked<Int32>(-1)
     /// Unfinished request lines of all connections together (`--max-input-buffer`).
@@ -356,19 +355,20 @@ public final class Daemon: Sendable {
         let rules = accessRules.withLock { $0 }
         let access = rules?.access(for: peer)
         // A `$user` namespace is learnt here; the file's own were accounted with the rules.
-        if let namespace = access?.namespace {
+        if let namespace = access?.namespace, let rules {
             cache.registerNamespace(namespace)
-            let learnt = learntNamespaces.withLock { learnt -> Bool in
-                guard learnt[namespace] == nil else { return false }
-                learnt[namespace] = peer
-                return true
-            }
-            if learnt, let rules, rules.hasPeerUserQuotas {
-                // Its `$user` line may carry quotas: they are installed before the
-                // connection's first request, off the event loop and in order with reloads.
+            let step = learntNamespaces.withLock { $0.admit(namespace, peer: peer, quotas: rules.hasPeerUserQuotas) }
+            if step != .now {
+                // Its `$user` line may carry quotas: they are installed before any of its
+                // connections reads a request, off the event loop and in order with
+                // reloads (the lifecycle queue is serial, so a later connection's turn
+                // comes after the install).
                 let promise = channel.eventLoop.makePromise(of: Void.self)
                 lifecycleQueue.async { [self] in
-                    if let rules = accessRules.withLock({ $0 }) { applyNamespaces(of: rules) }
+                    if step == .install {
+                        if let rules = accessRules.withLock({ $0 }) { applyNamespaces(of: rules) }
+                        learntNamespaces.withLock { $0.installed(namespace) }
+                    }
                     promise.succeed(())
                 }
                 return promise.futureResult.flatMap { [self] in
@@ -483,7 +483,7 @@ public final class Daemon: Sendable {
     /// `applyNamespaces(of:learnt:to:)` with the `$user` namespaces learnt so far. Runs
     /// on `lifecycleQueue`.
     private func applyNamespaces(of rules: AccessRules) {
-        Self.applyNamespaces(of: rules, learnt: learntNamespaces.withLock { $0 }, to: cache)
+        Self.applyNamespaces(of: rules, learnt: learntNamespaces.withLock { $0.peers }, to: cache)
     }
 
     /// Accounts the namespaces `rules` name (in file order, so stats list them so) and
@@ -544,6 +544,39 @@ public final class Daemon: Sendable {
 /// would get ECONNRESET instead of the line.
 ///
 /// Threading: on the channel's event loop, like every handler.
+/// The namespaces peers were admitted to since start, each with the first such peer (the
+/// rules in force give those a `$user` line grants its quotas), and those whose quotas are
+/// being installed. A value, inside the daemon's `Locked`.
+struct LearntNamespaces {
+    /// What a connection waits for before it reads requests.
+    enum Step: Equatable {
+        /// Nothing.
+        case now
+        /// Its namespace is new: install the quotas, then open it.
+        case install
+        /// Another connection is installing its namespace's quotas: open it after that.
+        case wait
+    }
+
+    private(set) var peers: [KeyNamespace: PeerCredentials] = [:]
+    private var installing: Set<KeyNamespace> = []
+
+    /// Records a connection of `peer` to `namespace`; `quotas`: whether a `$user` line of
+    /// the rules in force carries quotas.
+    mutating func admit(_ namespace: KeyNamespace, peer: PeerCredentials, quotas: Bool) -> Step {
+        guard peers[namespace] == nil else { return installing.contains(namespace) ? .wait : .now }
+        peers[namespace] = peer
+        guard quotas else { return .now }
+        installing.insert(namespace)
+        return .install
+    }
+
+    /// The quotas of `namespace` are installed.
+    mutating func installed(_ namespace: KeyNamespace) {
+        installing.remove(namespace)
+    }
+}
+
 final class RefuseConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer

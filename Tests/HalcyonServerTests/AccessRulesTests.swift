@@ -91,6 +91,20 @@ import Testing
         #expect(dropped.quotas(learnt: learnt) == Quotas())
     }
 
+    /// The first connection of a namespace installs its quotas; one that comes while they
+    /// are being installed waits for that; later ones, and all without `$user` quotas, go at once.
+    @Test func aNamespaceIsLearntOnceAndItsLaterConnectionsWaitForItsQuotas() {
+        var learnt = LearntNamespaces()
+        let bob = KeyNamespace("bob")!, cyd = KeyNamespace("cyd")!
+        let peer = PeerCredentials(pid: 1, uid: 20, gid: 100)
+        #expect(learnt.admit(bob, peer: peer, quotas: true) == .install)
+        #expect(learnt.admit(bob, peer: PeerCredentials(pid: 2, uid: 20, gid: 100), quotas: true) == .wait)
+        learnt.installed(bob)
+        #expect(learnt.admit(bob, peer: peer, quotas: true) == .now)
+        #expect(learnt.admit(cyd, peer: peer, quotas: false) == .now)
+        #expect(learnt.peers == [bob: peer, cyd: peer])
+    }
+
     @Test func anUnreadableFileIsAnError() {
         do {
             _ = try AccessRules.load(path: "/nonexistent/halcyon-access.conf")
