@@ -100,12 +100,17 @@ def test_a_namespace_shares_its_keys_across_hosts_and_nothing_else(hosts: List[D
         assert b.result("cache.getMany", {"keys": ["k", "k2"]})["entries"] == [{"found": False}] * 2
         assert listed(b) == []
         assert b.result("cache.removePrefix", {"prefix": "k"}) == {"removed": 0}
+        assert b.result("cache.removePrefix", {"prefix": "*"}) == {"removed": 0}  # a glob byte is a byte
         assert b.result("cache.clear", {}) == {"removed": 0}
     b2.result("cache.set", {"key": "k", "value": "bob"})
     assert b1.result("cache.get", {"key": "k"})["value"] == "bob"
     assert listed(b1) == ["k"]
     assert a1.result("cache.get", {"key": "k"})["value"] == "alice-1"
     assert redis_server.cli("GET", f"{BOB}{SEP}k") == "bob"
+    # An admin acting in a namespace reaches its shared keys from any host.
+    ops = peer(hosts[1], OPS)
+    assert ops.result("cache.get", {"key": "k", "namespace": ALICE})["value"] == "alice-1"
+    ops.close()
 
     # A lease is the namespace's too: Bob sees none on Alice's key and takes his own.
     assert "lease" in a1.result("cache.lease", {"key": "lk", "ttl": {"seconds": 60}})
