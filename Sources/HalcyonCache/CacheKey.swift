@@ -107,10 +107,16 @@ public struct CacheKey: Sendable, Hashable, Comparable, ExpressibleByStringInter
 
     /// True when this key's bytes begin with all of `prefix`'s bytes.
     @inlinable public func hasPrefix(_ prefix: CacheKey) -> Bool {
+        hasPrefix(prefix, from: 0)
+    }
+
+    /// True when this key's bytes from `offset` (at most `count`) on begin with all of
+    /// `prefix`'s bytes.
+    @inlinable public func hasPrefix(_ prefix: CacheKey, from offset: Int) -> Bool {
         let length = prefix.count
-        guard length <= count else { return false }
+        guard length <= count - offset else { return false }
         guard length > 0 else { return true }
-        return withBytes { a in prefix.withBytes { b in memcmp(a.baseAddress!, b.baseAddress!, length) == 0 } }
+        return withBytes { a in prefix.withBytes { b in memcmp(a.baseAddress! + offset, b.baseAddress!, length) == 0 } }
     }
 
     /// The key of this key's bytes followed by `suffix`'s.

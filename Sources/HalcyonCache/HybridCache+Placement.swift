@@ -160,12 +160,13 @@ extension HybridCache {
     /// counted apart (`ClearResult.droppedShared`): the keys stay upstream for every host.
     ///
     /// `shared: true` (with an upstream) also removes every shared key upstream, for every
-    /// host: `removePrefix` of each shared prefix (of everything when every key is
-    /// shared), on every primary; lease keys are left to end on their own. That part
-    /// keeps the shared keys' order as a prefix removal of "" does, and the copies kept
-    /// meanwhile by operations admitted before it go after it. Both parts start now; the
-    /// reply waits for both (an upstream failure fails it, this host cleared all the
-    /// same), and a cancel only changes the reply.
+    /// host: `removePrefix` of each shared prefix (of everything, keeping what is not
+    /// shared, when every key is shared or keys carry namespaces), on every primary; lease
+    /// keys are left to end on their own. That part keeps the shared keys' order as a
+    /// prefix removal of "" does, and the copies kept meanwhile by operations admitted
+    /// before it go after it. Both parts start now; the reply waits for both (an upstream
+    /// failure fails it, this host cleared all the same), and a cancel only changes the
+    /// reply.
     @discardableResult
     public func clear(
         memory: Bool = true, disk: Bool = true, shared clearsShared: Bool = false, callbackQueue: CallbackQueue = .untouch,

@@ -23,8 +23,10 @@ import HalcyonSupport
 ///
 /// **Placement.** Each key has one home, decided here and nowhere else (`placement`):
 /// shared when an upstream is configured and the key starts with one of its prefixes,
-/// local otherwise. Each home owns the order of its keys' operations, and each writes the
-/// memory tier only for its own keys, so no key has two writers.
+/// local otherwise. With `UpstreamConfig.namespaced`, the key within its namespace is
+/// what starts with a prefix (`SharedStore.shares`), and the key kept upstream is the
+/// stored key, namespace and all. Each home owns the order of its keys' operations, and
+/// each writes the memory tier only for its own keys, so no key has two writers.
 ///
 /// Threading: every method may be called from any thread and never blocks on the ioQueue,
 /// except `commitDirect`, whose caller waits for it (see there). Every completion is

@@ -386,24 +386,26 @@ extension SharedStore {
     // MARK: Prefixes
 
     /// Removes every shared key starting with `prefix` upstream (on every primary) and
-    /// drops this host's copies of them; how many the upstream removed. The caller holds
-    /// the prefix's order (`admitPrefix`).
+    /// drops this host's copies of them; how many the upstream removed. Keys upstream
+    /// that this host would not share (`shares`) stay. The caller holds the prefix's
+    /// order (`admitPrefix`).
     func removePrefixUpstream(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, CacheError>) -> Void) {
-        tier.removePrefix(prefix) { result in
+        tier.removePrefix(prefix, where: { [self] in shares($0) }) { result in
             for key in self.copies.keys(prefix: prefix) where self.shares(key) { self.drop(key) }
             completion(self.mapped(result) { $0 })
         }
     }
 
     /// Removes upstream every key this host shares (`removePrefix` of each shared prefix
-    /// not under another one, or of "" when every key is shared); how many.
+    /// not under another one, or of "" when every key is shared or, with `namespaced`,
+    /// when the shared keys of every namespace are meant); how many.
     func removeSharedKeys(completion: @escaping @Sendable (Result<Int, CacheError>) -> Void) {
         let shared = self.prefixes
-        let outermost: Set<CacheKey> = shared.isEmpty ? [""]
+        let outermost: Set<CacheKey> = shared.isEmpty || namespaced ? [""]
             : Set(shared.filter { prefix in !shared.contains { $0 != prefix && prefix.hasPrefix($0) } })
         let gathered = Locked((removed: 0, failure: Upstream.Failure?.none, left: outermost.count))
         for prefix in outermost {
-            tier.removePrefix(prefix) { result in
+            tier.removePrefix(prefix, where: { [self] in shares($0) }) { result in
                 let done = gathered.withLock { g -> Result<Int, Upstream.Failure>? in
                     switch result {
                     case .success(let n): g.removed += n

@@ -11,8 +11,16 @@ import HalcyonSupport
 public struct UpstreamConfig: Sendable {
     /// The shared store.
     public var tier: any Upstream.Tier
-    /// Only keys starting with one of these are shared; empty = every key.
+    /// Only keys starting with one of these are shared; empty = every key. With
+    /// `namespaced`, a key's bytes after its namespace are matched (see there).
     public var prefixes: [CacheKey]
+    /// Whether stored keys carry a namespace (`Namespace`; the daemon runs with
+    /// `--access`). Then `prefixes` are matched against a key within its namespace, the
+    /// key as its client sent it, so one prefix list means the same in every namespace
+    /// and on every host with the same rules; the key kept upstream is still the stored
+    /// key, namespace included, so namespaces never meet in the upstream. Default false:
+    /// every byte of a key is matched, U+001F included.
+    public var namespaced = false
     /// How many callers of this host may wait on shared leases at once; one more is
     /// refused (`CacheError.tooManyLeaseWaiters`), so the watch table is bounded. Default
     /// 16384, as `Leases.Limits.waiters`.
@@ -215,6 +223,8 @@ final class SharedStore: Upstream.Observer, DeliversTasks, Sendable {
 
     let tier: any Upstream.Tier
     let prefixes: [CacheKey]
+    /// `UpstreamConfig.namespaced`.
+    let namespaced: Bool
     let leaseWaitersLimit: Int
     /// This host's copies of shared keys, in the memory tier.
     let copies: MemoryStorage.Copies
@@ -230,6 +240,7 @@ final class SharedStore: Upstream.Observer, DeliversTasks, Sendable {
     ) {
         tier = config.tier
         prefixes = config.prefixes
+        namespaced = config.namespaced
         leaseWaitersLimit = config.leaseWaitersLimit
         self.copies = copies
         self.counters = counters
@@ -237,14 +248,32 @@ final class SharedStore: Upstream.Observer, DeliversTasks, Sendable {
         self.defaults = defaults
     }
 
-    /// Whether `key` is shared.
+    /// Whether the stored `key` is shared: whether it, or with `namespaced` its bytes
+    /// after its namespace, starts with one of `prefixes`. `HybridCache.placement` asks
+    /// it for every key it places; this store asks it only to tell its own copies from
+    /// the local store's entries in the memory tier, so the two always agree.
     func shares(_ key: CacheKey) -> Bool {
-        prefixes.isEmpty || prefixes.contains { key.hasPrefix($0) }
+        guard !prefixes.isEmpty else { return true }
+        let start = namespaced ? key.namespacePrefixLength ?? 0 : 0
+        return prefixes.contains { key.hasPrefix($0, from: start) }
     }
 
-    /// Whether some shared key may start with `prefix`.
+    /// Whether some shared key may start with the stored prefix `prefix`. With
+    /// `namespaced`, a prefix that names a namespace is matched by its bytes after it; a
+    /// prefix that could still be the start of a namespace name (an admin's, in the whole
+    /// keyspace) may cover keys of every namespace.
     func mayShare(prefix: CacheKey) -> Bool {
-        prefixes.isEmpty || prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) }
+        guard !prefixes.isEmpty else { return true }
+        guard namespaced else { return mayMatchPrefix(prefix) }
+        if let length = prefix.namespacePrefixLength {
+            return mayMatchPrefix(CacheKey(utf8: prefix.utf8.dropFirst(length)))
+        }
+        let couldBeginName = prefix.count <= Namespace.maxNameBytes && prefix.utf8.allSatisfy(Namespace.isNameByte)
+        return couldBeginName || mayMatchPrefix(prefix)
+    }
+
+    private func mayMatchPrefix(_ prefix: CacheKey) -> Bool {
+        prefixes.contains { $0.hasPrefix(prefix) || prefix.hasPrefix($0) }
     }
 
     var stats: UpstreamStats { state.withLock { $0.stats } }

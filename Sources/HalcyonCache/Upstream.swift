@@ -223,8 +223,11 @@ public enum Upstream {
         /// one has taken effect (or failed), with one outcome per write, in order. Writes
         /// of one key take effect in their order.
         func writeMany(_ writes: [Write], completion: @escaping @Sendable ([Result<Written, Failure>]) -> Void)
-        /// Removes every key that starts with `prefix`; how many.
-        func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
+        /// Removes every key that starts with `prefix` and that `include` accepts (it is
+        /// asked of each such key, on any thread); how many.
+        func removePrefix(
+            _ prefix: CacheKey, where include: @escaping @Sendable (CacheKey) -> Bool,
+            completion: @escaping @Sendable (Result<Int, Failure>) -> Void)
         /// A page of at most `limit` keys starting with `prefix` (every node of a cluster),
         /// from `cursor` (nil: the start). A key present for the whole listing appears
         /// once; keys written meanwhile may or may not.
@@ -241,6 +244,11 @@ public enum Upstream {
 }
 
 extension Upstream.Tier {
+    /// Removes every key that starts with `prefix`; how many.
+    public func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+        removePrefix(prefix, where: { _ in true }, completion: completion)
+    }
+
     /// `writeMany` as one call per write, started in order, gathered (for tiers with
     /// nothing better, such as an in-process store whose calls complete before they return).
     public func writeMany(_ writes: [Upstream.Write], completion: @escaping @Sendable ([Result<Upstream.Written, Upstream.Failure>]) -> Void) {

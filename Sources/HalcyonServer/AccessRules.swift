@@ -25,8 +25,12 @@ import HalcyonRPC
 /// match the line) or `*` (the whole keyspace: needs `admin`). RIGHTS are `read`,
 /// `write`, `admin`, separated by commas. QUOTAS: `memory=SIZE` bounds the namespace's
 /// bytes in the memory tier (`Quotas`; a namespace over it loses its own least recently
-/// used entries); only a line naming a namespace may carry one, and a namespace's quota is
-/// the first such line's. `disk=SIZE` bounds its bytes in the disk tier likewise.
+/// used entries); `disk=SIZE` bounds its bytes in the disk tier likewise. A named
+/// namespace's quota is the first line's that names it and carries one. On a `$user` line
+/// the quotas are each user's own: every namespace the line grants gets them, once the
+/// namespace is learnt (its first connection), for any bound no named line sets
+/// (`quotas(learnt:)`). A `*` line may carry none: it spans every namespace, and the
+/// tiers' own limits already bound the whole cache.
 ///
 /// A peer no line matches is refused, except root and the daemon's own user (who could
 /// read the cache folder anyway): they get the whole keyspace with every right.
@@ -163,7 +167,10 @@ public struct AccessRules: Sendable, Equatable {
             }
             let bytes: Int
             do { bytes = try HumanUnits.parseIntByteCount(parts[1]) } catch { throw fail("\(parts[0]): \(error.description)") }
-            guard case .namespace = scope else { throw fail("quotas need a named namespace, not '\(words[2])'") }
+            if case .everything = scope {
+                throw fail("quotas need a namespace: '*' spans every namespace, and the tiers' own limits "
+                    + "(--memory-limit, --disk-size-limit) bound the whole cache")
+            }
             if parts[0] == "disk" { diskQuota = UInt64(bytes) } else { memoryQuota = bytes }
         }
         return Rule(who: who, scope: scope, rights: rights, memoryQuota: memoryQuota, diskQuota: diskQuota, line: line)
@@ -178,16 +185,40 @@ public struct AccessRules: Sendable, Equatable {
         }
     }
 
+    /// Whether a `$user` line carries quotas (each namespace it grants then gets them
+    /// when it is learnt).
+    public var hasPeerUserQuotas: Bool {
+        rules.contains { rule in
+            guard case .peerUser = rule.scope else { return false }
+            return rule.memoryQuota != nil || rule.diskQuota != nil
+        }
+    }
+
     /// The storage engine's quotas: each named namespace's memory and disk quotas, each
     /// from the first line of the namespace that carries it.
-    public var quotas: Quotas {
+    public var quotas: Quotas { quotas(learnt: [:]) }
+
+    /// `quotas`, and for each learnt `$user` namespace (with the peer it was learnt from)
+    /// the quotas of the line that grants it to that peer now, for each bound no named
+    /// line sets. A namespace whose peer now matches another line, or a line without
+    /// quotas, gets none from it.
+    public func quotas(learnt: [KeyNamespace: PeerCredentials]) -> Quotas {
         var quotas = Quotas()
-        for rule in rules {
-            guard case .namespace(let namespace) = rule.scope else { continue }
+        func add(_ rule: Rule, to namespace: KeyNamespace) {
             var limits = quotas.limits[namespace] ?? Quotas.Limits()
             if limits.memory == 0, let memory = rule.memoryQuota { limits.memory = memory }
             if limits.disk == 0, let disk = rule.diskQuota { limits.disk = disk }
             if limits != Quotas.Limits() { quotas.limits[namespace] = limits }
+        }
+        for rule in rules {
+            guard case .namespace(let namespace) = rule.scope else { continue }
+            add(rule, to: namespace)
+        }
+        for (namespace, peer) in learnt {
+            // The name the namespace was learnt as, so that a renamed account cannot move it.
+            guard let granted = grant(for: peer, userName: { _ in namespace.name }), let rule = granted.rule,
+                  case .peerUser = rule.scope, granted.access.namespace == namespace else { continue }
+            add(rule, to: namespace)
         }
         return quotas
     }
@@ -199,19 +230,25 @@ public struct AccessRules: Sendable, Equatable {
     public func access(
         for peer: PeerCredentials, userName: (uid_t) -> String? = AccountNames.userName
     ) -> ConnectionAccess? {
+        grant(for: peer, userName: userName)?.access
+    }
+
+    /// `access(for:userName:)` with the line that granted it (nil: root or the daemon's
+    /// own user, whom no line names).
+    func grant(for peer: PeerCredentials, userName: (uid_t) -> String?) -> (rule: Rule?, access: ConnectionAccess)? {
         for rule in rules where rule.names(peer) {
             switch rule.scope {
             case .namespace(let namespace):
-                return ConnectionAccess(namespace: namespace, rights: rule.rights)
+                return (rule, ConnectionAccess(namespace: namespace, rights: rule.rights))
             case .everything:
-                return ConnectionAccess(namespace: nil, rights: rule.rights)
+                return (rule, ConnectionAccess(namespace: nil, rights: rule.rights))
             case .peerUser:
                 if let name = userName(peer.uid), let namespace = KeyNamespace(name) {
-                    return ConnectionAccess(namespace: namespace, rights: rule.rights)
+                    return (rule, ConnectionAccess(namespace: namespace, rights: rule.rights))
                 }
             }
         }
-        if peer.uid == 0 || peer.uid == ownUID { return ConnectionAccess(namespace: nil, rights: [.read, .write, .admin]) }
+        if peer.uid == 0 || peer.uid == ownUID { return (nil, ConnectionAccess(namespace: nil, rights: [.read, .write, .admin])) }
         return nil
     }
 }

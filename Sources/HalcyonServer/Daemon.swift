@@ -79,6 +79,8 @@ public final class Daemon: Sendable {
     /// The rules of `--access` in force, replaced on SIGHUP; nil without `--access`. A
     /// connection resolves its namespace and rights from the rules it was accepted under.
     private let accessRules: Locked<AccessRules?>
+    /// The namespaces peers were admitted to since start (`LearntNamespaces`).
+    private let learntNamespaces = Locked(LearntNamespaces())
     /// The listening descriptor, once bound or adopted; -1 before.
     private let listenerFD = Locked<Int32>(-1)
     /// Unfinished request lines of all connections together (`--max-input-buffer`).
@@ -120,9 +122,9 @@ public final class Daemon: Sendable {
         }
         self.upstream = upstream
         var cacheConfig = Self.cacheConfig(from: configuration, logger: logger)
-        cacheConfig.upstream = upstream?.cacheConfig
+        cacheConfig.upstream = upstream?.cacheConfig(namespaced: configuration.accessRules != nil)
         self.cache = HybridCache(config: cacheConfig)
-        if let rules = configuration.accessRules { Self.applyNamespaces(of: rules, to: cache) }
+        if let rules = configuration.accessRules { Self.applyNamespaces(of: rules, learnt: [:], to: cache) }
         self.metrics = Metrics(
             cache: cache, counters: counters,
             limits: Metrics.Limits(memoryBytes: Int64(configuration.memoryLimit),
@@ -353,7 +355,36 @@ public final class Daemon: Sendable {
         let rules = accessRules.withLock { $0 }
         let access = rules?.access(for: peer)
         // A `$user` namespace is learnt here; the file's own were accounted with the rules.
-        if let namespace = access?.namespace { cache.registerNamespace(namespace) }
+        if let namespace = access?.namespace, let rules {
+            cache.registerNamespace(namespace)
+            let step = learntNamespaces.withLock { $0.admit(namespace, peer: peer, quotas: rules.hasPeerUserQuotas) }
+            if step != .now {
+                // Its `$user` line may carry quotas: they are installed before any of its
+                // connections reads a request, off the event loop and in order with
+                // reloads (the lifecycle queue is serial, so a later connection's turn
+                // comes after the install).
+                let promise = channel.eventLoop.makePromise(of: Void.self)
+                lifecycleQueue.async { [self] in
+                    if step == .install {
+                        if let rules = accessRules.withLock({ $0 }) { applyNamespaces(of: rules) }
+                        learntNamespaces.withLock { $0.installed(namespace) }
+                    }
+                    promise.succeed(())
+                }
+                return promise.futureResult.flatMap { [self] in
+                    openConnection(channel, peer: peer, rules: rules, access: access, dispatcher: dispatcher, policy: policy)
+                }
+            }
+        }
+        return openConnection(channel, peer: peer, rules: rules, access: access, dispatcher: dispatcher, policy: policy)
+    }
+
+    /// The rest of `admit`: refuses a peer the rules or the policy do not admit, or one
+    /// over `--max-connections`, else installs the connection's handlers.
+    private func openConnection(
+        _ channel: any Channel, peer: PeerCredentials, rules: AccessRules?, access: ConnectionAccess?,
+        dispatcher: Dispatcher, policy: AccessPolicy
+    ) -> EventLoopFuture<Void> {
         guard rules == nil ? policy.allows(peer) : access != nil else {
             counters.peerRefused()
             logger.warning("refused peer", metadata: ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "gid": "\(peer.gid)"])
@@ -441,7 +472,7 @@ public final class Daemon: Sendable {
         do {
             let rules = try AccessRules.load(path: path)
             accessRules.withLock { $0 = rules }
-            Self.applyNamespaces(of: rules, to: cache)
+            applyNamespaces(of: rules)
             logger.notice("access rules reloaded", metadata: ["file": "\(path)", "rules": "\(rules.rules.count)"])
         } catch {
             logger.error("access rules not reloaded; the previous rules stay in force",
@@ -449,12 +480,20 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// `applyNamespaces(of:learnt:to:)` with the `$user` namespaces learnt so far. Runs
+    /// on `lifecycleQueue`.
+    private func applyNamespaces(of rules: AccessRules) {
+        Self.applyNamespaces(of: rules, learnt: learntNamespaces.withLock { $0.peers }, to: cache)
+    }
+
     /// Accounts the namespaces `rules` name (in file order, so stats list them so) and
-    /// installs their quotas; a namespace now over its quota is evicted down to it before
-    /// this returns, on the caller's thread (start, or `lifecycleQueue` on SIGHUP).
-    static func applyNamespaces(of rules: AccessRules, to cache: HybridCache) {
+    /// installs their quotas and those the rules give the `learnt` namespaces (a `$user`
+    /// namespace whose line lost its quotas loses them); a namespace now over its quota is
+    /// evicted down to it before this returns, on the caller's thread (start, or
+    /// `lifecycleQueue`).
+    static func applyNamespaces(of rules: AccessRules, learnt: [KeyNamespace: PeerCredentials], to cache: HybridCache) {
         for namespace in rules.namedNamespaces { cache.registerNamespace(namespace) }
-        cache.setQuotas(rules.quotas)
+        cache.setQuotas(rules.quotas(learnt: learnt))
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `drainTimeout`, answers
@@ -505,6 +544,39 @@ public final class Daemon: Sendable {
 /// would get ECONNRESET instead of the line.
 ///
 /// Threading: on the channel's event loop, like every handler.
+/// The namespaces peers were admitted to since start, each with the first such peer (the
+/// rules in force give those a `$user` line grants its quotas), and those whose quotas are
+/// being installed. A value, inside the daemon's `Locked`.
+struct LearntNamespaces {
+    /// What a connection waits for before it reads requests.
+    enum Step: Equatable {
+        /// Nothing.
+        case now
+        /// Its namespace is new: install the quotas, then open it.
+        case install
+        /// Another connection is installing its namespace's quotas: open it after that.
+        case wait
+    }
+
+    private(set) var peers: [KeyNamespace: PeerCredentials] = [:]
+    private var installing: Set<KeyNamespace> = []
+
+    /// Records a connection of `peer` to `namespace`; `quotas`: whether a `$user` line of
+    /// the rules in force carries quotas.
+    mutating func admit(_ namespace: KeyNamespace, peer: PeerCredentials, quotas: Bool) -> Step {
+        guard peers[namespace] == nil else { return installing.contains(namespace) ? .wait : .now }
+        peers[namespace] = peer
+        guard quotas else { return .now }
+        installing.insert(namespace)
+        return .install
+    }
+
+    /// The quotas of `namespace` are installed.
+    mutating func installed(_ namespace: KeyNamespace) {
+        installing.remove(namespace)
+    }
+}
+
 final class RefuseConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer

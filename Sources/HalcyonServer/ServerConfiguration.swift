@@ -198,9 +198,6 @@ public struct ServerConfiguration: Sendable {
             if !upstreamPrefixes.isEmpty { throw fail("--upstream-prefix", "needs --upstream") }
         }
         if accessFile != nil {
-            if !upstreamURLs.isEmpty {
-                throw fail("--access", "cannot be combined with --upstream in this version (which keys a namespace shares is not decided yet)")
-            }
             if !usesHashedFileNames {
                 throw fail("--access", "needs hashed file names: a key with its namespace is not a safe file name (drop --no-hashed-file-names)")
             }

@@ -77,8 +77,12 @@ final class UpstreamLink: Sendable {
         sample.withLock { $0.prefixes = prefixes }
     }
 
-    /// What the hybrid cache is given.
-    var cacheConfig: UpstreamConfig { UpstreamConfig(tier: tier, prefixes: prefixes.map { CacheKey($0) }) }
+    /// What the hybrid cache is given; `namespaced` under `--access` (`UpstreamConfig.namespaced`).
+    func cacheConfig(namespaced: Bool) -> UpstreamConfig {
+        var config = UpstreamConfig(tier: tier, prefixes: prefixes.map { CacheKey($0) })
+        config.namespaced = namespaced
+        return config
+    }
 
     /// The last sample.
     var facts: UpstreamFacts { sample.withLock { $0 } }

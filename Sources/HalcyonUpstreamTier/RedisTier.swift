@@ -206,10 +206,13 @@ public final class RedisTier: Upstream.Tier {
         }
     }
 
-    public func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
+    public func removePrefix(
+        _ prefix: CacheKey, where include: @escaping @Sendable (CacheKey) -> Bool,
+        completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void
+    ) {
         let pattern = ByteBuffer(bytes: RedisTier.globEscaped(prefix) + [UInt8(ascii: "*")])
         client.primaries().flatMap { nodes in
-            EventLoopFuture.whenAllSucceed(nodes.map { self.removeMatching(pattern, on: $0, cursor: "0", removed: 0) },
+            EventLoopFuture.whenAllSucceed(nodes.map { self.removeMatching(pattern, include, on: $0, cursor: "0", removed: 0) },
                                            on: self.client.eventLoop)
         }
         .map { Result<Int, Upstream.Failure>.success($0.reduce(0, +)) }
@@ -376,7 +379,9 @@ public final class RedisTier: Upstream.Tier {
         }
     }
 
-    private func removeMatching(_ pattern: ByteBuffer, on node: NodeAddress, cursor: String, removed: Int) -> EventLoopFuture<Int> {
+    private func removeMatching(
+        _ pattern: ByteBuffer, _ include: @escaping @Sendable (CacheKey) -> Bool, on node: NodeAddress, cursor: String, removed: Int
+    ) -> EventLoopFuture<Int> {
         client.send([.init(string: "SCAN"), .init(string: cursor), .init(string: "MATCH"), pattern, .init(string: "COUNT"), .init(string: "1000")],
                     route: .node(node))
             .flatMap { reply in
@@ -385,14 +390,14 @@ public final class RedisTier: Upstream.Tier {
                 }
                 // Halcyon's own metadata and lease keys match only a prefix that starts with "{";
                 // they go with their value key.
-                let values = keys.compactMap(\.string).filter { RedisTier.isValueKey(CacheKey($0)) }
+                let values = keys.compactMap(\.string).filter { RedisTier.isValueKey(CacheKey($0)) && include(CacheKey($0)) }
                 // One page's removals go out together (one write to the node).
                 return self.executeMany(values.map { (Script.remove, [$0, KeyLayout.meta($0)], []) }).flatMapThrowing { outcomes in
                     try outcomes.reduce(0) { $0 + Int(try $1.get().0.int64 ?? 0) }
                 }.flatMap { count in
                     let total = removed + count
                     if next == "0" { return self.client.eventLoop.makeSucceededFuture(total) }
-                    return self.removeMatching(pattern, on: node, cursor: next, removed: total)
+                    return self.removeMatching(pattern, include, on: node, cursor: next, removed: total)
                 }
             }
     }

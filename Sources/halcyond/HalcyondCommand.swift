@@ -96,7 +96,7 @@ struct HalcyondCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp(
         "Rules file: one namespace and rights per peer (user, uid, group, gid); reread on SIGHUP.",
-        discussion: "Replaces --allow-uid/--allow-gid. Not with --upstream or --no-hashed-file-names. (default: none)"))
+        discussion: "Replaces --allow-uid/--allow-gid. Not with --no-hashed-file-names. With --upstream, each namespace shares its own keys. (default: none)"))
     var access: String?
 
     @Option(help: "How long SIGTERM/SIGINT waits for in-flight work. (default: 10s)")

@@ -69,8 +69,11 @@ struct HybridCacheUpstreamTests {
         func leaseStatus(_ key: CacheKey, completion: @escaping @Sendable (Result<Int64??, Upstream.Failure>) -> Void) {
             run { self.inner.leaseStatus(key, completion: completion) }
         }
-        func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void) {
-            run { self.inner.removePrefix(prefix, completion: completion) }
+        func removePrefix(
+            _ prefix: CacheKey, where include: @escaping @Sendable (CacheKey) -> Bool,
+            completion: @escaping @Sendable (Result<Int, Upstream.Failure>) -> Void
+        ) {
+            run { self.inner.removePrefix(prefix, where: include, completion: completion) }
         }
         func acquireLease(_ key: CacheKey, token: String, lifetime: Int64,
                           completion: @escaping @Sendable (Result<Upstream.LeaseAttempt, Upstream.Failure>) -> Void) {
@@ -349,6 +352,43 @@ struct HybridCacheUpstreamTests {
         await #expect(throws: CacheError.tooManyLeaseWaiters(limit: 2)) { try await acquire("W3", waits: true) }
         #expect(try await !acquire("N", waits: false), "a caller that does not wait is never refused")
         #expect(bounded.sharedLeaseWaiters == 2 && bounded.stats().upstream?.leaseWaitersRefused == 1)
+    }
+
+    /// With namespaced keys, the shared prefixes are matched within each key's namespace,
+    /// the key kept upstream is the stored key, a prefix that names a namespace may share
+    /// by its bytes after it, and a clear of the shared keys takes every namespace's and
+    /// nothing the prefixes do not cover.
+    @Test func namespacedKeysShareByTheirKeyWithinTheNamespace() async throws {
+        let upstream = Upstream.InMemory()
+        var config = HybridCache.Config(memory: MemoryStorage.Config(),
+                                        disk: DiskStorage.Config(name: "t", sizeLimit: 0, directory: root.appendingPathComponent("ns")))
+        config.sweepInterval = 0
+        config.upstream = UpstreamConfig(tier: upstream, prefixes: ["s:"])
+        config.upstream?.namespaced = true
+        let cache = HybridCache(config: config)
+        let web = Namespace("web")!, api = Namespace("api")!
+        #expect(cache.isShared(Namespace.cacheKey("s:1", in: web)))
+        #expect(!cache.isShared(Namespace.cacheKey("t:1", in: web)))
+        #expect(cache.isShared("s:1") && !cache.isShared("web\u{1F}t:1") && !cache.isShared("we b\u{1F}s:1"))
+        let shared = try #require(cache.shared)
+        #expect(shared.mayShare(prefix: Namespace.cacheKey("s", in: web)))
+        #expect(!shared.mayShare(prefix: Namespace.cacheKey("t", in: web)))
+        #expect(shared.mayShare(prefix: "we") && !shared.mayShare(prefix: "t:") && !shared.mayShare(prefix: "w b"))
+
+        for key in [Namespace.cacheKey("s:1", in: web), Namespace.cacheKey("s:1", in: api), "s:2"] as [CacheKey] {
+            _ = try await withCheckedThrowingContinuation { continuation in
+                cache.store(CacheEntry(bytes: [1]), forKey: key) { continuation.resume(with: $0) }
+            }
+            let kept = try await withCheckedThrowingContinuation { continuation in upstream.get(key) { continuation.resume(with: $0) } }
+            #expect(kept != nil, "\(key) upstream under its stored key")
+        }
+        upstream.externalWrite("web\u{1F}t:9", CacheEntry(bytes: [9]), lifetime: .never)
+        let cleared = try await withCheckedThrowingContinuation { continuation in
+            cache.clear(shared: true) { continuation.resume(with: $0) }
+        }
+        #expect(cleared.removedShared == 3)
+        let foreign = try await withCheckedThrowingContinuation { continuation in upstream.get("web\u{1F}t:9") { continuation.resume(with: $0) } }
+        #expect(foreign != nil, "a key the prefixes do not cover stays")
     }
 
     /// A cache and its upstream on one manual clock, so that "later" is exact.

@@ -50,17 +50,59 @@ import Testing
         #expect(parseError("# header\nuid 1 * read,write")?.description == "line 2: the namespace '*' needs the admin right")
     }
 
-    @Test func quotasParseOnNamedNamespacesOnly() throws {
+    @Test func quotasParseOnNamespaceLinesOnly() throws {
         let rules = try parse("uid 1 web read memory=64MiB\nuid 2 web read memory=1KiB\nuid 3 other read\nuid 4 $user read")
         #expect(rules.rules[0].memoryQuota == 64 << 20)
         #expect(rules.quotas == Quotas([KeyNamespace("web")!: .init(memory: 64 << 20)]))
         #expect(rules.namedNamespaces == [KeyNamespace("web")!, KeyNamespace("other")!])
         let both = try parse("uid 1 web read memory=64MiB disk=1GiB\nuid 2 web read disk=2GiB")
         #expect(both.quotas == Quotas([KeyNamespace("web")!: .init(memory: 64 << 20, disk: 1 << 30)]))
-        #expect(parseError("uid 1 $user read memory=1MiB")?.description
-            == "line 1: quotas need a named namespace, not '$user'")
+        #expect(parseError("uid 1 * read,admin memory=1MiB")?.description
+            == "line 1: quotas need a namespace: '*' spans every namespace, and the tiers' own limits "
+            + "(--memory-limit, --disk-size-limit) bound the whole cache")
         #expect(parseError("uid 1 web read\nuid 2 web read memory=lots")?.description.hasPrefix("line 2: memory:") == true)
         #expect(parseError("uid 1 web read cpu=2")?.description == "line 1: 'cpu=2' is not a quota (memory=SIZE or disk=SIZE)")
+    }
+
+    /// A `$user` line's quotas go to each namespace it grants once learnt, with the peer
+    /// it was learnt from; a named line's quota wins for the bound it sets, and a learnt
+    /// namespace whose peer now matches another line gets nothing from the `$user` line.
+    @Test func userLineQuotasGoToEachLearntNamespace() throws {
+        let rules = try parse("""
+            uid 10 ada read,write memory=1MiB
+            gid 100 $user read,write memory=16MiB disk=256MiB
+            uid 30 $user read
+            """)
+        #expect(rules.hasPeerUserQuotas)
+        #expect(rules.quotas == Quotas([KeyNamespace("ada")!: .init(memory: 1 << 20)]))
+        let ada = PeerCredentials(pid: 1, uid: 10, gid: 100), bob = PeerCredentials(pid: 2, uid: 20, gid: 100)
+        let cyd = PeerCredentials(pid: 3, uid: 30, gid: 300)
+        let learnt = [KeyNamespace("ada")!: ada, KeyNamespace("bob")!: bob, KeyNamespace("cyd")!: cyd]
+        #expect(rules.quotas(learnt: learnt) == Quotas([
+            KeyNamespace("ada")!: .init(memory: 1 << 20),
+            KeyNamespace("bob")!: .init(memory: 16 << 20, disk: 256 << 20),
+        ]))
+        let changed = try parse("gid 100 $user read,write memory=8MiB")
+        #expect(changed.quotas(learnt: learnt) == Quotas([
+            KeyNamespace("ada")!: .init(memory: 8 << 20), KeyNamespace("bob")!: .init(memory: 8 << 20),
+        ]))
+        let dropped = try parse("gid 100 $user read,write")
+        #expect(!dropped.hasPeerUserQuotas)
+        #expect(dropped.quotas(learnt: learnt) == Quotas())
+    }
+
+    /// The first connection of a namespace installs its quotas; one that comes while they
+    /// are being installed waits for that; later ones, and all without `$user` quotas, go at once.
+    @Test func aNamespaceIsLearntOnceAndItsLaterConnectionsWaitForItsQuotas() {
+        var learnt = LearntNamespaces()
+        let bob = KeyNamespace("bob")!, cyd = KeyNamespace("cyd")!
+        let peer = PeerCredentials(pid: 1, uid: 20, gid: 100)
+        #expect(learnt.admit(bob, peer: peer, quotas: true) == .install)
+        #expect(learnt.admit(bob, peer: PeerCredentials(pid: 2, uid: 20, gid: 100), quotas: true) == .wait)
+        learnt.installed(bob)
+        #expect(learnt.admit(bob, peer: peer, quotas: true) == .now)
+        #expect(learnt.admit(cyd, peer: peer, quotas: false) == .now)
+        #expect(learnt.peers == [bob: peer, cyd: peer])
     }
 
     @Test func anUnreadableFileIsAnError() {

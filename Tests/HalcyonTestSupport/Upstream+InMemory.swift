@@ -205,11 +205,15 @@ extension Upstream {
             })
         }
 
-        public func removePrefix(_ prefix: CacheKey, completion: @escaping @Sendable (Result<Int, Failure>) -> Void) {
+        public func removePrefix(
+            _ prefix: CacheKey, where include: @escaping @Sendable (CacheKey) -> Bool,
+            completion: @escaping @Sendable (Result<Int, Failure>) -> Void
+        ) {
             let now = clock.now()
             let result = state.withLock { state -> (Result<Int, Failure>, [any Observer], Event?) in
                 guard state.reachable else { return (.failure(.unavailable("unreachable")), [], nil) }
                 let keys = state.entries.filter { $0.key.hasPrefix(prefix) && ($0.value.expiresAt ?? .distantFuture) > now }.map(\.key)
+                    .filter(include)
                 for key in keys { state.entries[key] = nil }
                 return (.success(keys.count), [], nil)
             }

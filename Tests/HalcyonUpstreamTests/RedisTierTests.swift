@@ -52,8 +52,10 @@ extension Upstream.Tier {
     func remove(_ key: String) async -> Result<Bool, Upstream.Failure> {
         await withCheckedContinuation { continuation in remove(CacheKey(key)) { continuation.resume(returning: $0) } }
     }
-    func removePrefix(_ prefix: String) async -> Result<Int, Upstream.Failure> {
-        await withCheckedContinuation { continuation in removePrefix(CacheKey(prefix)) { continuation.resume(returning: $0) } }
+    func removePrefix(_ prefix: String, where include: @escaping @Sendable (CacheKey) -> Bool = { _ in true }) async -> Result<Int, Upstream.Failure> {
+        await withCheckedContinuation { continuation in
+            removePrefix(CacheKey(prefix), where: include) { continuation.resume(returning: $0) }
+        }
     }
     func acquireLease(_ key: String, token: String, lifetime: Int64) async -> Result<Upstream.LeaseAttempt, Upstream.Failure> {
         await withCheckedContinuation { continuation in
@@ -244,6 +246,24 @@ struct RedisTierTests {
         #expect(try await tier.removePrefix(prefix).get() == 60)
         #expect(try await tier.get("\(prefix)7").get() == nil)
         #expect(try await tier.get(other).get() != nil)
+    }
+
+    /// A removal by prefix takes only the keys its filter accepts (the shared keys of a
+    /// namespace, when keys carry one), on every node; the others, and their metadata, stay.
+    @Test(arguments: Deployment.allCases)
+    func removePrefixKeepsWhatItsFilterRefuses(deployment: Deployment) async throws {
+        let (tier, _) = try await start(deployment)
+        defer { _ = tier.shutdown() }
+        let base = unique("ns") + "\u{1F}"
+        for index in 0..<20 {
+            _ = try await tier.set("\(base)sess:\(index)", CacheEntry(bytes: [1])).get()
+            _ = try await tier.set("\(base)other:\(index)", CacheEntry(bytes: [2])).get()
+        }
+        let sessions = CacheKey(base + "sess:")
+        #expect(try await tier.removePrefix(base, where: { $0.hasPrefix(sessions) }).get() == 20)
+        #expect(try await tier.get("\(base)sess:3").get() == nil)
+        #expect(try await tier.get("\(base)other:3").get()?.entry.bytes == [2])
+        #expect(try await tier.removePrefix(base).get() == 20)
     }
 
     /// A prefix is bytes, and so is its glob escape: `[` followed by a combining mark is one

@@ -3,26 +3,24 @@ line bound a namespace's bytes in each tier. A namespace flooding past its quota
 only its own least recently used entries, and another namespace's hit rate over a fixed
 read set stays as it was; a value larger than the memory quota is refused; ``cache.stats`` shows a
 non-admin its own namespace only and an admin each one; the metrics carry a series per
-namespace the file names; SIGHUP with a smaller quota evicts down to it.
+namespace the file names; SIGHUP with a smaller quota evicts down to it. Quotas on a
+``$user`` line bound each user's namespace alone, and a SIGHUP changes them for namespaces
+already learnt.
 
 Runs clients as other users, as test_tenants.py does (root, setpriv, useradd)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import signal
 import subprocess
 import time
-from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Tuple
 
 import pytest
 
 from conftest import Daemon
 from test_tenants import (  # noqa: F401
-    ALICE, BOB, CAROL, EVE, OPS, Peer, _await_log, _start_tenants, as_user, peer, pytestmark)
+    ALICE, BOB, CAROL, EVE, OPS, Peer, _reload_rules, _tenants_until_done, as_user, peer, pytestmark)
 
 KIB = 1024
 
@@ -38,16 +36,26 @@ def rules(batch_quota: str) -> str:
 @pytest.fixture()
 def quotas() -> Iterator[Daemon]:
     # Room for web's read set and batch's quota, not for a flood of 200 KiB.
-    d = _start_tenants(rules("8KiB"), ["--memory-limit", "64KiB"])
-    yield d
-    d.stop()
-    shutil.rmtree(d.folder, ignore_errors=True)
-    shutil.rmtree(d.rules_folder, ignore_errors=True)  # type: ignore[attr-defined]
+    yield from _tenants_until_done(rules("8KiB"), ["--memory-limit", "64KiB"])
 
 
 def hit_rate(p: Peer, keys: List[str]) -> float:
     found = sum(1 for k in keys if p.result("cache.get", {"key": k})["found"])
     return found / len(keys)
+
+
+def flood_beside(reader: Peer, read_set: List[str], flooder: Peer, rows: int) -> Tuple[float, float]:
+    """``reader`` stores ``read_set`` (1 KiB each, memory only: nothing on disk to fall
+    back to), then ``flooder`` stores ``rows`` rows of 1 KiB the same way: ``reader``'s hit
+    rate over its set before and after the flood (printed)."""
+    for k in read_set:
+        reader.result("cache.set", {"key": k, "value": "r" * KIB, "toDisk": False})
+    before = hit_rate(reader, read_set)
+    for i in range(rows):
+        flooder.result("cache.set", {"key": f"row{i}", "value": "f" * KIB, "toDisk": False})
+    after = hit_rate(reader, read_set)
+    print(f"hit rate over {len(read_set)} keys: before another namespace floods {before:.3f}, after {after:.3f}")
+    return before, after
 
 
 def own_block(p: Peer) -> dict:
@@ -58,18 +66,9 @@ def own_block(p: Peer) -> dict:
 
 def test_a_namespace_over_its_quota_evicts_only_its_own_entries(quotas: Daemon) -> None:
     web, batch = peer(quotas, ALICE), peer(quotas, BOB)
-    value = "w" * KIB
     read_set = [f"page{i}" for i in range(20)]
-    for k in read_set:
-        web.result("cache.set", {"key": k, "value": value, "toDisk": False})
-    before = hit_rate(web, read_set)
-
-    # batch floods 25 times its quota, memory only (nothing on disk to fall back to).
-    for i in range(200):
-        batch.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
-    after = hit_rate(web, read_set)
-    print(f"web's hit rate over {len(read_set)} keys: before batch floods {before:.3f}, after {after:.3f}")
-    assert (before, after) == (1.0, 1.0)
+    # batch floods 25 times its quota.
+    assert flood_beside(web, read_set, batch, 200) == (1.0, 1.0)
 
     mine = own_block(batch)
     assert mine["name"] == "batch"
@@ -128,21 +127,23 @@ def test_stats_show_a_non_admin_its_namespace_and_an_admin_each(quotas: Daemon) 
     ops.close()
 
 
+def fill_then_shrink(d: Daemon, p: Peer, smaller_rules: str) -> None:
+    """Fills ``p``'s namespace with 8 KiB in memory, reloads ``smaller_rules`` (which give
+    it a 2 KiB quota) and checks that it was evicted down to it, its newest entries kept."""
+    for i in range(8):
+        p.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+    assert own_block(p)["memory"]["bytes"] == 8 * KIB
+    _reload_rules(d, smaller_rules)
+    mine = own_block(p)
+    assert (mine["memory"]["bytes"], mine["memory"]["quota"], mine["memory"]["evictions"]) == (2 * KIB, 2 * KIB, 6)
+    assert [p.result("cache.get", {"key": f"row{i}"})["found"] for i in (5, 6, 7)] == [False, True, True]
+
+
 def test_sighup_with_a_smaller_quota_evicts_down_to_it(quotas: Daemon) -> None:
     web, batch = peer(quotas, ALICE), peer(quotas, BOB)
     for i in range(8):
-        batch.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
         web.result("cache.set", {"key": f"page{i}", "value": "w" * KIB, "toDisk": False})
-    assert own_block(batch)["memory"]["bytes"] == 8 * KIB
-
-    Path(quotas.rules).write_text(rules("2KiB"))  # type: ignore[attr-defined]
-    mark = os.path.getsize(quotas.log)
-    assert quotas.proc is not None
-    quotas.proc.send_signal(signal.SIGHUP)
-    _await_log(quotas, "access rules reloaded", mark)
-    mine = own_block(batch)
-    assert (mine["memory"]["bytes"], mine["memory"]["quota"], mine["memory"]["evictions"]) == (2 * KIB, 2 * KIB, 6)
-    assert [batch.result("cache.get", {"key": f"row{i}"})["found"] for i in (5, 6, 7)] == [False, True, True]
+    fill_then_shrink(quotas, batch, rules("2KiB"))
     assert own_block(web)["memory"]["entries"] == 8
     web.close()
     batch.close()
@@ -185,3 +186,58 @@ def test_a_namespace_over_its_disk_quota_loses_only_its_own_files(quotas: Daemon
     assert batch.result("cache.get", {"key": "file99"})["found"] is True
     web.close()
     batch.close()
+
+
+# ---------------------------------------------------------------- quotas on a `$user` line
+
+def user_rules(quota: str) -> str:
+    return (f"user {OPS}        *        read,write,admin\n"
+            f"group hct-users   $user    read,write        {quota}\n")
+
+
+@pytest.fixture()
+def user_quotas() -> Iterator[Daemon]:
+    # Alice and Bob are both in hct-users: each gets a namespace of their own, with 8 KiB.
+    yield from _tenants_until_done(user_rules("memory=8KiB disk=256KiB"), ["--memory-limit", "64KiB"])
+
+
+def test_a_user_line_quota_bounds_each_users_namespace_alone(user_quotas: Daemon) -> None:
+    alice, bob = peer(user_quotas, ALICE), peer(user_quotas, BOB)
+    assert flood_beside(alice, [f"page{i}" for i in range(6)], bob, 100) == (1.0, 1.0)
+    mine = own_block(bob)
+    assert mine["name"] == BOB and (mine["memory"]["quota"], mine["disk"]["quota"]) == (8 * KIB, 256 * KIB), mine
+    assert mine["memory"]["bytes"] <= 8 * KIB and mine["memory"]["evictions"] == 92, mine
+    assert bob.result("cache.get", {"key": "row99"})["found"] is True
+    assert bob.result("cache.get", {"key": "row0"})["found"] is False
+
+    # And the other way round: Alice's flood evicts her own entries, never Bob's.
+    bobs = [f"row{i}" for i in range(92, 100)]
+    for i in range(100):
+        alice.result("cache.set", {"key": f"flood{i}", "value": "a" * KIB, "toDisk": False})
+    assert hit_rate(bob, bobs) == 1.0
+    theirs = own_block(alice)
+    assert theirs["memory"]["quota"] == 8 * KIB and theirs["memory"]["bytes"] <= 8 * KIB, theirs
+    assert own_block(bob)["memory"]["evictions"] == 92
+
+    ops = peer(user_quotas, OPS)
+    quotas = {n["name"]: n["memory"]["quota"] for n in ops.result("cache.stats")["namespaces"]}
+    assert quotas == {ALICE: 8 * KIB, BOB: 8 * KIB}, quotas
+    # The `$user` namespaces are one series in the metrics, with their quotas summed.
+    text = ops.result("server.metrics")["text"]
+    assert f'halcyon_namespace_quota_bytes{{namespace="$user",tier="memory"}} {16 * KIB}' in text, text
+    for p in (alice, bob, ops):
+        p.close()
+
+
+def test_sighup_changes_the_quota_of_a_learnt_user_namespace(user_quotas: Daemon) -> None:
+    # Bob connected before the reload: the new quota is his at once, evicting down to it.
+    bob = peer(user_quotas, BOB)
+    fill_then_shrink(user_quotas, bob, user_rules("memory=2KiB"))
+
+    # A line that lost its quota leaves the namespace unbounded.
+    _reload_rules(user_quotas, user_rules(""))
+    for i in range(8, 16):
+        bob.result("cache.set", {"key": f"row{i}", "value": "b" * KIB, "toDisk": False})
+    mine = own_block(bob)
+    assert (mine["memory"]["quota"], mine["disk"]["quota"], mine["memory"]["bytes"]) == (0, 0, 10 * KIB), mine
+    bob.close()
