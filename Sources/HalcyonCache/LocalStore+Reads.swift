@@ -35,6 +35,7 @@ extension LocalStore {
     /// hold of the write book's lock (`IOScheduler.readStamp`), after any memory lookup:
     /// a write queued later changes the epochs, so an older disk value never replaces
     /// it. While no write at all is queued, a memory hit takes no lock.
+    @inline(__always)
     func readPlan<Found>(
         forKey key: CacheKey, options: Options, memoryAsked: Bool = false, _ lookInMemory: () -> Found?
     ) -> ReadPlan<Found> {
