@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <unistd.h>
-#include <sched.h>
 
 int hc_open_noatime(const char *path) {
     int fd;
@@ -57,10 +56,4 @@ int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec
 
 int hc_syncfs(int fd) {
     return syncfs(fd);
-}
-
-int hc_cpus_allowed(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-    return CPU_COUNT(&set);
 }

@@ -98,11 +98,10 @@ extension LocalStore {
     /// reply to another thread defers that thread's wake-up to the end of the round
     /// (`DeliveryRound.whenRoundEnds`): one wake-up per round and thread instead of one
     /// per reply. Only the wake-up waits; what the completion hands over is handed over
-    /// at once. When a round ends on a queue thread with nothing queued, that thread spins
-    /// up to `idleSpinLimit` before it returns to libdispatch, so work that arrives meanwhile
-    /// runs without the wake-up of a sleeping thread (a job enqueued while a job runs is
-    /// drained by the same thread); not when the thread may run on one CPU only, where the
-    /// spin would hold the CPU the awaited work needs.
+    /// at once. (A queue thread does not spin for new work when a round ends with nothing
+    /// queued: with one request in flight the next one comes a client's round trip later,
+    /// longer than a spin pays for; Benchmarks/RESULTS.md, "Disk hits against the file
+    /// floor".)
     ///
     /// Threading: every method may be called from any thread, except where it says
     /// "on the queue" (checked with `assertOnQueue`). `Sendable`: the queue is a
@@ -159,11 +158,6 @@ extension LocalStore {
         /// keeps coming: with slow reads, the first reply of a round waits at most this
         /// plus one job.
         static let roundTimeLimit: UInt64 = 500_000
-
-        /// The longest a queue thread spins for new work once a round ended with nothing
-        /// queued, in ns: a little longer than the turn of an event loop that answers a
-        /// reply and reads the next request, shorter than a client's round trip.
-        static let idleSpinLimit: UInt64 = 20_000
 
         init(label: String) {
             queue = DispatchQueue(label: label)
@@ -250,7 +244,7 @@ extension LocalStore {
             return queue.sync {
                 directRunning.store(true, ordering: .relaxed)
                 defer { directRunning.store(false, ordering: .releasing) }
-                return runInRound(isRead: false, mayAwaitWork: false, body)
+                return runInRound(isRead: false, body)
             }
         }
 
@@ -421,37 +415,21 @@ extension LocalStore {
         /// the queue here or in `runDirect`.
         private func submit(isRead: Bool, _ job: @escaping @Sendable () -> Void) {
             submitted.add(1, ordering: .sequentiallyConsistent)
-            queue.async { [self] in runInRound(isRead: isRead, mayAwaitWork: true, job) }
+            queue.async { [self] in runInRound(isRead: isRead, job) }
         }
 
         /// Runs one job (counted in `submitted`) on the queue and ends the round where the
-        /// type's comment says. `mayAwaitWork`: the caller is a queue thread of libdispatch's
-        /// own, which may spin for new work (a direct group's caller is an event loop).
-        private func runInRound<T>(isRead: Bool, mayAwaitWork: Bool, _ job: () -> T) -> T {
+        /// type's comment says.
+        private func runInRound<T>(isRead: Bool, _ job: () -> T) -> T {
             if !isRead { round.end() }
             let result = job()
             round.jobs += 1
-            if submitted.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
-                round.end()
-                if mayAwaitWork { awaitWork() }
-            } else if round.jobs >= Self.roundJobLimit || round.hasWaitedLonger(than: Self.roundTimeLimit) {
+            if submitted.subtract(1, ordering: .sequentiallyConsistent).newValue == 0
+                || round.jobs >= Self.roundJobLimit || round.hasWaitedLonger(than: Self.roundTimeLimit)
+            {
                 round.end()
             }
             return result
-        }
-
-        /// Spins up to `idleSpinLimit` ns while nothing is submitted, on the queue at the
-        /// end of a round, unless this thread may run on one CPU only. Each turn is a CPU
-        /// spin-wait hint (`hc_cpu_relax`).
-        private func awaitWork() {
-            guard hc_cpus_allowed() > 1 else { return }
-            let deadline = MonotonicClock.nanoseconds() &+ Self.idleSpinLimit
-            var spins = 0
-            while submitted.load(ordering: .relaxed) == 0 {
-                hc_cpu_relax()
-                spins &+= 1
-                if spins & 63 == 0, MonotonicClock.nanoseconds() > deadline { return }
-            }
         }
 
         private func countedWhileRunning(_ job: @escaping @Sendable () -> Void) -> @Sendable () -> Void {

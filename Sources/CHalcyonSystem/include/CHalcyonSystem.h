@@ -88,9 +88,6 @@ int hc_signalfd_next(int fd);
 /// Unblocks `signals` for the calling thread (a pending one is delivered at once).
 void hc_signals_unblock(const int *signals, int count);
 
-/// How many CPUs the calling thread may run on (`sched_getaffinity`); 0 when unknown.
-int hc_cpus_allowed(void);
-
 /// Tells the CPU that the caller is in a spin-wait loop (x86 `pause`, Arm `yield`): the
 /// loop leaves its core's shared resources to the thread it waits for, and its exit, when
 /// the flag it polls changes, does not pay for a mis-speculated memory order.
