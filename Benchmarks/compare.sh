@@ -5,7 +5,8 @@
 # all three with the same C load generator (loadgen/loadgen.c), and writes a
 # markdown report: requests/s per cell with the ratios halcyond/redis and
 # halcyond/memcached, then halcyond alone per callback-queue policy and for disk
-# reads. Every server it started is stopped on exit. The floor section is the request
+# reads, the latter beside the file floor (a C program reading the same cache files).
+# Every server it started is stopped on exit. The floor section is the request
 # floor and the target cells: ping, get, set and the 9:1 mix, with each server's CPU per
 # request and context switches per request, optionally beside a second halcyond build
 # (--baseline), all interleaved run by run.
@@ -22,10 +23,11 @@
 #                    (by default the server's threads and the load generator share one vCPU
 #                    for them, see `pin_single` below)
 #   --out FILE       report path (default Benchmarks/.reports/compare.md; the tables worth keeping go into Benchmarks/RESULTS.md)
-#   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all)
+#   --only LIST      comma-separated sections: floor,main,reads,policies,disk,memset,atomic,wal (default all);
+#                    diskfloor: only the first part of disk (disk hits against the file floor)
 #   --halcyond PATH  use this binary instead of building the repo's release halcyond; given twice,
 #                    the second is the baseline
-#   --baseline PATH  a second halcyond, run beside the first in the floor, main and atomic sections
+#   --baseline PATH  a second halcyond, run beside the first in the floor, main, atomic and diskfloor sections
 #                    (its own socket and cache folder, interleaved with the others; medians)
 #   --results        also write the report's tables into Benchmarks/RESULTS.md, replacing the
 #                    section this script owns there (between its begin/end markers)
@@ -69,7 +71,7 @@ while [ $# -gt 0 ]; do
         --quick) cell_seconds=0.5; warmup=0.3; repeat=1; disk_keys=5000; shift ;;
         --baseline) baseline="$2"; shift 2 ;;
         --results) results=1; shift ;;
-        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -136,9 +138,9 @@ mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 memcached_pid=$!
 pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
-start_halcyond() { # binary name flags: starts it on $tmp/NAME.sock with its own cache folder
-    # shellcheck disable=SC2086  # the flags are a list
-    "$1" --socket "$tmp/$2.sock" --cache-dir "$tmp/$2-cache" $3 >"$tmp/$2.log" 2>&1 &
+start_halcyond() { # binary name flags [more flags...]: starts it on $tmp/NAME.sock with its own cache folder
+    # shellcheck disable=SC2086  # the flags are a list, split on spaces
+    "$1" --socket "$tmp/$2.sock" --cache-dir "$tmp/$2-cache" $3 "${@:4}" >"$tmp/$2.log" 2>&1 &
     started_pid=$!
     pids+=($started_pid)
     wait_socket "$tmp/$2.sock" $started_pid "$2"
@@ -176,7 +178,7 @@ run() {
     local proto="$1"; shift
     local line rc=0 cpu0 cpu1 cs0 cs1 lp="$proto"
     [ "$proto" = redisaof ] && lp=redis
-    [ "$proto" = halcyonb ] && lp=halcyon
+    case "$proto" in halcyon?*) lp=halcyon ;; esac
     local pin=()
     if [ "$pin_now" = 1 ]; then
         taskset -a -p -c 0 "${server_pid[$proto]}" >/dev/null
@@ -434,6 +436,60 @@ if want policies; then
 fi
 
 # ------------------------------------------------------------------ 4. disk reads
+# stat_field SOCKET PATH: one number of halcyond's `cache.stats` (PATH: dotted, e.g.
+# journal.unwrittenEntries), "" when the daemon does not answer.
+stat_field() { python3 "$here/halcyon_stat.py" "$1" "$2" 2>/dev/null || true; }
+if want disk || want diskfloor; then
+    log "section: disk hits against the file floor"
+    floor="$("$here/diskfloor/build.sh")"
+    # A memory tier of 1 MiB holds about 250 of the 10,000 values of 4 KiB: nearly every
+    # get of the uniform key space is a disk hit (the put-back evicts another key).
+    dprotos=halcyondisk
+    start_halcyond "$halcyond" halcyondisk "${HALCYOND_ARGS:-}" --memory-limit 1MiB
+    sock[halcyondisk]="$tmp/halcyondisk.sock"; server_pid[halcyondisk]=$started_pid
+    if [ -n "$baseline" ]; then
+        start_halcyond "$baseline" halcyondiskb "${BASELINE_ARGS-${HALCYOND_ARGS:-}}" --memory-limit 1MiB
+        sock[halcyondiskb]="$tmp/halcyondiskb.sock"; server_pid[halcyondiskb]=$started_pid
+        dprotos=halcyondisk,halcyondiskb
+    fi
+    dargs=(--op get --value-size 4096 --keys 10000 --key-prefix "df:")
+    for p in ${dprotos//,/ }; do
+        # Fill the disk tier once, then wait until the journal's entries are all in their
+        # files: until then a read is answered from the journal's table, not a file.
+        "$loadgen" --proto halcyon --socket "${sock[$p]}" "${dargs[@]}" --conns 1 --pipeline 32 \
+            --seconds 0.1 --warmup 0 >/dev/null 2>>"$tmp/loadgen.err"
+        for _ in $(seq 1 600); do
+            [ "$(stat_field "${sock[$p]}" journal.unwrittenEntries)" = 0 ] && break
+            sleep 0.1
+        done
+        [ "$(stat_field "${sock[$p]}" journal.unwrittenEntries)" = 0 ] || log "$p: files still unwritten"
+    done
+    files_dir="$tmp/halcyondisk-cache/default"
+    [ -d "$files_dir" ] || { echo "compare.sh: no cache folder $files_dir" >&2; exit 2; }
+    {
+        echo "## Disk hits against the file floor (\`cache.get\`, value 4 KiB, 10,000 keys, \`--memory-limit 1MiB\`)"
+        echo
+        echo "A halcyond with a 1 MiB memory tier, filled once with 10,000 values of 4 KiB (written to their files before the runs), then uniform gets over the keys: nearly all are disk hits (\`disk hits\`: replies saying \`\"cacheType\":\"disk\"\`), read on the ioQueue. CPU µs/req and context switches/req as in the floor section. The file floor: \`Benchmarks/diskfloor\` (C) reads the same cache files with open + fstat + read + close, as many threads as connections, each walking its own slice, 3 passes after one warm-up pass; its CPU µs per read is the process's user + system time over the passes (median of 3). halcyond/floor: the two CPU figures' ratio.${baseline:+ baseline: a second halcyond build (\`$baseline\`) with the same flags, in turn with the first.}"
+        echo
+        echo "| load | halcyond req/s | disk hits / replies | p50/p99 µs | CPU µs/req halcyond${baseline:+ / baseline} | file floor CPU µs/read | halcyond/floor${baseline:+ (baseline/floor)} | ctx switches/req halcyond${baseline:+ / baseline} |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    } >>"$report"
+    for spec in "8 16" "1 1"; do
+        read -r c p <<<"$spec"
+        cell "$dprotos" --seconds "$cell_seconds" --warmup "$warmup" "${dargs[@]}" --conns "$c" --pipeline "$p" --no-prefill
+        h="${med[halcyondisk]}"; b="${med[halcyondiskb]:-}"
+        floors=()
+        for _ in 1 2 3; do
+            fl="$("$floor" --dir "$files_dir" --threads "$c" --passes 3 --warmup-passes 1)" || log "diskfloor failed: $fl"
+            echo "diskfloor $fl" >>"$raw"
+            floors+=("$(field "$fl" cpu_us)")
+        done
+        f="$(printf '%s\n' "${floors[@]}" | sort -n | sed -n 2p)"
+        log "file floor ${c} threads: ${floors[*]} µs/read (median $f)"
+        echo "| ${c}×$p | $(rps "$h") | $(field "$h" disk_hits) / $(field "$h" replies) | $(lat "$h") | $(cpu "$h")${baseline:+ / $(cpu "$b")} | $f | $(ratio "$(cpu "$h")" "$f")${baseline:+ ($(ratio "$(cpu "$b")" "$f"))} | $(cs "$h")${baseline:+ / $(cs "$b")} |" >>"$report"
+    done
+    echo >>"$report"
+fi
 if want disk; then
     log "section: disk reads"
     {
@@ -530,10 +586,7 @@ if want wal; then
     log "sustained sets: $sustained s over 100000 keys"
     r="$(run redisaof --op set --value-size 100 --conns 8 --pipeline 16 --keys 100000 --seconds "$sustained" --warmup 1 --no-prefill --key-prefix "sus:")"
     h="$(run halcyon --op set --value-size 100 --conns 8 --pipeline 16 --keys 100000 --seconds "$sustained" --warmup 1 --no-prefill --key-prefix "sus:")"
-    stats="$(printf '{"jsonrpc":"2.0","id":1,"method":"cache.stats"}\n' | timeout 10 python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
-print(s.makefile().readline().strip())' "$tmp/halcyon.sock" 2>/dev/null || echo "(stats unavailable)")"
+    stats="$(python3 "$here/halcyon_stat.py" "$tmp/halcyon.sock" 2>/dev/null || echo "(stats unavailable)")"
     {
         echo "| sustained set, ${sustained} s, 100,000 keys | 8 | 16 | $(rps "$r") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$r")") | $(lat "$r") | $(lat "$h") | $(cpu "$h") / $(cpu "$r") | $(notes "$h") |"
         echo

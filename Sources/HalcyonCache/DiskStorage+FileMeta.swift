@@ -43,8 +43,15 @@ extension DiskStorage {
     /// What the disk tier knows about one stored entry without loading its value;
     /// what `cache.describe` reports.
     public struct FileMeta: Sendable, Equatable {
-        /// The entry's file.
-        public var url: URL
+        /// The entry's file. A meta the tier made names it by folder and file name, and
+        /// the URL is built only when asked for: a disk hit never uses it, and building
+        /// a Foundation URL (parsing and validating the path) costs more than the hit's
+        /// own bookkeeping.
+        public var url: URL {
+            get { location.url }
+            set { location = .url(newValue) }
+        }
+        private var location: Location
         /// The value's byte count (the file holds more: header and key).
         public var size: UInt64
         /// The whole file's byte count, header and key included: what the size limit counts.
@@ -67,7 +74,20 @@ extension DiskStorage {
         ///   - isAbsolute: default false.
         public init(url: URL, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date,
                     fileSize: UInt64? = nil, version: UInt64 = 0, isAbsolute: Bool = false) {
-            self.url = url
+            self.init(location: .url(url), size: size, flags: flags, expiration: expiration, lastAccess: lastAccess,
+                      fileSize: fileSize, version: version, isAbsolute: isAbsolute)
+        }
+
+        /// A meta of the file `name` in `folder` (see `url`).
+        init(folder: URL, name: String, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date,
+             fileSize: UInt64? = nil, version: UInt64 = 0, isAbsolute: Bool = false) {
+            self.init(location: .inFolder(folder, name), size: size, flags: flags, expiration: expiration,
+                      lastAccess: lastAccess, fileSize: fileSize, version: version, isAbsolute: isAbsolute)
+        }
+
+        private init(location: Location, size: UInt64, flags: UInt32, expiration: Date, lastAccess: Date,
+                     fileSize: UInt64?, version: UInt64, isAbsolute: Bool) {
+            self.location = location
             self.size = size
             self.fileSize = fileSize ?? size + UInt64(DiskStorage.FileHeader.size)
             self.version = version
@@ -75,6 +95,22 @@ extension DiskStorage {
             self.expiration = expiration
             self.lastAccess = lastAccess
             self.isAbsolute = isAbsolute
+        }
+
+        /// Where the file is: a URL, or a folder and a name to build it from.
+        private enum Location: Sendable, Equatable {
+            case url(URL)
+            case inFolder(URL, String)
+
+            var url: URL {
+                switch self {
+                case .url(let url): url
+                case .inFolder(let folder, let name): folder.appendingPathComponent(name, isDirectory: false)
+                }
+            }
+
+            /// Two locations are equal when they name the same file, however given.
+            static func == (a: Location, b: Location) -> Bool { a.url == b.url }
         }
     }
 }

@@ -259,7 +259,7 @@ extension DiskStorage {
                 }
             }
             knownNames.insert(name)
-            return FileMeta(url: url(of: name), size: UInt64(value.count), flags: flags,
+            return FileMeta(folder: directoryURL, name: name, size: UInt64(value.count), flags: flags,
                             expiration: times.expirationDate, lastAccess: times.lastAccessDate,
                             fileSize: UInt64(header.count + keyBytes.count + value.count), version: version,
                             isAbsolute: times.isAbsolute)
@@ -495,7 +495,7 @@ extension DiskStorage {
             if times != status.times, POSIX.setTimes(fd, times) != nil {
                 times = status.times
             }
-            let meta = FileMeta(url: url(of: name), size: UInt64(file.valueSize), flags: file.flags,
+            let meta = FileMeta(folder: directoryURL, name: name, size: UInt64(file.valueSize), flags: file.flags,
                                 expiration: times.expirationDate,
                                 lastAccess: times.lastAccessDate,
                                 fileSize: status.fileSize, version: file.version, isAbsolute: times.isAbsolute)

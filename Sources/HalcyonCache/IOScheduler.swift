@@ -91,9 +91,22 @@ extension LocalStore {
     ///   false (a journaled set touches no file; its job commits a run, which a direct
     ///   group behind it only waits for).
     ///
+    /// Rounds: the jobs the queue runs back to back form a round, which ends when no job
+    /// is queued behind the one that just ran, after `roundJobLimit` jobs, after the job
+    /// during which its first wake-up has waited `roundTimeLimit` (slow reads), or before
+    /// a job that is not a read (it may hold the queue for long). A completion that hands a
+    /// reply to another thread defers that thread's wake-up to the end of the round
+    /// (`DeliveryRound.whenRoundEnds`): one wake-up per round and thread instead of one
+    /// per reply. Only the wake-up waits; what the completion hands over is handed over
+    /// at once. (A queue thread does not spin for new work when a round ends with nothing
+    /// queued: with one request in flight the next one comes a client's round trip later,
+    /// longer than a spin pays for; Benchmarks/RESULTS.md, "Disk hits against the file
+    /// floor".)
+    ///
     /// Threading: every method may be called from any thread, except where it says
     /// "on the queue" (checked with `assertOnQueue`). `Sendable`: the queue is a
-    /// libdispatch object, the book is `Locked`, the counts are atomics.
+    /// libdispatch object, the book is `Locked`, the counts are atomics, the round is
+    /// touched only on the queue.
     final class IOScheduler: Sendable {
         /// What a job is, which decides how it is counted and what it holds in the book.
         enum JobKind {
@@ -131,9 +144,25 @@ extension LocalStore {
         /// thread before its next read looks.
         private let counted = Atomic<Int>(0)
 
+        /// Jobs handed to the queue and not finished (direct groups included): whether
+        /// anything waits behind the running job.
+        private let submitted = Atomic<Int>(0)
+        /// The wake-ups deferred to the end of the current round; only on the queue.
+        private let round = Round()
+
+        /// The most jobs in one round while work keeps coming: a connection's pipelined
+        /// burst of reads, about.
+        static let roundJobLimit = 16
+
+        /// How long, in ns, a round keeps its first wake-up once it has one while work
+        /// keeps coming: with slow reads, the first reply of a round waits at most this
+        /// plus one job.
+        static let roundTimeLimit: UInt64 = 500_000
+
         init(label: String) {
             queue = DispatchQueue(label: label)
             timerQueue = DispatchQueue(label: label + ".timers")
+            queue.setSpecific(key: Round.key, value: round)
         }
 
         // MARK: Enqueueing
@@ -165,7 +194,7 @@ extension LocalStore {
                     next &+= 1
                     pending.ticket = ticket
                     let job: @Sendable () -> Void = { if !pending.taken { commit(ticket) } }
-                    if countedWhileQueued { queueCounted(job) } else { queue.async(execute: job) }
+                    if countedWhileQueued { queueCounted(job, isRead: false) } else { submit(isRead: false, job) }
                 }
                 // In ticket order: every journaled write is queued with the book held.
                 book.journalQueue.append(pending)
@@ -211,10 +240,11 @@ extension LocalStore {
             dispatchPrecondition(condition: .notOnQueue(queue))
             awaitOtherDirect()
             order.withLock { $0 &+= 1 }
+            submitted.add(1, ordering: .sequentiallyConsistent)
             return queue.sync {
                 directRunning.store(true, ordering: .relaxed)
                 defer { directRunning.store(false, ordering: .releasing) }
-                return body()
+                return runInRound(isRead: false, body)
             }
         }
 
@@ -366,18 +396,40 @@ extension LocalStore {
             order.withLock { next in
                 next &+= 1
                 switch kind {
-                case .read, .write, .background: queueCounted(job)
-                case .shortWrite, .slice: queue.async(execute: countedWhileRunning(job))
+                case .read: queueCounted(job, isRead: true)
+                case .write, .background: queueCounted(job, isRead: false)
+                case .shortWrite, .slice: submit(isRead: false, countedWhileRunning(job))
                 }
             }
         }
 
-        private func queueCounted(_ job: @escaping @Sendable () -> Void) {
+        private func queueCounted(_ job: @escaping @Sendable () -> Void, isRead: Bool) {
             jobs.add(1, ordering: .sequentiallyConsistent)
-            queue.async { [self] in
+            submit(isRead: isRead) { [self] in
                 job()
                 jobs.subtract(1, ordering: .sequentiallyConsistent)
             }
+        }
+
+        /// Hands `job` to the queue as a part of the round it lands in. Every job reaches
+        /// the queue here or in `runDirect`.
+        private func submit(isRead: Bool, _ job: @escaping @Sendable () -> Void) {
+            submitted.add(1, ordering: .sequentiallyConsistent)
+            queue.async { [self] in runInRound(isRead: isRead, job) }
+        }
+
+        /// Runs one job (counted in `submitted`) on the queue and ends the round where the
+        /// type's comment says.
+        private func runInRound<T>(isRead: Bool, _ job: () -> T) -> T {
+            if !isRead { round.end() }
+            let result = job()
+            round.jobs += 1
+            if submitted.subtract(1, ordering: .sequentiallyConsistent).newValue == 0
+                || round.jobs >= Self.roundJobLimit || round.hasWaitedLonger(than: Self.roundTimeLimit)
+            {
+                round.end()
+            }
+            return result
         }
 
         private func countedWhileRunning(_ job: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
@@ -386,6 +438,44 @@ extension LocalStore {
                 job()
                 jobs.subtract(1, ordering: .sequentiallyConsistent)
             }
+        }
+    }
+
+    /// The wake-ups deferred to the end of the ioQueue's current round (see `IOScheduler`),
+    /// found from a completion through the queue's specific value.
+    ///
+    /// `@unchecked Sendable`: `wakes`, `firstAt` and `jobs` are read and written only on
+    /// the ioQueue (its jobs, and direct groups inside its `sync`), which runs one block at
+    /// a time.
+    final class Round: @unchecked Sendable {
+        /// The key under which each ioQueue carries its round.
+        static let key = DispatchSpecificKey<Round>()
+
+        /// Wake-ups to run when the round ends, in the order they were deferred.
+        private var wakes: [@Sendable () -> Void] = []
+        /// When the first of `wakes` was deferred (monotonic ns).
+        private var firstAt: UInt64 = 0
+        /// Jobs run since the round began.
+        var jobs = 0
+
+        /// Defers `wake` to the end of the round; on the queue.
+        func postpone(_ wake: @escaping @Sendable () -> Void) {
+            if wakes.isEmpty { firstAt = MonotonicClock.nanoseconds() }
+            wakes.append(wake)
+        }
+
+        /// Whether the first deferred wake-up has waited more than `limit` ns.
+        func hasWaitedLonger(than limit: UInt64) -> Bool {
+            !wakes.isEmpty && MonotonicClock.nanoseconds() &- firstAt > limit
+        }
+
+        /// Ends the round: runs the deferred wake-ups, on the queue.
+        func end() {
+            jobs = 0
+            guard !wakes.isEmpty else { return }
+            let due = wakes
+            wakes.removeAll(keepingCapacity: true)
+            for wake in due { wake() }
         }
     }
 

@@ -31,10 +31,14 @@ extension LocalStore {
     /// read's memory lookup (it counts a hit or a miss and may extend the entry); it runs
     /// at most once, and not at all when `memoryAsked` (the caller's own lookup missed).
     ///
-    /// Whether a write is queued and the epochs a put-back compares are taken under one
-    /// hold of the write book's lock (`IOScheduler.readStamp`), after any memory lookup:
-    /// a write queued later changes the epochs, so an older disk value never replaces
-    /// it. While no write at all is queued, a memory hit takes no lock.
+    /// Whether a write is queued is asked again after any memory lookup. A read that may
+    /// read the disk on the caller's thread (`loadDiskFileSynchronously`) takes it and the
+    /// epochs its put-back compares under one hold of the write book's lock
+    /// (`IOScheduler.readStamp`): a write queued later changes the epochs, so an older disk
+    /// value never replaces it. Any other read needs no epochs (a queued read takes its
+    /// own on the ioQueue), so while no write at all is queued it takes no lock, hit or
+    /// miss: the event loops' misses do not contend with the ioQueue's put-backs, which
+    /// hold the book's lock.
     @inline(__always)
     func readPlan<Found>(
         forKey key: CacheKey, options: Options, memoryAsked: Bool = false, _ lookInMemory: () -> Found?
@@ -44,13 +48,15 @@ extension LocalStore {
             asked = true
             if let found = lookInMemory() { return .memoryHit(found) }
         }
-        let (mustQueue, epochs) = scheduler.readStamp(forKey: key)
+        let inline = options.loadDiskFileSynchronously && !options.fromMemoryOnly
+        let (mustQueue, epochs): (Bool, Epochs?) = inline
+            ? scheduler.readStamp(forKey: key) : (scheduler.mustQueue(key), nil)
         if mustQueue { return .behindWrite }
-        // A write queued after the stamp comes after this read: memory may answer now.
+        // A write queued after this check comes after this read: memory may answer now.
         if !asked, let found = lookInMemory() { return .memoryHit(found) }
         if options.fromMemoryOnly { return .memoryOnlyMiss }
         // A pending write-back of this key goes first on the ioQueue: read after it.
-        if options.loadDiskFileSynchronously, !memoryStorage.hasPendingWriteBack(forKey: key) {
+        if let epochs, !memoryStorage.hasPendingWriteBack(forKey: key) {
             return .diskInline(epochs)
         }
         return .diskQueued

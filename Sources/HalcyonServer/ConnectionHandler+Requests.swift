@@ -104,7 +104,8 @@ extension ConnectionHandler {
                 if mailbox.hasPending { handler.drainMailbox() }
                 handler.complete(seq: seq, reply: reply, observed: observed)
             } else if mailbox.post(.init(seq: seq, reply: reply, observed: observed)) {
-                eventLoop.execute { bound.value.drainMailbox() }
+                // From the ioQueue the loop is woken once per round, for every reply of it.
+                DeliveryRound.whenRoundEnds { eventLoop.execute { bound.value.drainMailbox() } }
             }
         }
     }
