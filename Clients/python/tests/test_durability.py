@@ -236,10 +236,9 @@ def _delete_under_daemon(path: str) -> None:
     it noticed the loss), and `rmtree`'s last `rmdir` then fails: delete again, within a
     bound."""
     deadline = time.monotonic() + 10
-    while True:
+    while os.path.lexists(path):
         try:
             shutil.rmtree(path)
-            return
         except OSError:
             if time.monotonic() > deadline:
                 raise
