@@ -213,6 +213,12 @@ extension LocalStore {
         /// for one that expired before its file was written), then `records`, after the
         /// writer found its segments gone. The entries' starts move to their new records,
         /// and only the segments still in the folder are counted. ioQueue only.
+        ///
+        /// The contract: what the journal alone held (the table) is journaled again before
+        /// any later reply. A value whose file was already written (its entry left the
+        /// table, a checkpoint may have passed its record) is not: if the folder went, the
+        /// file went with it, as any file someone deletes, and a memory copy of it answers
+        /// only until it leaves memory or the daemon restarts.
         private func rebuild(then records: [Journal.Record]) throws(CacheError) -> Journal.Position {
             // Until an append of the rebuilt records succeeds, every append retries it.
             onQueue { $0.rebuildPending = true }

@@ -230,15 +230,32 @@ def test_acknowledged_writes_survive_kill_9(flags: List[str]) -> None:
         shutil.rmtree(d.folder, ignore_errors=True)
 
 
+def _delete_under_daemon(path: str) -> None:
+    """Deletes `path` and everything in it while the daemon runs. The daemon may make a
+    file or a folder in it meanwhile (the materializer's next file, a journal segment after
+    it noticed the loss), and `rmtree`'s last `rmdir` then fails: delete again, within a
+    bound."""
+    deadline = time.monotonic() + 10
+    while os.path.lexists(path):
+        try:
+            shutil.rmtree(path)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+
+
 def test_writes_after_the_cache_folder_is_deleted_survive_kill_9() -> None:
     """Someone deletes the cache folder, journal and all, under a running daemon: the
-    writes it acknowledges afterwards (and what it still answered from memory) come back
-    after kill -9, through the loop's direct writes and the pipelined group commit."""
+    writes it acknowledges afterwards come back after kill -9, through the loop's direct
+    writes and the pipelined group commit, and so does a value it still held unwritten
+    when the folder went (its table is journaled again). A value whose file was written
+    before the deletion went with the folder, like any file someone deletes: the daemon
+    answers it from memory while the copy stays there, and a restart finds none."""
     d = _start_daemon()
     try:
         with halcyon.Client(d.socket, timeout=20) as c:
             c.set("before", "answered when the folder went")
-        shutil.rmtree(d.cache_dir)
+        _delete_under_daemon(d.cache_dir)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(20)
         sock.connect(d.socket)
@@ -251,13 +268,23 @@ def test_writes_after_the_cache_folder_is_deleted_survive_kill_9() -> None:
         assert all("result" in r and r["result"]["stored"] for r in replies), replies[:3]
         with halcyon.Client(d.socket, timeout=20) as c:
             stats = c.call("cache.stats")
+            assert c.get("before") == "answered when the folder went"
         assert stats["journal"]["journalRebuilds"] >= 1
+        # The materializer writes "before"'s file after a pause in the writes (a rest of
+        # about 25 ms); a loaded machine can take longer than that between the set and the
+        # deletion, and the file then went with the folder. No file written by the time of
+        # the replies (a file write in progress on the daemon's queue finishes before the
+        # writes queued behind it are answered) means it was still unwritten when the
+        # folder went, so it must come back.
+        before_was_unwritten = stats["journal"]["filesWritten"] == 0
         _kill(d)
         d.start()
         with halcyon.Client(d.socket, timeout=20) as c:
-            for i in range(50):
-                assert c.get(f"after-{i}") == f"v{i}", f"acknowledged after-{i} is gone"
-            assert c.get("before") == "answered when the folder went"
+            gone = [f"after-{i}" for i in range(50) if c.get(f"after-{i}") != f"v{i}"]
+            assert not gone, f"acknowledged after the deletion, missing after restart: {gone}"
+            if before_was_unwritten:
+                assert c.get("before") == "answered when the folder went", \
+                    "unwritten when the folder went, missing after restart: before"
     finally:
         d.stop()
         shutil.rmtree(d.folder, ignore_errors=True)
