@@ -284,7 +284,7 @@ report="$tmp/report.md"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
-    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\`${baseline:+; the baseline with \`${BASELINE_ARGS-${HALCYOND_ARGS:-}}\`} (defaults otherwise)."
+    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\`$([ -n "$baseline" ] && [ -n "${BASELINE_ARGS+set}" ] && echo "; the baseline with \`halcyond … ${BASELINE_ARGS}\`") (defaults otherwise)."
     echo "- Each connection is one client thread sending batches of \`pipeline\` requests and reading all replies before the next batch; latency (µs) is that of one batch."
     echo
 } >"$report"

@@ -107,6 +107,8 @@ extension MemoryStorage {
         /// one check the hot path makes then.
         private(set) var accounts: [Account] = []
         private(set) var accountIDs: [CacheKey: Int32] = [:]
+        /// `accountIDs` as a list, for `accountID`'s comparisons.
+        private var accountPrefixes: [(prefix: CacheKey, id: Int32)] = []
         /// Per account id: this shard's reads that hit or missed, and its entries.
         var namespaceHits: [Int] = []
         var namespaceMisses: [Int] = []
@@ -125,19 +127,30 @@ extension MemoryStorage {
         func slot(forKey key: CacheKey) -> Int32? { index[key] }
 
         /// The account `key` counts in, or `Account.none`: one emptiness check when no
-        /// namespace is accounted, else a scan of the key's namespace prefix and one lookup
-        /// (the prefix is a small inline string for names of up to 14 bytes; a longer name
-        /// costs an allocation per lookup).
+        /// namespace is accounted; with up to `prefixScanLimit` accounts, a comparison of
+        /// the key's first bytes with each account's prefix (a name holds no separator, so
+        /// a key begins with exactly one namespace's prefix, or with none); with more, a
+        /// scan of the key's namespace prefix and one lookup (the prefix is a small inline
+        /// string for names of up to 14 bytes; a longer name costs an allocation).
         func accountID(forKey key: CacheKey) -> Int32 {
-            guard !accountIDs.isEmpty, let length = key.namespacePrefixLength else { return Account.none }
+            guard !accountIDs.isEmpty else { return Account.none }
+            if accountPrefixes.count <= Self.prefixScanLimit {
+                for (prefix, id) in accountPrefixes where key.hasPrefix(prefix) { return id }
+                return Account.none
+            }
+            guard let length = key.namespacePrefixLength else { return Account.none }
             return accountIDs[key.leading(length)] ?? Account.none
         }
+
+        /// Up to this many accounts, `accountID` compares prefixes instead of hashing one.
+        static let prefixScanLimit = 8
 
         /// Installs the backend's table; nodes of a namespace that had no account until now
         /// join theirs (a walk over the shard, only when `retag`).
         mutating func install(accounts: [Account], ids: [CacheKey: Int32], retag: Bool) {
             self.accounts = accounts
             accountIDs = ids
+            accountPrefixes = ids.map { (prefix: $0.key, id: $0.value) }
             let n = accounts.count
             if namespaceHits.count < n {
                 namespaceHits += Array(repeating: 0, count: n - namespaceHits.count)
