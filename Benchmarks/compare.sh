@@ -262,9 +262,15 @@ cell() {
         reps="$single_repeat"
         [ "$c" = 1 ] && pin_now="$pin_single"
     fi
+    # Each repeat starts one server later in the list than the one before, so every
+    # server runs in every position (after an idle server, after one still finishing
+    # its own background work) equally often.
+    local order=(${protos//,/ }) n i
+    n=${#order[@]}
     for rep in $(seq 1 "$reps"); do
         pre=(); [ "$rep" -gt 1 ] && pre=(--no-prefill)
-        for p in ${protos//,/ }; do
+        for i in $(seq 0 $((n - 1))); do
+            p="${order[$(((i + rep - 1) % n))]}"
             lines[$p]+="$(run "$p" "$@" "${pre[@]}")"$'\n'
         done
     done
@@ -280,7 +286,7 @@ report="$tmp/report.md"
 {
     echo "# halcyond vs Redis vs memcached over Unix sockets"
     echo
-    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat with one request in flight per connection or one connection$([ "$pin_single" = 1 ] && echo "; at one connection with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved; key space $keys"
+    echo "- Run: $(date -u '+%Y-%m-%d %H:%M UTC'), \`Benchmarks/compare.sh\`: each cell is the median of $repeat runs ($single_repeat with one request in flight per connection or one connection$([ "$pin_single" = 1 ] && echo "; at one connection with the server's threads and the load generator pinned to one vCPU")) of $cell_seconds s (after $warmup s warm-up), the servers interleaved, each repeat starting one server later in the list; key space $keys"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"

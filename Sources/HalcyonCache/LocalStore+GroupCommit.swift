@@ -272,7 +272,6 @@ extension LocalStore {
         if case .store(let s) = stamped, s.toDisk, s.forcedExtension == nil {
             if let start {
                 sets += 1
-                memoryStorage.countSet(forKey: s.key)
                 let result = storeUnwritten(s, start: start, wb)
                 written(s.key)
                 return result.map { .stored($0) }
@@ -289,13 +288,14 @@ extension LocalStore {
     }
 
     /// A journaled set: memory and the unwritten table; the file comes later. Its caller
-    /// counts it in `sets`.
+    /// counts it in `sets`; its namespace's count is taken here, inside the memory store.
     private func storeUnwritten(_ s: WriteOperation.Store, start: Journal.Position, _ wb: WriteBehind) -> Result<StoreResult, CacheError> {
         let now = s.countedFrom!
         let expiresAt = s.expiresAt!
         guard !s.expiration.isExpired, expiresAt > now else {
             // Already expired: nothing stored; an older value must not outlive this write.
             // The record stays in the table so the file is removed before its segment goes.
+            memoryStorage.countSet(forKey: s.key)
             memoryStorage.remove(forKey: s.key)
             wb.putUnwritten(Unwritten(key: s.key, entry: s.entry, expiresAt: now, timeToLive: 0, countedFrom: now, start: start))
             return .success(StoreResult(stored: false, size: s.entry.bytes.count, expiresAt: nil, version: nil))
@@ -308,7 +308,8 @@ extension LocalStore {
             s.entry, forKey: s.key, residency: s.memoryExpiration,
             mirroring: .init(
                 expiresAt: expiresAt, timeToLive: timeToLive, extendedAt: now,
-                diskExpiresAt: expiresAt, forcedExtension: nil))
+                diskExpiresAt: expiresAt, forcedExtension: nil),
+            countingSet: true)
         return .success(StoreResult(
             stored: true, size: s.entry.bytes.count, expiresAt: HybridCache.optionalDate(expiresAt), version: s.entry.version))
     }

@@ -44,6 +44,9 @@ extension MemoryStorage {
             backend.removeMemoryOnly(where: matches, departedAt: date)
         }
 
+        /// Counts a completed write of `key` in its namespace's sets, as local stores count.
+        func countSet(_ key: CacheKey) { backend.countSet(forKey: key) }
+
         /// The keys of the copies held that start with `prefix`.
         func keys(prefix: CacheKey) -> [CacheKey] { backend.keys(prefix: prefix, memoryOnly: false) }
     }

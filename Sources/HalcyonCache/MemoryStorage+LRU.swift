@@ -109,9 +109,11 @@ extension MemoryStorage {
         private(set) var accountIDs: [CacheKey: Int32] = [:]
         /// `accountIDs` as a list, for `accountID`'s comparisons.
         private var accountPrefixes: [(prefix: CacheKey, id: Int32)] = []
-        /// Per account id: this shard's reads that hit or missed, and its entries.
+        /// Per account id: this shard's reads that hit or missed, its stores the owner
+        /// counted, and its entries.
         var namespaceHits: [Int] = []
         var namespaceMisses: [Int] = []
+        var namespaceSets: [Int] = []
         private(set) var namespaceCounts: [Int] = []
 
         subscript(slot: Int32) -> Node {
@@ -155,6 +157,7 @@ extension MemoryStorage {
             if namespaceHits.count < n {
                 namespaceHits += Array(repeating: 0, count: n - namespaceHits.count)
                 namespaceMisses += Array(repeating: 0, count: n - namespaceMisses.count)
+                namespaceSets += Array(repeating: 0, count: n - namespaceSets.count)
                 namespaceCounts += Array(repeating: 0, count: n - namespaceCounts.count)
             }
             guard retag else { return }
@@ -173,6 +176,12 @@ extension MemoryStorage {
                 accounts[Int(id)].count.add(count, ordering: .relaxed)
                 namespaceCounts[Int(id)] += count
             }
+        }
+
+        /// Counts a store of `key` in its namespace's sets.
+        mutating func countNamespaceSet(forKey key: CacheKey) {
+            let id = accountID(forKey: key)
+            if id != Account.none { namespaceSets[Int(id)] += 1 }
         }
 
         /// Counts a miss of `key` in its namespace (a read that found no node).
@@ -202,8 +211,13 @@ extension MemoryStorage {
             if let slot = index[node.key] {
                 let i = Int(slot)
                 let old = nodes[i].cost
-                charge(nodes[i].account, cost: -old, count: -1)
-                charge(node.account, cost: node.cost, count: 1)
+                if nodes[i].account == node.account {
+                    // The common replacement: one account, one shared counter to change.
+                    if node.cost != old { charge(node.account, cost: node.cost - old, count: 0) }
+                } else {
+                    charge(nodes[i].account, cost: -old, count: -1)
+                    charge(node.account, cost: node.cost, count: 1)
+                }
                 nodes[i] = node
                 recency.moveToNewest(slot)
                 totalCost += node.cost - old

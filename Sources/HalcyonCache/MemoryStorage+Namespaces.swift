@@ -25,8 +25,6 @@ extension MemoryStorage {
         let count = Atomic<Int>(0)
         /// The namespace's entries dropped to respect a limit: its quota or the tier's.
         let evictions = Atomic<Int>(0)
-        /// Stores of the namespace's keys the owner counted (`countSet`).
-        let sets = Atomic<Int>(0)
         /// The memory quota in bytes; 0 = none.
         let limit = Atomic<Int>(0)
 
@@ -151,15 +149,11 @@ extension MemoryStorage.Backend {
     }
 
     /// Counts a store of `key` in its namespace's `sets` (the owner calls it for each
-    /// store it counts). One atomic load when no namespace is accounted.
+    /// store it counts, or passes `countingSet` to the store that keeps the value). One
+    /// atomic load when no namespace is accounted.
     public func countSet(forKey key: CacheKey) {
         guard hasAccounts.load(ordering: .relaxed) else { return }
-        if let account = shard(for: key).state.withLock({ state -> MemoryStorage.Account? in
-            let id = state.accountID(forKey: key)
-            return id == MemoryStorage.Account.none ? nil : state.accounts[Int(id)]
-        }) {
-            account.sets.add(1, ordering: .relaxed)
-        }
+        shard(for: key).state.withLock { $0.countNamespaceSet(forKey: key) }
     }
 
     /// The accounted namespaces' counters, in the order they were first accounted; each
@@ -168,18 +162,20 @@ extension MemoryStorage.Backend {
         let accounts = namespaces.withLock { $0.accounts }
         var hits = Array(repeating: 0, count: accounts.count)
         var misses = hits
+        var sets = hits
         for shard in shards {
             shard.state.withLock { state in
                 for id in 0..<min(accounts.count, state.namespaceHits.count) {
                     hits[id] += state.namespaceHits[id]
                     misses[id] += state.namespaceMisses[id]
+                    sets[id] += state.namespaceSets[id]
                 }
             }
         }
         return accounts.map { account in
             MemoryStorage.NamespaceStats(
                 namespace: account.namespace, hits: hits[Int(account.id)], misses: misses[Int(account.id)],
-                sets: account.sets.load(ordering: .relaxed), evictions: account.evictions.load(ordering: .relaxed),
+                sets: sets[Int(account.id)], evictions: account.evictions.load(ordering: .relaxed),
                 totalCost: account.cost.load(ordering: .relaxed), count: account.count.load(ordering: .relaxed),
                 quota: account.limit.load(ordering: .relaxed))
         }

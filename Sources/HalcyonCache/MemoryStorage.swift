@@ -304,14 +304,21 @@ public enum MemoryStorage {
         /// from now. When the lifetime is already ahead of the disk copy by the write-back
         /// threshold, a write-back is queued at once.
         ///
+        /// `countingSet`: the store also counts in its namespace's sets (`countSet`), stored
+        /// or not, under the same lock hold.
+        ///
         /// - Returns: false when nothing was stored (lifetime or residency already over,
         ///   or the entry alone exceeds `totalCostLimit`); an older entry is removed then.
         @discardableResult
-        public func store(_ entry: CacheEntry, forKey key: CacheKey, residency: StorageExpiration?, mirroring mirror: Mirror) -> Bool {
+        public func store(
+            _ entry: CacheEntry, forKey key: CacheKey, residency: StorageExpiration?, mirroring mirror: Mirror,
+            countingSet: Bool = false
+        ) -> Bool {
             let residency = residency ?? config.expiration
             let now = clock.now()
             let residentUntil = residency.estimatedExpirationSince(now)
             guard !residency.isExpired, residentUntil > now, mirror.expiresAt > now else {
+                if countingSet { countSet(forKey: key) }
                 remove(forKey: key)
                 return false
             }
@@ -321,22 +328,24 @@ public enum MemoryStorage {
                 diskExpiresAt: mirror.diskExpiresAt, forcedExtension: mirror.forcedExtension, writeBackQueued: false,
                 generation: nextGeneration(), lastAccess: now)
             let writeBack = Backend.writeBackDue(&node, now: now)
-            guard insert(node) else { return false }
+            guard insert(node, countingSet: countingSet) else { return false }
             if let writeBack { addPending([writeBack]) }
             return true
         }
 
         /// Stores `node` unless it alone exceeds the tier's limit or its namespace's quota
         /// (then an older entry of the key is removed too), then brings its namespace within
-        /// its quota and the tier within its limits.
-        private func insert(_ node: Node) -> Bool {
+        /// its quota and the tier within its limits. `countingSet`: see `store(_:forKey:residency:mirroring:countingSet:)`.
+        private func insert(_ node: Node, countingSet: Bool = false) -> Bool {
             if config.totalCostLimit > 0 && node.cost > config.totalCostLimit {
+                if countingSet { countSet(forKey: node.key) }
                 remove(forKey: node.key)
                 return false
             }
             let stored = shard(for: node.key).state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
                 let id = state.accountID(forKey: node.key)
                 let account = id == Account.none ? nil : state.accounts[Int(id)]
+                if countingSet && id != Account.none { state.namespaceSets[Int(id)] += 1 }
                 if let account {
                     let limit = account.limit.load(ordering: .relaxed)
                     if limit > 0 && node.cost > limit { return nil }

@@ -205,6 +205,7 @@ extension SharedStore {
                     kept.version = written.version ?? 0
                     self.keep(key, kept, timeToLive: written.timeToLive, sequence: written.sequence, sliding: lifetime.slidingMilliseconds)
                     self.counters.withLock { $0.sets += 1 }
+                    self.copies.countSet(key)
                     return StoreResult(
                         stored: true, size: entry.bytes.count, expiresAt: SharedStore.expiry(written.timeToLive), version: written.version)
                 })
@@ -368,6 +369,7 @@ extension SharedStore {
                         self.keep(key, entry, timeToLive: written.timeToLive, sequence: written.sequence,
                                   sliding: lifetime.slidingMilliseconds)
                         self.counters.withLock { $0.sets += 1 }
+                        self.copies.countSet(key)
                     case (.remove(let key), .success(let written)):
                         self.drop(key)
                         if written.stored { self.counters.withLock { $0.removals += 1 } }

@@ -140,6 +140,30 @@ struct MemoryStorageQuotaTests {
     }
 }
 
+extension MemoryStorageQuotaTests {
+    @Test(arguments: designs) func replacingAnEntryChangesItsNamespaceByTheDifference(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        let key = Self.key(Self.b, 1)
+        let mirror = MemoryStorageTests.mirror(clock, ttl: 1_000)
+        #expect(memory.store(MemoryStorageTests.entry(10), forKey: key, residency: .seconds(300), mirroring: mirror, countingSet: true))
+        #expect(memory.store(MemoryStorageTests.entry(40), forKey: key, residency: .seconds(300), mirroring: mirror, countingSet: true))
+        memory.store(MemoryStorageTests.entry(5), forKey: key)
+        var b = Self.stats(memory, Self.b)
+        #expect(b?.count == 1)
+        #expect(b?.totalCost == 5)
+        #expect(b?.sets == 2)
+        // A store refused (its lifetime already over) still counts when asked to.
+        let over = MemoryStorage.Mirror(
+            expiresAt: clock.now().addingTimeInterval(-1), timeToLive: nil, extendedAt: clock.now(),
+            diskExpiresAt: clock.now().addingTimeInterval(-1), forcedExtension: nil)
+        #expect(!memory.store(MemoryStorageTests.entry(10), forKey: key, residency: .seconds(300), mirroring: over, countingSet: true))
+        b = Self.stats(memory, Self.b)
+        #expect(b?.sets == 3)
+        #expect(b?.count == 0)
+        #expect(b?.totalCost == 0)
+    }
+}
+
 /// The quotas through the hybrid cache's write path: sets count in their namespace, and a
 /// value for the disk larger than the quota is kept there without a memory copy.
 @Suite("HybridCache namespace quotas", .timeLimit(.minutes(1)))
@@ -163,6 +187,33 @@ struct HybridCacheQuotaTests {
         #expect(stats?.sets == 2)
         #expect(stats?.totalCost == 1)
         #expect(stats?.quota == 100)
+    }
+}
+
+/// Journaled sets (group commit) count in their namespace once each, an already expired
+/// one too, as the tier's own `sets` counts them.
+@Suite("HybridCache journaled namespace sets", .timeLimit(.minutes(1)))
+struct HybridCacheJournaledSetTests {
+    @Test func journaledSetsCountOnceInTheirNamespace() async throws {
+        let f = JournalCacheFixture()
+        let cache = f.open()
+        let (a, b) = (MemoryStorageQuotaTests.a, MemoryStorageQuotaTests.b)
+        cache.setQuotas(Quotas([a: .init(memory: 1000)]))
+        cache.registerNamespace(b)
+        for i in 0..<3 {
+            _ = try await HybridCacheJournalTests.store(cache, MemoryStorageQuotaTests.key(a, i), "value")
+        }
+        _ = try await HybridCacheJournalTests.store(cache, MemoryStorageQuotaTests.key(a, 0), "again")
+        let expired = try await result {
+            cache.store(CacheEntry(bytes: [1]), forKey: MemoryStorageQuotaTests.key(a, 9), options: HybridCacheTouchTests.ttl(.expired), completion: $0)
+        }.get()
+        #expect(!expired.stored)
+        let stats = cache.namespaceStats()
+        let sa = stats.first { $0.namespace == a }
+        #expect(sa?.sets == 5)
+        #expect(sa?.count == 3)
+        #expect(stats.first { $0.namespace == b }?.sets == 0)
+        #expect(cache.stats().sets == 5)
     }
 }
 
