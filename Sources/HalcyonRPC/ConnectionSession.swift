@@ -10,18 +10,21 @@ import Synchronization
 /// Threading: owned by one connection and confined to that connection's event loop
 /// thread; the dispatcher reads and changes it only from there, while handling a
 /// request. Replies capture the `CallbackQueue` value current at dispatch, so a later
-/// change never reroutes a reply already under way.
+/// change never reroutes a reply already under way. Its settings are
+/// `@exclusivity(unchecked)`: each is a plain value read or replaced whole, never held
+/// `inout` across a call, so the runtime's access checks (read on every request) guard
+/// nothing.
 public final class ConnectionSession {
     /// The policy as the client wrote it, echoed back by `connection.configure`.
-    public private(set) var policy: CallbackQueuePolicy = .untouch
+    @exclusivity(unchecked) public private(set) var policy: CallbackQueuePolicy = .untouch
     /// The queue that delivers this connection's replies (built from `policy`).
-    public private(set) var callbackQueue: CallbackQueue = .untouch
+    @exclusivity(unchecked) public private(set) var callbackQueue: CallbackQueue = .untouch
     /// Disk reads of this connection run on the reading thread instead of the ioQueue.
-    public var loadDiskFileSynchronously = false
+    @exclusivity(unchecked) public var loadDiskFileSynchronously = false
     /// How this connection's reads extend lifetimes when a request does not say
     /// (`extendingExpiration` of cache.get, cache.getMany and cache.lease). A client whose
     /// lifetimes count from the write (a framework's cache timeout) sets `.none` once.
-    public var extendingExpiration: ExpirationExtending = .cacheTime
+    @exclusivity(unchecked) public var extendingExpiration: ExpirationExtending = .cacheTime
     /// A short name for logs ("pid 123 uid 1000").
     public let peerDescription: String
     /// Unique per connection in this process: the owner of the connection's leases.

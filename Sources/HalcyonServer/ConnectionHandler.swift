@@ -60,6 +60,13 @@ import NIOCore
 ///
 /// Threading: lives in one channel's pipeline; every method runs on that channel's event
 /// loop. Not `Sendable`; closures that leave the loop carry it in a `NIOLoopBound`.
+///
+/// Its stored state is `@exclusivity(unchecked)`: the runtime's dynamic access checks
+/// would run several times per request on the event loop, and they can only catch an
+/// access that overlaps an `inout` access to the same property; the handler's methods
+/// change each part through its own mutating methods (`inbound`, `inFlight`,
+/// `outbound`, `framer`) and never pass one of them `inout` to code that reaches back
+/// into the handler.
 final class ConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -100,24 +107,24 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// Replies produced off the event loop, waiting for it.
     let mailbox = ReplyMailbox()
 
-    var inbound = ConnectionInbound()
-    var inFlight = ConnectionInFlight()
-    var outbound: ConnectionOutbound
-    var lifecycle = ConnectionLifecycle.open
+    @exclusivity(unchecked) var inbound = ConnectionInbound()
+    @exclusivity(unchecked) var inFlight = ConnectionInFlight()
+    @exclusivity(unchecked) var outbound: ConnectionOutbound
+    @exclusivity(unchecked) var lifecycle = ConnectionLifecycle.open
     /// This connection's side of its loop's direct-write group; set in `handlerAdded`.
-    var direct: DirectWriteGroup.Member?
+    @exclusivity(unchecked) var direct: DirectWriteGroup.Member?
     /// Splits the bytes read into lines (and enforces the line and input bounds).
-    private var framer: LineFrameDecoder
+    @exclusivity(unchecked) private var framer: LineFrameDecoder
     /// This connection's loop's counters; set in `handlerAdded`.
-    var loopCounters = LoopCounters()
-    var context: ChannelHandlerContext?
-    private var readPending = false
-    var insideRead = false
+    @exclusivity(unchecked) var loopCounters = LoopCounters()
+    @exclusivity(unchecked) var context: ChannelHandlerContext?
+    @exclusivity(unchecked) private var readPending = false
+    @exclusivity(unchecked) var insideRead = false
     /// Bytes of lines parsed on the loop in the current read burst.
-    private var burstParsedBytes = 0
+    @exclusivity(unchecked) private var burstParsedBytes = 0
     /// Whether `release` is running, and where the elements of the line it opens are held.
-    private var releasing = false
-    var openingAt: Int?
+    @exclusivity(unchecked) private var releasing = false
+    @exclusivity(unchecked) var openingAt: Int?
 
     init(
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
