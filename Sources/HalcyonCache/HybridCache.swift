@@ -117,6 +117,13 @@ public final class HybridCache: DeliversTasks, Sendable {
         local.setDiskQuotas(quotas)
     }
 
+    /// The namespaces with entries in the disk tier (a file, or a value still in the
+    /// journal), listed in the background of the requests (one read of each file's header
+    /// when no namespace is accounted yet); `completion` runs on the ioQueue.
+    public func storedNamespaces(completion: @escaping @Sendable ([Namespace]) -> Void) {
+        local.storedNamespaces(completion: completion)
+    }
+
     /// Accounts `namespace` without a quota (a namespace learnt at run time); false when
     /// `MemoryStorage.Backend.maxAccounts` namespaces are accounted already.
     @discardableResult

@@ -133,6 +133,23 @@ extension LocalStore {
         recountDiskUsage()
     }
 
+    /// The namespaces that hold a file or a value still in the journal, on the ioQueue in
+    /// the background of the requests (the accounts' listing when there is one, else a
+    /// listing of the folder); `completion` runs there.
+    func storedNamespaces(completion: @escaping @Sendable ([Namespace]) -> Void) {
+        scheduler.enqueue(.background) { [self] in
+            var prefixes: Set<CacheKey>
+            if tracksNamespaces {
+                if namespaceDisk.withLock({ $0.files == nil }) { recountNamespaceDisk() }
+                prefixes = Set(namespaceDisk.withLock { $0.files.map { Array($0.keys) } ?? [] })
+            } else {
+                prefixes = Set((try? diskStorage.namespacedFiles())?.map(\.prefix) ?? [])
+            }
+            prefixes.formUnion(writeBehind?.unwrittenNamespacePrefixes() ?? [])
+            completion(prefixes.compactMap(\.namespace).sorted { $0.name < $1.name })
+        }
+    }
+
     /// Each namespace's disk account, by prefix (empty before the first listing).
     func namespaceDiskStats() -> [CacheKey: NamespaceDiskStats] {
         namespaceDisk.withLock { book in

@@ -402,6 +402,13 @@ extension LocalStore {
 
         /// The bytes of the table's entries whose key begins with `prefix` (a walk of the
         /// table). Any thread.
+        /// The namespace prefixes of the keys with values still in the table.
+        func unwrittenNamespacePrefixes() -> Set<CacheKey> {
+            table.withLock { table in
+                Set(table.keys.compactMap { key in key.namespacePrefixLength.map { key.leading($0) } })
+            }
+        }
+
         func unwrittenBytes(withPrefix prefix: CacheKey) -> Int {
             table.withLock { $0.all.reduce(0) { $1.key.hasPrefix(prefix) ? $0 + $1.bytes : $0 } }
         }

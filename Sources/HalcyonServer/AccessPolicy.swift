@@ -90,6 +90,24 @@ public enum AccountNames {
         passwordEntry(of: uid) { $0.pw_name }
     }
 
+    /// The credentials a process of the user called `name` would have, from the password
+    /// and group databases (its primary group and every group that lists it), or nil when
+    /// no user has that name. For peers the daemon knows of without a connection.
+    public static func credentials(ofUser name: String) -> PeerCredentials? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard !name.isEmpty, getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        var groups = [gid_t](repeating: 0, count: 64)
+        var count = Int32(groups.count)
+        if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 {
+            // Too small: `count` now says how many there are.
+            groups = [gid_t](repeating: 0, count: Int(count))
+            if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 { count = 0 }
+        }
+        return PeerCredentials(pid: 0, uid: entry.pw_uid, gid: entry.pw_gid, groups: Array(groups.prefix(Int(max(0, count)))))
+    }
+
     /// One text field of `uid`'s password entry, or nil.
     private static func passwordEntry(of uid: uid_t, _ field: (passwd) -> UnsafeMutablePointer<CChar>?) -> String? {
         var entry = passwd()

@@ -223,6 +223,17 @@ public struct AccessRules: Sendable, Equatable {
         return quotas
     }
 
+    /// The user `namespace` is the `$user` namespace of: the user of that name (whose
+    /// credentials `credentials` gives), when the rules grant it that namespace through a
+    /// `$user` line; else nil.
+    public func peerUserOwner(of namespace: KeyNamespace, credentials: (String) -> PeerCredentials?) -> PeerCredentials? {
+        guard let peer = credentials(namespace.name),
+              let granted = grant(for: peer, userName: { _ in namespace.name }), let rule = granted.rule,
+              case .peerUser = rule.scope, granted.access.namespace == namespace
+        else { return nil }
+        return peer
+    }
+
     /// The namespace and rights of `peer`: the first line that names it and grants it a
     /// namespace; else every right on the whole keyspace for root and the daemon's own
     /// user; else nil (refused). `userName` gives a uid's user name, for `$user`; it is

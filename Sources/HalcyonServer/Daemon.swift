@@ -204,6 +204,7 @@ public final class Daemon: Sendable {
         let dispatcher = Dispatcher(cache: cache, facts: facts(socketPath: source.path))
         let policy = AccessPolicy(configuration: configuration)
         upstream?.start(logger: logger)
+        lifecycleQueue.async { [self] in learnStoredNamespaces() }
 
         let logger = self.logger
         let outOfDescriptors = self.outOfDescriptors
@@ -473,10 +474,40 @@ public final class Daemon: Sendable {
             let rules = try AccessRules.load(path: path)
             accessRules.withLock { $0 = rules }
             applyNamespaces(of: rules)
+            learnStoredNamespaces()
             logger.notice("access rules reloaded", metadata: ["file": "\(path)", "rules": "\(rules.rules.count)"])
         } catch {
             logger.error("access rules not reloaded; the previous rules stay in force",
                          metadata: ["file": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    /// Learns the `$user` namespaces that hold entries from before (a start, or rules that
+    /// now give `$user` lines quotas), so that their quotas hold before their users
+    /// connect: each stored namespace whose name is a user's, and which the rules grant
+    /// that user through a `$user` line, is learnt as that user's, as its first connection
+    /// would learn it. Connections of those namespaces wait for the install, as for a
+    /// namespace learnt by a connection. Runs on `lifecycleQueue`; the listing runs on the
+    /// ioQueue in the background.
+    private func learnStoredNamespaces() {
+        guard accessRules.withLock({ $0?.hasPeerUserQuotas }) == true else { return }
+        cache.storedNamespaces { [self] stored in
+            lifecycleQueue.async { [self] in
+                guard let rules = accessRules.withLock({ $0 }), rules.hasPeerUserQuotas else { return }
+                let named = Set(rules.namedNamespaces)
+                var learnt: [KeyNamespace] = []
+                for namespace in stored where !named.contains(namespace) {
+                    guard let peer = rules.peerUserOwner(of: namespace, credentials: AccountNames.credentials(ofUser:)),
+                          learntNamespaces.withLock({ $0.learn(namespace, peer: peer) })
+                    else { continue }
+                    cache.registerNamespace(namespace)
+                    learnt.append(namespace)
+                }
+                guard !learnt.isEmpty else { return }
+                applyNamespaces(of: rules)
+                learntNamespaces.withLock { book in learnt.forEach { book.installed($0) } }
+                logger.notice("quotas installed for stored namespaces", metadata: ["namespaces": "\(learnt.count)"])
+            }
         }
     }
 
@@ -569,6 +600,15 @@ struct LearntNamespaces {
         guard quotas else { return .now }
         installing.insert(namespace)
         return .install
+    }
+
+    /// Records `namespace`, found among the stored entries, as `peer`'s, and marks its
+    /// quotas as being installed; false when a connection learnt it already.
+    mutating func learn(_ namespace: KeyNamespace, peer: PeerCredentials) -> Bool {
+        guard peers[namespace] == nil else { return false }
+        peers[namespace] = peer
+        installing.insert(namespace)
+        return true
     }
 
     /// The quotas of `namespace` are installed.

@@ -105,6 +105,35 @@ import Testing
         #expect(learnt.peers == [bob: peer, cyd: peer])
     }
 
+    /// A stored namespace is a `$user` namespace when its name is a user's whom the rules
+    /// grant it through a `$user` line; it is then learnt as that user's, and a connection
+    /// of it waits for its quotas; a connection that learnt it first keeps it.
+    @Test func aStoredNamespaceIsLearntAsItsUsersWhenAUserLineGrantsIt() throws {
+        let rules = try parse("""
+            uid 10 ada read,write
+            gid 100 $user read,write memory=16MiB
+            """)
+        let users = ["ada": PeerCredentials(pid: 0, uid: 10, gid: 100), "bob": PeerCredentials(pid: 0, uid: 20, gid: 200, groups: [100]),
+                     "cyd": PeerCredentials(pid: 0, uid: 30, gid: 300)]
+        func owner(_ name: String) -> PeerCredentials? { rules.peerUserOwner(of: KeyNamespace(name)!) { users[$0] } }
+        #expect(owner("bob") == users["bob"])
+        #expect(owner("ada") == nil)  // her line names a namespace, not `$user`
+        #expect(owner("cyd") == nil)  // no line grants him a namespace
+        #expect(owner("dan") == nil)  // no such user
+
+        var learnt = LearntNamespaces()
+        let bob = KeyNamespace("bob")!, eve = KeyNamespace("eve")!
+        let learntBob = learnt.learn(bob, peer: users["bob"]!)
+        #expect(learntBob)
+        #expect(learnt.admit(bob, peer: PeerCredentials(pid: 7, uid: 20, gid: 200), quotas: true) == .wait)
+        learnt.installed(bob)
+        #expect(learnt.admit(bob, peer: PeerCredentials(pid: 7, uid: 20, gid: 200), quotas: true) == .now)
+        #expect(learnt.admit(eve, peer: PeerCredentials(pid: 8, uid: 40, gid: 100), quotas: true) == .install)
+        let learntEve = learnt.learn(eve, peer: PeerCredentials(pid: 0, uid: 40, gid: 100))
+        #expect(!learntEve)
+        #expect(learnt.peers[bob] == users["bob"])
+    }
+
     @Test func anUnreadableFileIsAnError() {
         do {
             _ = try AccessRules.load(path: "/nonexistent/halcyon-access.conf")

@@ -4,23 +4,26 @@ only its own least recently used entries, and another namespace's hit rate over 
 read set stays as it was; a value larger than the memory quota is refused; ``cache.stats`` shows a
 non-admin its own namespace only and an admin each one; the metrics carry a series per
 namespace the file names; SIGHUP with a smaller quota evicts down to it. Quotas on a
-``$user`` line bound each user's namespace alone, and a SIGHUP changes them for namespaces
-already learnt.
+``$user`` line bound each user's namespace alone, a SIGHUP changes them for namespaces
+already learnt, and a restart holds the namespaces stored before it to them before their
+users connect again.
 
 Runs clients as other users, as test_tenants.py does (root, setpriv, useradd)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
+from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import pytest
 
 from conftest import Daemon
 from test_tenants import (  # noqa: F401
-    ALICE, BOB, CAROL, EVE, OPS, Peer, _reload_rules, _tenants_until_done, as_user, peer, pytestmark)
+    ALICE, BOB, CAROL, EVE, OPS, Peer, _await_log, _reload_rules, _tenants_until_done, as_user, peer, pytestmark)
 
 KIB = 1024
 
@@ -241,3 +244,34 @@ def test_sighup_changes_the_quota_of_a_learnt_user_namespace(user_quotas: Daemon
     mine = own_block(bob)
     assert (mine["memory"]["quota"], mine["disk"]["quota"], mine["memory"]["bytes"]) == (0, 0, 10 * KIB), mine
     bob.close()
+
+
+def test_a_user_namespace_stored_before_a_restart_is_held_to_its_quota_before_its_user_returns(
+        user_quotas: Daemon) -> None:
+    bob = peer(user_quotas, BOB)
+    for i in range(8):
+        bob.result("cache.set", {"key": f"row{i}", "value": "b" * KIB})
+    bob.close()
+    # Stopped, the file lowers the `$user` line's disk quota below what Bob holds. At the
+    # next start his namespace is found among the stored entries and brought within it,
+    # although Bob has not connected since.
+    Path(user_quotas.rules).write_text(user_rules("disk=4KiB"))  # type: ignore[attr-defined]
+    mark = os.path.getsize(user_quotas.log)
+    user_quotas.restart()
+    _await_log(user_quotas, "quotas installed for stored namespaces", mark)
+    ops = peer(user_quotas, OPS)
+
+    def bobs() -> dict:
+        found = [n for n in ops.result("cache.stats")["namespaces"] if n["name"] == BOB]
+        assert len(found) == 1, found
+        return found[0]
+
+    deadline = time.monotonic() + 20
+    mine = bobs()
+    while mine["disk"]["evictions"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        mine = bobs()
+    assert mine["disk"]["quota"] == 4 * KIB, mine
+    assert mine["disk"]["evictions"] > 0 and mine["disk"]["bytes"] <= 4 * KIB, mine
+    assert ALICE not in {n["name"] for n in ops.result("cache.stats")["namespaces"]}
+    ops.close()
