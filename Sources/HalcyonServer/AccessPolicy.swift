@@ -60,12 +60,17 @@ public enum AccountNames {
     public static func userID(_ text: String) throws(UnknownNameError) -> uid_t {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let number = uid_t(trimmed) { return number }
+        guard let ids = userIDs(named: trimmed) else { throw UnknownNameError(kind: "user", name: text) }
+        return ids.uid
+    }
+
+    /// The user id and primary group of the user called `name`, or nil.
+    private static func userIDs(named name: String) -> (uid: uid_t, gid: gid_t)? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
-        let status = getpwnam_r(trimmed, &entry, &buffer, buffer.count, &result)
-        guard status == 0, result != nil, !trimmed.isEmpty else { throw UnknownNameError(kind: "user", name: text) }
-        return entry.pw_uid
+        guard !name.isEmpty, getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return (entry.pw_uid, entry.pw_gid)
     }
 
     /// A group id from a decimal number or a group name.
@@ -94,18 +99,15 @@ public enum AccountNames {
     /// and group databases (its primary group and every group that lists it), or nil when
     /// no user has that name. For peers the daemon knows of without a connection.
     public static func credentials(ofUser name: String) -> PeerCredentials? {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        guard !name.isEmpty, getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        guard let ids = userIDs(named: name) else { return nil }
         var groups = [gid_t](repeating: 0, count: 64)
         var count = Int32(groups.count)
-        if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 {
+        if getgrouplist(name, ids.gid, &groups, &count) < 0 {
             // Too small: `count` now says how many there are.
             groups = [gid_t](repeating: 0, count: Int(count))
-            if getgrouplist(name, entry.pw_gid, &groups, &count) < 0 { count = 0 }
+            if getgrouplist(name, ids.gid, &groups, &count) < 0 { count = 0 }
         }
-        return PeerCredentials(pid: 0, uid: entry.pw_uid, gid: entry.pw_gid, groups: Array(groups.prefix(Int(max(0, count)))))
+        return PeerCredentials(pid: 0, uid: ids.uid, gid: ids.gid, groups: Array(groups.prefix(Int(max(0, count)))))
     }
 
     /// One text field of `uid`'s password entry, or nil.
