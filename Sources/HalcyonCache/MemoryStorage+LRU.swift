@@ -203,11 +203,12 @@ extension MemoryStorage {
             return nil
         }
 
-        /// Inserts or replaces `node.key`, makes it the most recently used. Returns the
-        /// change in cost and count.
-        mutating func set(_ node: Node) -> (costDelta: Int, countDelta: Int) {
+        /// Inserts or replaces `node.key` as an entry of account `account` (the caller's
+        /// `accountID(forKey:)` of it), makes it the most recently used. Returns the change
+        /// in cost and count.
+        mutating func set(_ node: Node, account: Int32) -> (costDelta: Int, countDelta: Int) {
             var node = node
-            node.account = accountID(forKey: node.key)
+            node.account = account
             if let slot = index[node.key] {
                 let i = Int(slot)
                 let old = nodes[i].cost

@@ -350,7 +350,7 @@ public enum MemoryStorage {
                     let limit = account.limit.load(ordering: .relaxed)
                     if limit > 0 && node.cost > limit { return nil }
                 }
-                return (state.set(node), account)
+                return (state.set(node, account: id), account)
             }
             guard let stored else {
                 remove(forKey: node.key)
