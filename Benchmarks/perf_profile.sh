@@ -13,6 +13,7 @@
 # usage: Benchmarks/perf_profile.sh --halcyond PATH [--conns 4] [--pipeline 32] [--seconds 5]
 #                                   [--value-size 100] [--keys 10000] [--top 40] [--keep DIR]
 #                                   [--op get|set|mixed|mget|incr|ping] [--batch-keys 100] [--disk]
+# Environment: HALCYOND_ARGS (extra halcyond flags, split on spaces; e.g. "--event-loop-threads 1").
 # Needs perf (Debian: linux-perf; installed when missing and root) and gcc for loadgen. Samples
 # cpu-clock (a software event), which works in VMs without hardware counters.
 set -euo pipefail
@@ -48,6 +49,8 @@ pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 flags=(); [ "$disk" = 1 ] && flags=(--memory-limit 1MiB)
+# shellcheck disable=SC2206
+[ -n "${HALCYOND_ARGS:-}" ] && flags+=($HALCYOND_ARGS)
 "$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" "${flags[@]}" >"$tmp/halcyond.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 200); do [ -S "$tmp/h.sock" ] && break; sleep 0.05; done

@@ -48,19 +48,26 @@ extension Dispatcher {
     ///
     /// Threading: on the requesting connection's event loop thread, like `handle`.
     public func answerFromMemory(_ call: inout PreparedCall, into writer: inout JSONWriter) -> MemoryAnswerOutcome {
+        switch memoryAnswer(call, into: &writer) {
+        case .answered(let error):
+            return .answered(error)
+        case .declined(let found):
+            call.memory = found
+            return .notAnswered
+        }
+    }
+
+    /// The memory answer itself, reading `call` in place: its params and options reach the
+    /// method's memory answer borrowed, where reading them out of the `inout` call would
+    /// copy them (a counted reference for each object they hold).
+    private func memoryAnswer(_ call: borrowing PreparedCall, into writer: inout JSONWriter) -> MemoryAnswerResult {
         guard let id = call.id, case .accepted(let spec) = call.verdict,
-              let memoryAnswer = spec.memoryAnswer else { return .notAnswered }
+              let memoryAnswer = spec.memoryAnswer else { return .declined(.nothing) }
         do throws(RPCError) {
-            switch try memoryAnswer.answer(self, call.params, call.options, id, &writer) {
-            case .answered(let error):
-                return .answered(error)
-            case .declined(let found):
-                call.memory = found
-                return .notAnswered
-            }
+            return try memoryAnswer.answer(self, call.params, call.options, id, &writer)
         } catch {
             // The handler refuses the same params with the same error.
-            return .notAnswered
+            return .declined(.nothing)
         }
     }
 }

@@ -196,7 +196,7 @@ public struct PreparedCall {
         case refused(RPCError)
     }
 
-    init(id: RPCID?, session: ConnectionSession, spec: MethodSpec, params: Params, options: HybridCache.Options) {
+    init(id: RPCID?, session: ConnectionSession, spec: MethodSpec, params: consuming Params, options: HybridCache.Options) {
         self.id = id
         self.session = session
         self.verdict = .accepted(spec)
@@ -317,7 +317,7 @@ public final class Dispatcher: Sendable {
     /// callback queue. Returns the storage task for queued work; nil when the request was
     /// answered (or refused) at once.
     @discardableResult
-    public func handle(_ call: PreparedCall, respond: @escaping @Sendable (RPCReply) -> Void) -> CacheTask? {
+    public func handle(_ call: consuming PreparedCall, respond: @escaping @Sendable (RPCReply) -> Void) -> CacheTask? {
         let callbackQueue = call.session.callbackQueue
         var priority = Operation.QueuePriority.normal
         do throws(RPCError) {
@@ -354,18 +354,16 @@ public final class Dispatcher: Sendable {
             try check(spec, request)
             // The transport carries these out itself (`transportAction(for:)`).
             guard case .call = spec.handler else { throw .methodNotFound(method: request.method) }
-            var params: Params
-            if let access = session.access {
-                // Tenancy (`--access`): the right the line needs, then the keyspace its keys are in.
-                try access.permit(spec.flags)
-                let keyspace = spec.flags.contains(.keyspace)
-                params = try Params(node: request.paramsNode, allowed: spec.params, alsoAllowed: keyspace ? Self.namespaceParam : nil)
-                if keyspace { params.namespace = try access.namespace(for: params) }
-            } else {
-                params = try Params(node: request.paramsNode, allowed: spec.params)
-            }
-            params.keyRule = keyRule
-            params.entryLimits = entryLimits
+            // Tenancy (`--access`): the right the line needs, then the keyspace its keys are in.
+            let access = session.access
+            try access?.permit(spec.flags)
+            let keyspace = access != nil && spec.flags.contains(.keyspace)
+            // Made once, in place: a `Params` is copied through its value witnesses, a
+            // counted reference for each object it holds.
+            var params = try Params(node: request.paramsNode, allowed: spec.params,
+                                    alsoAllowed: keyspace ? Self.namespaceParam : nil,
+                                    keyRule: keyRule, entryLimits: entryLimits)
+            if keyspace, let access { params.namespace = try access.namespace(for: params) }
             var options = HybridCache.Options()
             options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
             options.extendingExpiration = session.extendingExpiration

@@ -46,8 +46,13 @@ public struct Params: Sendable {
     /// Wraps `params`, rejecting any member whose name is not in `allowed`
     /// (`unknownParam`), so a typo does not silently fall back to a default.
     /// `alsoAllowed` is one more name accepted beside `allowed` (the `namespace` param of
-    /// key methods under `--access`).
-    public init(node params: JSONNode?, allowed: ParamNames, alsoAllowed: ParamNames? = nil) throws(RPCError) {
+    /// key methods under `--access`); `keyRule` and `entryLimits` are the dispatcher's.
+    public init(
+        node params: JSONNode?, allowed: ParamNames, alsoAllowed: ParamNames? = nil,
+        keyRule: DiskStorage.KeyRule = .anyKey, entryLimits: EntrySizeLimits = .none
+    ) throws(RPCError) {
+        self.keyRule = keyRule
+        self.entryLimits = entryLimits
         if let params {
             let view = params.view
             guard view.isObject else { throw .positionalParams }

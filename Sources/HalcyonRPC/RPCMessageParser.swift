@@ -34,7 +34,8 @@ public enum RPCMessageParser {
         // which defines what every line means.
         if usesScanner, case .parsed(let scanned) = JSONScanner.scan(line) {
             // A scanned text is always one object: one element.
-            return withExtendedLifetime(scanned) { .single(element(scanned.root, in: scanned)) }
+            // `scanned` lives through the call, which it is an argument of.
+            return .single(element(scanned.root, in: scanned))
         }
         let root: JSONValue
         switch JSONValue.parse(line) {
@@ -112,8 +113,10 @@ public enum RPCMessageParser {
         guard let methodValue else {
             return .invalid(id: replyID, .invalidRequest(reason: .missingMethod, message: "Invalid Request: missing method"))
         }
-        guard let (method, spec) = methodValue.withStringBytes({
-            (String(decoding: $0, as: UTF8.self), MethodSpec.named($0))
+        // A name the table holds is not copied out: the spec names it.
+        guard let (spec, unknownMethod) = methodValue.withStringBytes({ bytes -> (MethodSpec?, String?) in
+            let spec = MethodSpec.named(bytes)
+            return (spec, spec == nil ? String(decoding: bytes, as: UTF8.self) : nil)
         }) else {
             return .invalid(id: replyID, .invalidRequest(reason: .methodNotString,
                                                          message: "Invalid Request: method must be a string"))
@@ -137,7 +140,7 @@ public enum RPCMessageParser {
                                                              message: "Invalid Request: params must be an object"))
             }
         }
-        return .request(RPCRequest(id: id, method: method, spec: spec, paramsNode: params))
+        return .request(RPCRequest(id: id, spec: spec, unknownMethod: unknownMethod, paramsNode: params))
     }
 
     /// The members a request object may have; anything else is `-32600 unknownMember`,

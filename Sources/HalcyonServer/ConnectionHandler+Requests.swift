@@ -14,11 +14,11 @@ extension ConnectionHandler {
     /// The one start path of an element: a cancel is carried out, anything else handled.
     /// Its one direct-write check: what must see this connection's waiting direct writes,
     /// or be answered after them, commits them first.
-    func start(_ element: RPCElement, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
+    func start(_ element: consuming RPCElement, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
         if direct?.mustFollow(element, inBatch: batch != nil, session: session, dispatcher: dispatcher) == true {
             commitDirectWrites()
         }
-        switch element {
+        switch consume element {
         case .invalid(let id, let error):
             if id != nil {
                 deliver(RPCReply.error(id: id, error), batch: batch, slot: slot, context: context)
@@ -26,7 +26,7 @@ extension ConnectionHandler {
         case .request(let request):
             if request.flags.contains(.transport) {
                 cancel(request, context: context)
-            } else if request.method.hasPrefix("$/") {
+            } else if request.spec == nil, request.method.hasPrefix("$/") {
                 // Unknown protocol-level notifications are ignored; requests get -32601.
                 if request.id != nil {
                     deliver(RPCReply.error(id: request.id, .methodNotFound(method: request.method)),

@@ -119,6 +119,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
     @exclusivity(unchecked) var loopCounters = LoopCounters()
     @exclusivity(unchecked) var context: ChannelHandlerContext?
     @exclusivity(unchecked) private var readPending = false
+    /// The channel's `isWritable` as its last change left it (set in `handlerAdded` and
+    /// `channelWritabilityChanged`, both on the loop): read for every element, where the
+    /// channel's own getter would count a reference on the channel each time.
+    @exclusivity(unchecked) private var channelWritable = true
     @exclusivity(unchecked) var insideRead = false
     /// Bytes of lines parsed on the loop in the current read burst.
     @exclusivity(unchecked) private var burstParsedBytes = 0
@@ -155,6 +159,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        channelWritable = context.channel.isWritable
         loopCounters = counters.loopCounters(for: context.eventLoop)
         // Without the daemon's groups (a handler made alone, as in transport tests), the
         // connection's writes are grouped on their own.
@@ -229,6 +234,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        channelWritable = context.channel.isWritable
         release(context: context)
         context.fireChannelWritabilityChanged()
     }
@@ -279,7 +285,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     /// Whether back-pressure applies: too much in flight, or replies above the water mark.
     private func mustHold(context: ChannelHandlerContext) -> Bool {
-        inFlight.count >= maxInFlight || !context.channel.isWritable
+        inFlight.count >= maxInFlight || !channelWritable
     }
 
     /// An open connection reads while nothing waits to start and no pressure applies; a
@@ -377,8 +383,11 @@ extension ConnectionHandler {
     /// Opens a line: each element starts, or is held (at the tail, or at `openingAt`
     /// while the head line is opened in its place). A request whose id is in `withdrawn`
     /// was cancelled before it could start and is answered so instead.
-    func take(_ incoming: RPCIncoming, withdrawn: Set<RPCID>, context: ChannelHandlerContext) {
-        switch incoming {
+    ///
+    /// The line and its elements are moved along, never copied: a copy of a request
+    /// counts a reference for each object it holds.
+    func take(_ incoming: consuming RPCIncoming, withdrawn: Set<RPCID>, context: ChannelHandlerContext) {
+        switch consume incoming {
         case .failure(let error):
             write(RPCReply.error(id: nil, error).bytes, context: context)
         case .single(let element):
@@ -396,16 +405,16 @@ extension ConnectionHandler {
     }
 
     private func admit(
-        _ element: RPCElement, batch: Batch?, slot: Int, withdrawn: Set<RPCID>, context: ChannelHandlerContext
+        _ element: consuming RPCElement, batch: Batch?, slot: Int, withdrawn: Set<RPCID>, context: ChannelHandlerContext
     ) {
-        if case .request(let request) = element {
-            if !withdrawn.isEmpty, expectsReply(element), let id = request.id, withdrawn.contains(id) {
+        if let flags = element.requestFlags {
+            if !withdrawn.isEmpty, expectsReply(element), let id = element.requestID, withdrawn.contains(id) {
                 deliver(RPCReply.error(id: id, .cancelled(started: false)), batch: batch, slot: slot, context: context)
                 return
             }
             // A cancel is never held: it must reach work in flight, and withdraws a held
             // request before it starts.
-            if request.flags.contains(.transport) {
+            if flags.contains(.transport) {
                 start(element, batch: batch, slot: slot, context: context)
                 return
             }
@@ -447,11 +456,9 @@ extension ConnectionHandler {
     }
 
     private func expectsReply(_ element: RPCElement) -> Bool {
-        switch element {
         // An invalid element without an id is a notification (say, with positional
         // params): notifications never get a reply, not even an error.
-        case .invalid(let id, _): return id != nil
-        case .request(let request): return request.id != nil && !request.flags.contains(.transport)
-        }
+        if let flags = element.requestFlags { return element.requestID != nil && !flags.contains(.transport) }
+        return element.invalidID != nil
     }
 }
