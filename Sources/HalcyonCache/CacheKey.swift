@@ -84,10 +84,17 @@ public struct CacheKey: Sendable, Hashable, Comparable, ExpressibleByStringInter
         return try copy.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Keys up to `shortKeyBytes` long, most of them, are compared byte by byte through
+    /// `utf8`: reaching both keys' bytes in place (`withBytes` within `withBytes`) counted
+    /// references on every compare, and a table lookup compares its key at least once.
+    /// Longer keys are compared with `memcmp`, where the counts are small beside the compare.
+    @usableFromInline static let shortKeyBytes = 32
+
     @inlinable public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
         let count = lhs.count
         guard count == rhs.count else { return false }
-        return lhs.withBytes { a in rhs.withBytes { b in count == 0 || memcmp(a.baseAddress!, b.baseAddress!, count) == 0 } }
+        if count <= shortKeyBytes { return lhs.storage.utf8.elementsEqual(rhs.storage.utf8) }
+        return lhs.withBytes { a in rhs.withBytes { b in memcmp(a.baseAddress!, b.baseAddress!, count) == 0 } }
     }
 
     @inlinable public func hash(into hasher: inout Hasher) {

@@ -57,7 +57,8 @@ extension Dispatcher {
             var initial: Int64?
             var options: HybridCache.Options
 
-            init(_ params: Params, _ connectionOptions: HybridCache.Options) throws(RPCError) {
+            /// Both inputs borrowed, as `ReadMethods.GetQuery`'s.
+            init(_ params: borrowing Params, _ connectionOptions: borrowing HybridCache.Options) throws(RPCError) {
                 key = try params.key()
                 by = try params.int64("by") ?? 1
                 let start = try params.int64("initial") ?? 0

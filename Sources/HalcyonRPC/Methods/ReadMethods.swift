@@ -23,10 +23,13 @@ extension Dispatcher {
             let encoding: ValueEncoding?
             let options: HybridCache.Options
 
-            init(_ params: Params, _ base: HybridCache.Options) throws(RPCError) {
+            /// Both inputs borrowed: an initialiser takes its arguments owned unless told
+            /// otherwise, which costs the caller a copy of each (a counted reference for every
+            /// object they hold), and neither is kept.
+            init(_ params: borrowing Params, _ base: borrowing HybridCache.Options) throws(RPCError) {
                 key = try params.key()
                 encoding = try params.encoding("encoding")
-                var options = base
+                var options = copy base
                 if let extending = try params.extending("extendingExpiration") { options.extendingExpiration = extending }
                 options.forcedExtension = try params.string("forcedExtension")
                 options.fromMemoryOnly = try params.bool("fromMemoryOnly", default: false)

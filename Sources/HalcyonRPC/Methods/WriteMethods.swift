@@ -34,7 +34,8 @@ extension Dispatcher {
             /// The lease the writer holds (a shared key's is given back upstream).
             var lease: String?
 
-            init(_ params: Params, _ connectionOptions: HybridCache.Options) throws(RPCError) {
+            /// Both inputs borrowed, as `ReadMethods.GetQuery`'s.
+            init(_ params: borrowing Params, _ connectionOptions: borrowing HybridCache.Options) throws(RPCError) {
                 key = try params.key()
                 let encoding = try params.encoding("encoding") ?? .utf8
                 // Not `value(_:)`, which reads null as absent: with "json", null is a value.
