@@ -150,6 +150,17 @@ public struct JSONWriter: Sendable {
         value.withUnsafeBytes { string(utf8Bytes: $0) }
     }
 
+    /// Writes a string whose bytes `isPlainASCII` accepts, as they are: one copy, with no
+    /// scan for escapes.
+    @inlinable public mutating func string(plainASCII value: [UInt8]) {
+        assert(value.withUnsafeBytes(JSONWriter.isPlainASCII), "a plain string needing an escape")
+        separator()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: value)
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
     /// Writes an integer.
     @inlinable public mutating func int(_ value: Int64) {
         separator()

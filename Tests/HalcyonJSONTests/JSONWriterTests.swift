@@ -34,6 +34,18 @@ import Testing
         #expect(w.depth == 0)
     }
 
+    @Test func plainStringsAreWrittenAsTheEscapingWriterWritesThem() {
+        let values: [[UInt8]] = [[], Array("v".utf8), Array(repeating: UInt8(ascii: "x"), count: 4096),
+                                 Array("key:1234 with spaces ~ and } ] , :".utf8)]
+        for value in values {
+            var plain = JSONWriter()
+            var escaping = JSONWriter()
+            plain.beginArray(); plain.string(plainASCII: value); plain.string(plainASCII: value); plain.endArray()
+            escaping.beginArray(); escaping.string(utf8Bytes: value); escaping.string(utf8Bytes: value); escaping.endArray()
+            #expect(plain.bytes == escaping.bytes)
+        }
+    }
+
     @Test func escapesWhatJSONRequires() {
         var w = JSONWriter()
         w.string("q\"b\\n\n r\r t\t b\u{8} f\u{c} \u{0}\u{1f}\u{7f}\u{2028}é😀")
