@@ -141,6 +141,10 @@ extension DiskStorage {
             set { configBox.withLock { $0 = newValue } }
         }
 
+        /// The configuration's clock, read alone: a read that asks the time copied the whole
+        /// `Config` for it, a counted reference for each of its strings, URLs and closures.
+        var clock: any CacheClock { configBox.withLock { $0.clock } }
+
         /// The configured expiration alone. Every store without one of its own reads it,
         /// and a copy of the whole configuration (its strings and closures retained, then
         /// released) costs more than the lock.
@@ -361,7 +365,7 @@ extension DiskStorage {
         public func value(
             forKey key: CacheKey, forcedExtension: String? = nil, extendingExpiration: ExpirationExtending = .cacheTime
         ) throws(CacheError) -> CacheEntry? {
-            try value(forKey: key, referenceDate: config.clock.now(), actuallyLoad: true,
+            try value(forKey: key, referenceDate: clock.now(), actuallyLoad: true,
                       extendingExpiration: extendingExpiration, forcedExtension: forcedExtension)?.entry
         }
 
@@ -371,7 +375,7 @@ extension DiskStorage {
             forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
             forcedExtension: String? = nil
         ) throws(CacheError) -> (entry: CacheEntry, meta: FileMeta)? {
-            guard let found = try value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: true,
+            guard let found = try value(forKey: key, referenceDate: referenceDate ?? clock.now(), actuallyLoad: true,
                                         extendingExpiration: extendingExpiration, forcedExtension: forcedExtension),
                   let entry = found.entry
             else { return nil }
@@ -381,7 +385,7 @@ extension DiskStorage {
         /// Whether an unexpired entry exists at `referenceDate` (default now). Never
         /// loads the value and never extends; false on any error, not-ready included.
         public func isCached(forKey key: CacheKey, referenceDate: Date? = nil, forcedExtension: String? = nil) -> Bool {
-            let found = try? value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: false,
+            let found = try? value(forKey: key, referenceDate: referenceDate ?? clock.now(), actuallyLoad: false,
                                    extendingExpiration: .none, forcedExtension: forcedExtension)
             return found != nil
         }
@@ -389,7 +393,7 @@ extension DiskStorage {
         /// The meta of an unexpired entry at `referenceDate` (default now), without
         /// loading the value or extending it; nil when missing or expired.
         public func meta(forKey key: CacheKey, referenceDate: Date? = nil, forcedExtension: String? = nil) throws(CacheError) -> FileMeta? {
-            try value(forKey: key, referenceDate: referenceDate ?? config.clock.now(), actuallyLoad: false,
+            try value(forKey: key, referenceDate: referenceDate ?? clock.now(), actuallyLoad: false,
                       extendingExpiration: .none, forcedExtension: forcedExtension)?.meta
         }
 
