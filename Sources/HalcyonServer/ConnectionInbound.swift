@@ -30,10 +30,7 @@ struct ConnectionInbound {
         var slot: Int
 
         /// The id of the request this element carries, if it is a request with one.
-        var requestID: RPCID? {
-            if case .request(let request) = element { return request.id }
-            return nil
-        }
+        var requestID: RPCID? { element.requestID }
     }
 
     /// What may leave the head now.
