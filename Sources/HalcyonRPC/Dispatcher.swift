@@ -272,14 +272,12 @@ struct Responder: Sendable {
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
-    /// The keys the cache can name files with, fixed at start (`Params.keyRule`).
-    let keyRule: DiskStorage.KeyRule
-    /// The tiers' size limits, fixed at start (`Params.entryLimits`).
-    let entryLimits: EntrySizeLimits
+    /// The keys the cache can name files with and the tiers' size limits, fixed at start
+    /// (`Params.rules`).
+    let paramRules: Params.Rules
     public init(cache: HybridCache, facts: ServerFacts) {
         self.cache = cache
-        self.keyRule = cache.diskStorage.keyRule
-        self.entryLimits = cache.entrySizeLimits
+        self.paramRules = Params.Rules(keyRule: cache.diskStorage.keyRule, entryLimits: cache.entrySizeLimits)
         self.facts = facts
         // The table is built and checked here, at start, not at the first request.
         _ = MethodSpec.byName
@@ -362,7 +360,7 @@ public final class Dispatcher: Sendable {
             // counted reference for each object it holds.
             var params = try Params(node: request.paramsNode, allowed: spec.params,
                                     alsoAllowed: keyspace ? Self.namespaceParam : nil,
-                                    keyRule: keyRule, entryLimits: entryLimits)
+                                    rules: paramRules)
             if keyspace, let access { params.namespace = try access.namespace(for: params) }
             var options = HybridCache.Options()
             options.loadDiskFileSynchronously = session.loadDiskFileSynchronously

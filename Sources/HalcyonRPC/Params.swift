@@ -23,19 +23,22 @@ public struct Params: Sendable {
     /// The params object, valid while this `Params` lives; nil when the request had none.
     @inlinable public var object: JSONView? { node?.view }
 
-    /// Which keys `key(_:)` accepts beyond their length: the dispatcher sets the cache's
-    /// own rule, so a key the disk tier cannot name a file with (`--no-hashed-file-names`)
-    /// is refused before anything runs. Default: every key.
-    public var keyRule = DiskStorage.KeyRule.anyKey
+    /// The dispatcher's rules the getters apply (`Params.Rules`): one object, so a copy of
+    /// the params counts one reference for them. Default: every key, no size limits.
+    public var rules = Rules.none
+
+    /// Which keys `key(_:)` accepts beyond their length: the cache's own rule, so a key the
+    /// disk tier cannot name a file with (`--no-hashed-file-names`) is refused before
+    /// anything runs.
+    public var keyRule: DiskStorage.KeyRule { rules.keyRule }
+
+    /// The tiers' size limits a stored entry is held to (`checkEntrySize`).
+    public var entryLimits: EntrySizeLimits { rules.entryLimits }
 
     /// The namespace whose keyspace `key(_:)`, `keyPrefix(_:)` and the multi-key methods'
     /// keys are in (`KeyNamespace.cacheKey`): the dispatcher sets the connection's under
     /// `--access`. Default: none, the keys as sent.
     public var namespace: KeyNamespace?
-
-    /// The tiers' size limits a stored entry is held to (`checkEntrySize`): the
-    /// dispatcher sets the cache's own. Default: none.
-    public var entryLimits = EntrySizeLimits.none
 
     /// Bit `n % 64` is set when some member's name is `n` UTF-8 bytes long (every bit when
     /// the names were not walked). A method reads many optional members that are mostly
@@ -46,13 +49,12 @@ public struct Params: Sendable {
     /// Wraps `params`, rejecting any member whose name is not in `allowed`
     /// (`unknownParam`), so a typo does not silently fall back to a default.
     /// `alsoAllowed` is one more name accepted beside `allowed` (the `namespace` param of
-    /// key methods under `--access`); `keyRule` and `entryLimits` are the dispatcher's.
+    /// key methods under `--access`); `rules` are the dispatcher's.
     public init(
         node params: JSONNode?, allowed: ParamNames, alsoAllowed: ParamNames? = nil,
-        keyRule: DiskStorage.KeyRule = .anyKey, entryLimits: EntrySizeLimits = .none
+        rules: Rules = .none
     ) throws(RPCError) {
-        self.keyRule = keyRule
-        self.entryLimits = entryLimits
+        self.rules = rules
         if let params {
             let view = params.view
             guard view.isObject else { throw .positionalParams }
@@ -222,6 +224,26 @@ public struct Params: Sendable {
     public func callbackQueuePolicy(_ name: String = "callbackQueue") throws(RPCError) -> CallbackQueuePolicy? {
         guard let member = value(name) else { return nil }
         return try CallbackQueuePolicy(member.owned, param: name)
+    }
+}
+
+extension Params {
+    /// The rules a dispatcher reads every request's params by, fixed at start.
+    ///
+    /// Threading: immutable; any thread.
+    public final class Rules: Sendable {
+        /// The keys the cache can name files with.
+        public let keyRule: DiskStorage.KeyRule
+        /// The tiers' size limits.
+        public let entryLimits: EntrySizeLimits
+
+        public init(keyRule: DiskStorage.KeyRule, entryLimits: EntrySizeLimits) {
+            self.keyRule = keyRule
+            self.entryLimits = entryLimits
+        }
+
+        /// Every key, no size limits.
+        public static let none = Rules(keyRule: .anyKey, entryLimits: .none)
     }
 }
 

@@ -63,9 +63,8 @@ extension Dispatcher {
             let toDisk = try call.params.bool("toDisk", default: true)
             for (index, member) in list.enumerated() {
                 var p = try Params(member, allowed: ["key", "value", "encoding", "expiration", "memoryExpiration"])
-                p.keyRule = call.params.keyRule
+                p.rules = call.params.rules
                 p.namespace = call.params.namespace
-                p.entryLimits = call.params.entryLimits
                 guard p.object != nil else { throw .wrongType("entries", expected: "array of objects") }
                 let key = try p.key()
                 let encoding = try p.encoding("encoding") ?? .utf8
