@@ -356,8 +356,9 @@ public final class Dispatcher: Sendable {
             let access = session.access
             try access?.permit(spec.flags)
             let keyspace = access != nil && spec.flags.contains(.keyspace)
-            // Made once, in place: a `Params` is copied through its value witnesses, a
-            // counted reference for each object it holds.
+            // Made once, with everything it needs, rather than made and then amended: a
+            // `Params` is copied through its value witnesses, a counted reference for each
+            // object it holds.
             var params = try Params(node: request.paramsNode, allowed: spec.params,
                                     alsoAllowed: keyspace ? Self.namespaceParam : nil,
                                     rules: paramRules)
