@@ -93,6 +93,14 @@ extension MemoryStorage {
         private var recency = SlotOrder()
         private(set) var totalCost = 0
         var count: Int { index.count }
+        /// Where the last access of the oldest entry is published for eviction
+        /// (`Backend.enforceLimits`), and the slot it was last published for.
+        private let oldestAccess: OldestAccess
+        private var publishedOldest = SlotOrder.none
+
+        init(oldestAccess: OldestAccess) {
+            self.oldestAccess = oldestAccess
+        }
 
         // Counters for this shard; summed by `Backend.stats`. Kept per shard so that
         // counting a hit never writes a cache line that another shard's readers share.
@@ -221,6 +229,7 @@ extension MemoryStorage {
                 }
                 nodes[i] = node
                 recency.moveToNewest(slot)
+                publishOldest(changed: slot)
                 totalCost += node.cost - old
                 return (node.cost - old, 0)
             }
@@ -228,6 +237,7 @@ extension MemoryStorage {
             charge(node.account, cost: node.cost, count: 1)
             if reused { nodes[Int(slot)] = node } else { nodes.append(node) }
             index[node.key] = slot
+            publishOldest(changed: slot)
             totalCost += node.cost
             return (node.cost, 1)
         }
@@ -241,6 +251,19 @@ extension MemoryStorage {
         mutating func touchRecency(_ slot: Int32, now: Date) {
             nodes[Int(slot)].lastAccess = now
             recency.moveToNewest(slot)
+            publishOldest(changed: slot)
+        }
+
+        /// Publishes the oldest entry's last access when the oldest entry is another than
+        /// the one last published, or is `changed` (the only entry, touched). Every change
+        /// of the order ends here, so the published value is the oldest's whenever the
+        /// lock is free; the common touch of a node that is not the oldest costs one
+        /// comparison.
+        private mutating func publishOldest(changed: Int32) {
+            let tail = recency.oldest
+            guard tail != publishedOldest || tail == changed else { return }
+            publishedOldest = tail
+            oldestAccess.publish(tail == SlotOrder.none ? nil : nodes[Int(tail)].lastAccess)
         }
 
         /// Unlinks and frees `slot`; returns the removed node's cost.
@@ -266,6 +289,7 @@ extension MemoryStorage {
             index = [:]
             nodes = []
             recency.removeAll()
+            publishOldest(changed: SlotOrder.none)
             totalCost = 0
             return removed
         }

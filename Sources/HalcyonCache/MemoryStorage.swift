@@ -85,12 +85,43 @@ public enum MemoryStorage {
         }
     }
 
-    /// The lock-guarded state of one shard.
+    /// The lock-guarded state of one shard, and its least recently used entry's last
+    /// access published for lock-free reading.
     ///
     /// Threading: thread-safe; `state` is a `Locked` (pthread mutex), held only for O(1) list work and never
-    /// while calling out.
+    /// while calling out. `oldestAccess` is written only under `state`'s lock and read from
+    /// any thread.
     final class Shard: Sendable {
-        let state = Locked(LRUState())
+        let oldestAccess: OldestAccess
+        let state: Locked<LRUState>
+
+        init() {
+            let oldestAccess = OldestAccess()
+            self.oldestAccess = oldestAccess
+            state = Locked(LRUState(oldestAccess: oldestAccess))
+        }
+    }
+
+    /// The last access of a shard's least recently used entry, as its shard last published
+    /// it: what eviction compares across shards without taking their locks.
+    ///
+    /// Threading: an atomic; written only with the shard's lock held (`LRUState` publishes
+    /// after each change of its oldest entry), so a reader holding no lock sees the value
+    /// of some instant, which may be out of date by the time it acts on it.
+    final class OldestAccess: Sendable {
+        /// `Date.timeIntervalSinceReferenceDate` as its bit pattern; infinity when the
+        /// shard is empty.
+        private let bits = Atomic<UInt64>(Double.infinity.bitPattern)
+
+        /// The last access of the shard's oldest entry; nil when the shard is empty.
+        var value: Date? {
+            let seconds = Double(bitPattern: bits.load(ordering: .relaxed))
+            return seconds == .infinity ? nil : Date(timeIntervalSinceReferenceDate: seconds)
+        }
+
+        func publish(_ lastAccess: Date?) {
+            bits.store((lastAccess?.timeIntervalSinceReferenceDate ?? .infinity).bitPattern, ordering: .relaxed)
+        }
     }
 
     /// The function the tier calls when write-backs become pending, held in a `let`.
@@ -855,23 +886,40 @@ public enum MemoryStorage {
                 || (config.countLimit > 0 && globalCount.load(ordering: .relaxed) > config.countLimit)
         }
 
-        /// Evicts globally least recently used entries until under both limits. Peeks at
-        /// every shard's tail under that shard's lock (one lock at a time), then evicts the
-        /// oldest if it is still that shard's tail. An evicted lifetime is queued for
+        /// Evicts globally least recently used entries until under both limits. Picks the
+        /// shard whose published oldest access (`Shard.oldestAccess`) is the oldest, reading
+        /// no lock, then evicts that shard's least recently used entry under its lock: one
+        /// lock per eviction, not one per shard. An evicted lifetime is queued for
         /// write-back only when the write-back threshold says it is due, as for a resident
         /// entry: under sustained evictions every disk hit evicts another entry, and writing
         /// back a few seconds' slide of a days-long lifetime each time would double the
         /// journal's records for nothing.
         private func enforceLimits() {
-            evict(while: overLimit) { $0.oldest }
+            var writeBacks: [WriteBack] = []
+            while overLimit() {
+                var victim: (shard: Shard, lastAccess: Date)?
+                for shard in shards {
+                    if let lastAccess = shard.oldestAccess.value, victim == nil || lastAccess < victim!.lastAccess {
+                        victim = (shard, lastAccess)
+                    }
+                }
+                guard let victim else { break }
+                guard evictPick(in: victim.shard, { $0.oldest }, writeBacks: &writeBacks) else {
+                    // The shard emptied between the read and the lock, and published so
+                    // before unlocking; the shards' own locks settle the rest.
+                    addPending(writeBacks)
+                    evict(while: overLimit) { $0.oldest }
+                    return
+                }
+            }
+            addPending(writeBacks)
         }
 
         /// Evicts, while `over()`, the oldest of the nodes `candidate` picks in each shard
-        /// (a shard's least recently used, or its least recently used of one namespace):
-        /// peeks at every shard under its lock (one lock at a time), then evicts the oldest
-        /// pick if it is still its shard's pick. Counts the eviction in the tier and in the
-        /// node's namespace. `candidate` runs under the shard's lock (`inout`: no copy of
-        /// the shard's state).
+        /// (the least recently used of one namespace): peeks at every shard under its lock
+        /// (one lock at a time), then evicts the oldest pick if it is still its shard's
+        /// pick. `candidate` runs under the shard's lock (`inout`: no copy of the shard's
+        /// state).
         func evict(while over: () -> Bool, _ candidate: (inout LRUState) -> (slot: Int32, lastAccess: Date)?) {
             var writeBacks: [WriteBack] = []
             while over() {
@@ -884,18 +932,31 @@ public enum MemoryStorage {
                     }
                 }
                 guard let victim else { break }
-                let now = clock.now()
-                let cost = victim.shard.state.withLock { state -> Int? in
-                    guard let oldest = candidate(&state) else { return nil }
-                    state.evictions += 1
-                    let account = state[oldest.slot].account
-                    if account != Account.none { state.accounts[Int(account)].evictions.add(1, ordering: .relaxed) }
-                    if let writeBack = state[oldest.slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
-                    return state.remove(oldest.slot)
-                }
-                if let cost { accountRemoval(cost: cost, count: 1) }
+                evictPick(in: victim.shard, candidate, writeBacks: &writeBacks)
             }
             addPending(writeBacks)
+        }
+
+        /// Evicts the node `candidate` picks in `shard` now, if any, under the shard's
+        /// lock; counts the eviction in the tier and in the node's namespace, and adds the
+        /// node's due write-back to `writeBacks`. Returns whether a node was evicted.
+        @discardableResult
+        private func evictPick(
+            in shard: Shard, _ candidate: (inout LRUState) -> (slot: Int32, lastAccess: Date)?,
+            writeBacks: inout [WriteBack]
+        ) -> Bool {
+            let now = clock.now()
+            let cost = shard.state.withLock { state -> Int? in
+                guard let oldest = candidate(&state) else { return nil }
+                state.evictions += 1
+                let account = state[oldest.slot].account
+                if account != Account.none { state.accounts[Int(account)].evictions.add(1, ordering: .relaxed) }
+                if let writeBack = state[oldest.slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
+                return state.remove(oldest.slot)
+            }
+            guard let cost else { return false }
+            accountRemoval(cost: cost, count: 1)
+            return true
         }
     }
 }

@@ -139,6 +139,32 @@ struct MemoryStorageTests {
         #expect(memory.isCached(forKey: "big"))
     }
 
+    /// Eviction picks its shard by each shard's published oldest access: removals,
+    /// replacements and a clear must each leave the next victim the true oldest.
+    @Test(arguments: designs) func evictionFollowsRemovalsReplacementsAndClears(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, costLimit: 30)
+        for key in ["a", "b", "c"] as [CacheKey] {
+            memory.store(Self.entry(10), forKey: key)
+            clock.advance(by: 1)
+        }
+        memory.remove(forKey: "a")
+        memory.store(Self.entry(10), forKey: "b")  // replaced: now the newest
+        clock.advance(by: 1)
+        memory.store(Self.entry(10), forKey: "d")
+        clock.advance(by: 1)
+        memory.store(Self.entry(10), forKey: "e")  // over the limit: "c" is the oldest
+        #expect(!memory.isCached(forKey: "c"))
+        #expect(["b", "d", "e"].allSatisfy { memory.isCached(forKey: $0) })
+        memory.removeAll()
+        for key in ["f", "g", "h", "i"] as [CacheKey] {
+            clock.advance(by: 1)
+            memory.store(Self.entry(10), forKey: key)
+        }
+        #expect(!memory.isCached(forKey: "f"))
+        #expect(["g", "h", "i"].allSatisfy { memory.isCached(forKey: $0) })
+        #expect(memory.stats.evictions == 2)
+    }
+
     @Test(arguments: designs) func countLimitEvictsLeastRecentlyUsed(shards: Int) {
         let (memory, clock) = Self.make(shards: shards, countLimit: 3)
         for i in 0..<10 {
