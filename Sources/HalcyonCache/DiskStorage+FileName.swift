@@ -119,6 +119,8 @@ extension DiskStorage.Backend {
     func checkedFileName(forKey key: CacheKey, forcedExtension: String?, config: DiskStorage.Config) throws(CacheError) -> String {
         if !config.usesHashedFileName && !DiskStorage.isSafeFileName(key.string) { throw .invalidKey(key: key) }
         let name = cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+        // A bare SHA-256 hex name (no extension) is always one safe name.
+        if config.usesHashedFileName && name.utf8.count == 64 { return name }
         guard DiskStorage.isSafeFileName(name) else { throw .invalidKey(key: key) }
         return name
     }

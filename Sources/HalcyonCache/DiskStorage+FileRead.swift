@@ -94,6 +94,80 @@ extension DiskStorage.Backend {
         }
     }
 
+    /// What `readExpected` found.
+    enum ExpectedRead {
+        /// A format-2 file of `key` whose checksum holds: its header and its value.
+        case loaded(OpenedFile, [UInt8])
+        /// A format-2 file of another key of the same length, or not a file of this tier.
+        case miss
+        /// Damaged: the caller counts it and removes it.
+        case corrupt
+        /// Not laid out as a format-2 file of a key this long (format 1, another key
+        /// length, a size the header does not add up to, a short read): read it with
+        /// `readHeader`, which tells these apart.
+        case otherLayout
+    }
+
+    /// Reads a whole format-2 file of `key` with one `preadv`: the header and the key
+    /// into a temporary buffer and the value straight into the array it is returned in,
+    /// at the offsets the key's length gives. A disk hit's second `pread` (the value,
+    /// after the header) is its own syscall otherwise, and the header's and key's copies
+    /// two allocations.
+    func readExpected(fd: Int32, path: String, status: POSIX.Status, key: CacheKey) throws(CacheError) -> ExpectedRead {
+        let headerSize = DiskStorage.FileHeader.size
+        let prefixSize = headerSize + key.count
+        guard status.fileSize >= UInt64(prefixSize), status.fileSize - UInt64(prefixSize) <= UInt64(Int.max / 2) else {
+            return .otherLayout
+        }
+        let valueSize = Int(status.fileSize) - prefixSize
+        return try withUnsafeTemporaryAllocation(byteCount: prefixSize, alignment: 8) { prefix -> Result<ExpectedRead, CacheError> in
+            var readError: Int32 = 0
+            var complete = false
+            let value = [UInt8](unsafeUninitializedCapacity: valueSize) { buffer, initialized in
+                var vectors = (
+                    iovec(iov_base: prefix.baseAddress, iov_len: prefixSize),
+                    iovec(iov_base: UnsafeMutableRawPointer(buffer.baseAddress), iov_len: valueSize))
+                let n = withUnsafeMutableBytes(of: &vectors) { raw -> Int in
+                    let iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                    while true {
+                        let n = preadv(fd, iov, valueSize == 0 ? 1 : 2, 0)
+                        if n < 0 && errno == EINTR { continue }
+                        if n < 0 { readError = errno }
+                        return n
+                    }
+                }
+                complete = n == prefixSize + valueSize
+                initialized = complete ? valueSize : 0
+            }
+            if readError != 0 { return .failure(.cannotLoadDataFromDisk(path: path, errno: readError)) }
+            // Shorter than fstat said: shrunk under us, which `readHeader` judges.
+            guard complete else { return .success(.otherLayout) }
+            let bytes = UnsafeRawBufferPointer(prefix)
+            switch DiskStorage.FileHeader.decode(bytes) {
+            case .foreign:
+                return .success(.miss)
+            case .corrupt:
+                return .success(.corrupt)
+            case .v1:
+                return .success(.otherLayout)
+            case .v2(let header):
+                guard Int(header.keyLength) == key.count, header.fileSize == status.fileSize else {
+                    return .success(.otherLayout)
+                }
+                let storedKey = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
+                guard storedKey.elementsEqual(key.utf8) else { return .success(.miss) }
+                let actual = value.withUnsafeBytes {
+                    DiskStorage.FileHeader.computeChecksum(header: bytes, key: storedKey, value: $0)
+                }
+                guard actual == header.checksum else { return .success(.corrupt) }
+                return .success(.loaded(OpenedFile(
+                    flags: header.flags, version: header.version, ttlNanos: header.ttlNanos, valueOffset: prefixSize,
+                    valueSize: valueSize, checksum: header.checksum, headerBytes: [], keyBytes: [], hasKey: true),
+                    value))
+            }
+        }.get()
+    }
+
     /// Counts a damaged file and removes it, if the name still points at the file that
     /// was read (`status`): a store may have renamed a good value over it meanwhile.
     func discardCorrupt(name: String, status: POSIX.Status) {

@@ -446,17 +446,34 @@ extension DiskStorage {
             }
             if status.times.isExpired(atNanos: FileTimes.nanos(referenceDate)) { return nil }
 
-            let file: OpenedFile
-            switch try readHeader(fd: fd, path: path, status: status, key: key) {
-            case .found(let found): file = found
-            case .miss: return nil
-            case .corrupt:
-                discardCorrupt(name: name, status: status)
-                return nil
-            }
-
+            var file: OpenedFile?
             var entry: CacheEntry?
             if actuallyLoad {
+                switch try readExpected(fd: fd, path: path, status: status, key: key) {
+                case .loaded(let found, let bytes):
+                    file = found
+                    entry = CacheEntry(bytes: bytes, flags: found.flags, version: found.version)
+                case .miss:
+                    return nil
+                case .corrupt:
+                    discardCorrupt(name: name, status: status)
+                    return nil
+                case .otherLayout:
+                    break
+                }
+            }
+            if file == nil {
+                switch try readHeader(fd: fd, path: path, status: status, key: key) {
+                case .found(let found): file = found
+                case .miss: return nil
+                case .corrupt:
+                    discardCorrupt(name: name, status: status)
+                    return nil
+                }
+            }
+            guard let file else { return nil }
+
+            if actuallyLoad && entry == nil {
                 let valueSize = file.valueSize
                 var readError: Int32 = 0
                 var complete = true

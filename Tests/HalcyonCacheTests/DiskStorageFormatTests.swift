@@ -109,6 +109,32 @@ struct DiskStorageFormatTests {
         }
     }
 
+    /// A file that holds another key under this key's name (copied there by hand, or a
+    /// hash collision) is a miss, neither counted as damage nor removed, whether the other
+    /// key is as long as this one (read in one pass) or not.
+    @Test(arguments: ["k2", "key-two"] as [CacheKey])
+    func aFileHoldingAnotherKeyIsAMissLeftInPlace(other: CacheKey) throws {
+        let folder = DiskTestFolder()
+        let disk = folder.backend()
+        try disk.store(value: diskBytes("mine"), forKey: "k1")
+        try disk.store(value: diskBytes("theirs"), forKey: other)
+        let url = disk.cacheFileURL(forKey: "k1")
+        try FileManager.default.removeItem(at: url)
+        try FileManager.default.copyItem(at: disk.cacheFileURL(forKey: other), to: url)
+        #expect(try disk.value(forKey: "k1") == nil)
+        #expect(disk.corruptionCount == 0)
+        #expect(FileManager.default.fileExists(atPath: url.path))
+        #expect(try disk.value(forKey: other)?.bytes == diskBytes("theirs"))
+    }
+
+    /// An empty value is read whole too (the one-read path asks for no value bytes).
+    @Test func anEmptyValueIsReadBack() throws {
+        let folder = DiskTestFolder()
+        let disk = folder.backend()
+        try disk.store(value: [], flags: 3, forKey: "empty", version: 7)
+        #expect(try folder.backend().value(forKey: "empty") == CacheEntry(bytes: [], flags: 3, version: 7))
+    }
+
     @Test func aFifoWhereACacheFileBelongsIsAMissAndNeverBlocks() throws {
         let folder = DiskTestFolder()
         let disk = folder.backend()
