@@ -9,17 +9,20 @@
 # (conns, pipeline) point only. A uprobe costs microseconds, so the request rate here is a
 # fraction of the real one; only the counts mean anything.
 #
+# --disk: halcyond gets a 1 MiB memory tier and 10,000 keys of 4 KiB are written to the disk
+# tier first (as `perf_profile.sh --disk`), so gets are disk hits.
+#
 # --callers: gdb stops at every swift_retain for --seconds and prints a short backtrace;
 # the report is the share of the first three callers' frames, in the whole daemon (perf's
 # own call graphs stop inside libswiftCore, whose code has no frame pointers, and its
 # uprobe records drop events at this rate).
 #
 # usage: Benchmarks/refcounts.sh --halcyond PATH [--op get|set|ping] [--conns 1] [--pipeline 16]
-#                                [--seconds 3] [--callers]
+#                                [--seconds 3] [--callers] [--disk]
 # Needs perf (Debian: linux-perf) with uprobes, gdb for --callers, and gcc for loadgen; root.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-halcyond=""; op=get; conns=1; pipeline=16; seconds=3; callers=0
+halcyond=""; op=get; conns=1; pipeline=16; seconds=3; callers=0; disk=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --halcyond) halcyond="$2"; shift 2 ;;
@@ -28,7 +31,8 @@ while [ $# -gt 0 ]; do
         --pipeline) pipeline="$2"; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
         --callers) callers=1; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        --disk) disk=1; shift ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "refcounts.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -51,15 +55,24 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-"$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" --event-loop-threads 1 >"$tmp/halcyond.log" 2>&1 &
+flags=(--event-loop-threads 1); [ "$disk" = 1 ] && flags+=(--memory-limit 1MiB)
+"$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" "${flags[@]}" >"$tmp/halcyond.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -S "$tmp/h.sock" ] && break; sleep 0.1; done
 [ -S "$tmp/h.sock" ] || { echo "refcounts.sh: halcyond did not start" >&2; cat "$tmp/halcyond.log" >&2; exit 2; }
 common=(--proto halcyon --socket "$tmp/h.sock" --op "$op" --conns "$conns" --pipeline "$pipeline")
+[ "$disk" = 1 ] && common+=(--value-size 4096 --keys 10000)
 # Prefill and warm up, then let the write-behind store write the prefill's files, so that
-# its work does not count against the requests.
+# its work does not count against the requests (and, with --disk, every get opens a file).
 "$loadgen" "${common[@]}" --seconds 1 >/dev/null
-sleep 4
+if [ "$disk" = 1 ]; then
+    for _ in $(seq 1 600); do
+        [ "$(python3 "$here/halcyon_stat.py" "$tmp/h.sock" journal.unwrittenEntries)" = 0 ] && break
+        sleep 0.1
+    done
+else
+    sleep 4
+fi
 
 if [ "$callers" = 0 ]; then
     perf stat -x, -e probe_libswiftCore:swift_retain,probe_libswiftCore:swift_release -p "$pid" \

@@ -145,6 +145,16 @@ extension DiskStorage {
         /// `Config` for it, a counted reference for each of its strings, URLs and closures.
         var clock: any CacheClock { configBox.withLock { $0.clock } }
 
+        /// `checkedFileName(forKey:forcedExtension:config:)` under the configuration as it
+        /// is, read in place for the same reason as `clock`.
+        func checkedFileName(forKey key: CacheKey, forcedExtension: String?) throws(CacheError) -> String {
+            try configBox.withLock { config in
+                Result { () throws(CacheError) in
+                    try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+                }
+            }.get()
+        }
+
         /// The configured expiration alone. Every store without one of its own reads it,
         /// and a copy of the whole configuration (its strings and closures retained, then
         /// released) costs more than the lock.
@@ -412,9 +422,8 @@ extension DiskStorage {
             forKey key: CacheKey, referenceDate: Date, actuallyLoad: Bool, extendingExpiration: ExpirationExtending,
             forcedExtension: String?
         ) throws(CacheError) -> (entry: CacheEntry?, meta: FileMeta)? {
-            let config = self.config
             try checkReady()
-            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension)
             guard knownNames.mayContain(name) else { return nil }
             let path = path(of: name)
 

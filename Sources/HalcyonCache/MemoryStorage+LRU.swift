@@ -94,12 +94,15 @@ extension MemoryStorage {
         private(set) var totalCost = 0
         var count: Int { index.count }
         /// Where the last access of the oldest entry is published for eviction
-        /// (`Backend.enforceLimits`), and the slot it was last published for.
-        private let oldestAccess: OldestAccess
+        /// (`Backend.enforceLimits`), under this shard's index, and the slot it was last
+        /// published for.
+        private let oldestAccesses: OldestAccesses
+        private let shard: Int
         private var publishedOldest = SlotOrder.none
 
-        init(oldestAccess: OldestAccess) {
-            self.oldestAccess = oldestAccess
+        init(shard: Int, oldestAccesses: OldestAccesses) {
+            self.shard = shard
+            self.oldestAccesses = oldestAccesses
         }
 
         // Counters for this shard; summed by `Backend.stats`. Kept per shard so that
@@ -214,32 +217,32 @@ extension MemoryStorage {
         /// Inserts or replaces `node.key` as an entry of account `account` (the caller's
         /// `accountID(forKey:)` of it), makes it the most recently used. Returns the change
         /// in cost and count.
-        mutating func set(_ node: Node, account: Int32) -> (costDelta: Int, countDelta: Int) {
-            var node = node
+        mutating func set(_ node: consuming Node, account: Int32) -> (costDelta: Int, countDelta: Int) {
             node.account = account
+            let cost = node.cost
             if let slot = index[node.key] {
                 let i = Int(slot)
                 let old = nodes[i].cost
-                if nodes[i].account == node.account {
+                if nodes[i].account == account {
                     // The common replacement: one account, one shared counter to change.
-                    if node.cost != old { charge(node.account, cost: node.cost - old, count: 0) }
+                    if cost != old { charge(account, cost: cost - old, count: 0) }
                 } else {
                     charge(nodes[i].account, cost: -old, count: -1)
-                    charge(node.account, cost: node.cost, count: 1)
+                    charge(account, cost: cost, count: 1)
                 }
-                nodes[i] = node
+                nodes[i] = consume node
                 recency.moveToNewest(slot)
                 publishOldest(changed: slot)
-                totalCost += node.cost - old
-                return (node.cost - old, 0)
+                totalCost += cost - old
+                return (cost - old, 0)
             }
             let (slot, reused) = recency.take()
-            charge(node.account, cost: node.cost, count: 1)
-            if reused { nodes[Int(slot)] = node } else { nodes.append(node) }
+            charge(account, cost: cost, count: 1)
             index[node.key] = slot
+            if reused { nodes[Int(slot)] = consume node } else { nodes.append(consume node) }
             publishOldest(changed: slot)
-            totalCost += node.cost
-            return (node.cost, 1)
+            totalCost += cost
+            return (cost, 1)
         }
 
         /// Direct access to a node, for the backend's lifetime arithmetic.
@@ -263,7 +266,7 @@ extension MemoryStorage {
             let tail = recency.oldest
             guard tail != publishedOldest || tail == changed else { return }
             publishedOldest = tail
-            oldestAccess.publish(tail == SlotOrder.none ? nil : nodes[Int(tail)].lastAccess)
+            oldestAccesses.publish(tail == SlotOrder.none ? nil : nodes[Int(tail)].lastAccess, shard: shard)
         }
 
         /// Unlinks and frees `slot`; returns the removed node's cost.

@@ -85,42 +85,61 @@ public enum MemoryStorage {
         }
     }
 
-    /// The lock-guarded state of one shard, and its least recently used entry's last
-    /// access published for lock-free reading.
+    /// The lock-guarded state of one shard.
     ///
     /// Threading: thread-safe; `state` is a `Locked` (pthread mutex), held only for O(1) list work and never
-    /// while calling out. `oldestAccess` is written only under `state`'s lock and read from
-    /// any thread.
+    /// while calling out.
     final class Shard: Sendable {
-        let oldestAccess: OldestAccess
         let state: Locked<LRUState>
 
-        init() {
-            let oldestAccess = OldestAccess()
-            self.oldestAccess = oldestAccess
-            state = Locked(LRUState(oldestAccess: oldestAccess))
+        init(index: Int, oldestAccesses: OldestAccesses) {
+            state = Locked(LRUState(shard: index, oldestAccesses: oldestAccesses))
         }
     }
 
-    /// The last access of a shard's least recently used entry, as its shard last published
-    /// it: what eviction compares across shards without taking their locks.
+    /// The last access of each shard's least recently used entry, as each shard last
+    /// published it: what eviction compares across the shards, without taking their locks
+    /// or counting a reference to each.
     ///
-    /// Threading: an atomic; written only with the shard's lock held (`LRUState` publishes
-    /// after each change of its oldest entry), so a reader holding no lock sees the value
-    /// of some instant, which may be out of date by the time it acts on it.
-    final class OldestAccess: Sendable {
-        /// `Date.timeIntervalSinceReferenceDate` as its bit pattern; infinity when the
-        /// shard is empty.
-        private let bits = Atomic<UInt64>(Double.infinity.bitPattern)
+    /// Threading: `@unchecked Sendable` because every element is an `Atomic`. An element is
+    /// written only with its shard's lock held (`LRUState` publishes after each change of
+    /// its oldest entry) and read from any thread, so a reader sees the value of some
+    /// instant, which may be out of date by the time it acts on it.
+    final class OldestAccesses: @unchecked Sendable {
+        let count: Int
+        /// Per shard, `Date.timeIntervalSinceReferenceDate` as its bit pattern; infinity
+        /// when the shard is empty.
+        private let slots: UnsafeMutablePointer<Atomic<UInt64>>
 
-        /// The last access of the shard's oldest entry; nil when the shard is empty.
-        var value: Date? {
-            let seconds = Double(bitPattern: bits.load(ordering: .relaxed))
-            return seconds == .infinity ? nil : Date(timeIntervalSinceReferenceDate: seconds)
+        init(count: Int) {
+            self.count = count
+            slots = .allocate(capacity: count)
+            for i in 0..<count { (slots + i).initialize(to: Atomic(Double.infinity.bitPattern)) }
         }
 
-        func publish(_ lastAccess: Date?) {
-            bits.store((lastAccess?.timeIntervalSinceReferenceDate ?? .infinity).bitPattern, ordering: .relaxed)
+        deinit {
+            slots.deinitialize(count: count)
+            slots.deallocate()
+        }
+
+        /// Publishes the last access of `shard`'s oldest entry; nil when it is empty.
+        func publish(_ lastAccess: Date?, shard: Int) {
+            slots[shard].store((lastAccess?.timeIntervalSinceReferenceDate ?? .infinity).bitPattern, ordering: .relaxed)
+        }
+
+        /// The shard whose published oldest entry is the least recently used, or nil when
+        /// every shard is empty.
+        func oldestShard() -> Int? {
+            var pick: Int?
+            var oldest = Double.infinity
+            for i in 0..<count {
+                let seconds = Double(bitPattern: slots[i].load(ordering: .relaxed))
+                if seconds < oldest {
+                    oldest = seconds
+                    pick = i
+                }
+            }
+            return pick
         }
     }
 
@@ -243,6 +262,8 @@ public enum MemoryStorage {
         public let config: Config
         let clock: any CacheClock
         let shards: [Shard]
+        /// Each shard's oldest entry's last access, for eviction (`enforceLimits`).
+        private let oldestAccesses: OldestAccesses
         private let shardMask: Int
         private let globalCost = Atomic<Int>(0)
         private let globalCount = Atomic<Int>(0)
@@ -268,7 +289,9 @@ public enum MemoryStorage {
             self.clock = config.clock
             var n = 1
             while n < max(1, config.shardCount) { n <<= 1 }
-            self.shards = (0..<n).map { _ in Shard() }
+            let oldestAccesses = OldestAccesses(count: n)
+            self.oldestAccesses = oldestAccesses
+            self.shards = (0..<n).map { Shard(index: $0, oldestAccesses: oldestAccesses) }
             self.shardMask = n - 1
             cleanTimer = config.cleanInterval > 0
                 ? RepeatingTimer(interval: config.cleanInterval, leeway: .milliseconds(100), queue: cleanQueue)
@@ -367,29 +390,35 @@ public enum MemoryStorage {
         /// Stores `node` unless it alone exceeds the tier's limit or its namespace's quota
         /// (then an older entry of the key is removed too), then brings its namespace within
         /// its quota and the tier within its limits. `countingSet`: see `store(_:forKey:residency:mirroring:countingSet:)`.
-        private func insert(_ node: Node, countingSet: Bool = false) -> Bool {
-            if config.totalCostLimit > 0 && node.cost > config.totalCostLimit {
-                if countingSet { countSet(forKey: node.key) }
-                remove(forKey: node.key)
+        private func insert(_ node: consuming Node, countingSet: Bool = false) -> Bool {
+            let key = node.key
+            let cost = node.cost
+            let generation = node.generation
+            if config.totalCostLimit > 0 && cost > config.totalCostLimit {
+                if countingSet { countSet(forKey: key) }
+                remove(forKey: key)
                 return false
             }
-            let stored = shard(for: node.key).state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
-                let id = state.accountID(forKey: node.key)
+            // Moved into the shard, not copied: a copy of a node counts a reference for
+            // each object it holds.
+            var moving: Node? = consume node
+            let stored = shard(for: key).state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
+                let id = state.accountID(forKey: key)
                 let account = id == Account.none ? nil : state.accounts[Int(id)]
                 if countingSet && id != Account.none { state.namespaceSets[Int(id)] += 1 }
                 if let account {
                     let limit = account.limit.load(ordering: .relaxed)
-                    if limit > 0 && node.cost > limit { return nil }
+                    if limit > 0 && cost > limit { return nil }
                 }
-                return (state.set(node, account: id), account)
+                return (state.set(moving.take()!, account: id), account)
             }
             guard let stored else {
-                remove(forKey: node.key)
+                remove(forKey: key)
                 return false
             }
             globalCost.add(stored.delta.costDelta, ordering: .relaxed)
             globalCount.add(stored.delta.countDelta, ordering: .relaxed)
-            dropPending(forKey: node.key, olderThan: node.generation)
+            dropPending(forKey: key, olderThan: generation)
             if let account = stored.account, account.isOverQuota { enforceQuota(account) }
             enforceLimits()
             return true
@@ -887,7 +916,7 @@ public enum MemoryStorage {
         }
 
         /// Evicts globally least recently used entries until under both limits. Picks the
-        /// shard whose published oldest access (`Shard.oldestAccess`) is the oldest, reading
+        /// shard whose published oldest access (`OldestAccesses`) is the oldest, reading
         /// no lock, then evicts that shard's least recently used entry under its lock: one
         /// lock per eviction, not one per shard. An evicted lifetime is queued for
         /// write-back only when the write-back threshold says it is due, as for a resident
@@ -897,14 +926,8 @@ public enum MemoryStorage {
         private func enforceLimits() {
             var writeBacks: [WriteBack] = []
             while overLimit() {
-                var victim: (shard: Shard, lastAccess: Date)?
-                for shard in shards {
-                    if let lastAccess = shard.oldestAccess.value, victim == nil || lastAccess < victim!.lastAccess {
-                        victim = (shard, lastAccess)
-                    }
-                }
-                guard let victim else { break }
-                guard evictPick(in: victim.shard, { $0.oldest }, writeBacks: &writeBacks) else {
+                guard let victim = oldestAccesses.oldestShard() else { break }
+                guard evictPick(in: shards[victim], { $0.oldest }, writeBacks: &writeBacks) else {
                     // The shard emptied between the read and the lock, and published so
                     // before unlocking; the shards' own locks settle the rest.
                     addPending(writeBacks)
