@@ -127,8 +127,10 @@ extension MemoryStorage {
         var namespaceSets: [Int] = []
         private(set) var namespaceCounts: [Int] = []
 
+        /// The node in `slot`, lent rather than copied (a copy of a node counts a reference
+        /// for each object it holds), so reading one field of it costs nothing more.
         subscript(slot: Int32) -> Node {
-            get { nodes[Int(slot)] }
+            _read { yield nodes[Int(slot)] }
         }
 
         /// The slot of the least recently used entry and its last access, if any.
