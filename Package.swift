@@ -4,7 +4,8 @@
 // each uses only those listed before it:
 //
 //   HalcyonVersion             the release number (the VERSION file's), for --version and server.info
-//   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED)
+//   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED;
+//                              the vector byte scans: CRC32C, the reply writer's plain-string check)
 //   CJemalloc                  jemalloc, the daemon's malloc (linked into halcyond only)
 //   HalcyonSupport             what every layer may use: the `Locked` box and the monotonic clock
 //   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
@@ -72,7 +73,7 @@ let package = Package(
         .target(
             name: "HalcyonJSON",
             dependencies: [
-                "CJansson",
+                "CJansson", "CHalcyonSystem",
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ],
             swiftSettings: swiftSettings
@@ -227,7 +228,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "HalcyonJSONTests", dependencies: ["HalcyonJSON", "CJansson", "HalcyonTestSupport", "HalcyonScannerFuzzing"],
+            name: "HalcyonJSONTests",
+            dependencies: ["HalcyonJSON", "CJansson", "CHalcyonSystem", "HalcyonTestSupport", "HalcyonScannerFuzzing"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -3,6 +3,8 @@
 // copy); a reply of fifteen pieces paid for fifteen of them. A line composed here goes into
 // a stack buffer with plain stores, and into the output with one append.
 
+import CHalcyonSystem
+
 extension JSONWriter {
     /// Plain stores into a buffer the caller sized for everything it writes.
     ///
@@ -83,22 +85,11 @@ extension JSONWriter {
     }
 
     /// True when every byte is ASCII and none needs an escape in a JSON string: such
-    /// bytes are valid UTF-8 and are written as they are. Eight bytes at a time.
+    /// bytes are valid UTF-8 and are written as they are. A vector scan in C
+    /// (`hc_json_plain_ascii`), which Swift's SIMD types did not compile to here
+    /// (Benchmarks/RESULTS.md, "The plain-string scan").
     @inlinable public static func isPlainASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return true }
-        let n = bytes.count
-        var i = 0
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        while i &+ 8 <= n {
-            let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            if word & highs != 0 || wordNeedsEscape(word) { return false }
-            i &+= 8
-        }
-        while i < n {
-            let b = base.load(fromByteOffset: i, as: UInt8.self)
-            if b >= 0x80 || b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
-            i &+= 1
-        }
-        return true
+        return hc_json_plain_ascii(base, bytes.count) != 0
     }
 }

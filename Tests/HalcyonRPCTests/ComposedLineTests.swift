@@ -121,17 +121,4 @@ import Testing
         #expect(!RPCResponseWriter.storedLine(id: .null, r, into: &w))
         #expect(w.bytes.isEmpty)
     }
-
-    @Test func plainASCIIMatchesTheByteRule() {
-        // Every single byte, alone and at each place of a 19-byte run (the word loop and
-        // the tail both see it).
-        for byte in 0...255 {
-            let plain = byte < 0x80 && byte >= 0x20 && byte != 0x22 && byte != 0x5C
-            for at in 0..<19 {
-                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 19)
-                bytes[at] = UInt8(byte)
-                #expect(bytes.withUnsafeBytes { JSONWriter.isPlainASCII($0) } == plain, "byte \(byte) at \(at)")
-            }
-        }
-    }
 }

@@ -57,6 +57,16 @@ uint32_t hc_crc32c_portable(uint32_t crc, const void *buffer, size_t length);
 /// 1 when `hc_crc32c` uses the SSE4.2 instruction, 0 when it uses the tables.
 int hc_crc32c_is_hardware(void);
 
+/// 1 when every one of the `length` bytes at `bytes` is ASCII, none below 0x20 and none
+/// `"` or backslash: bytes a JSON string holds as they are. Any thread. AVX2 or SSE2 on
+/// x86-64 (chosen once, by the CPU), word arithmetic elsewhere.
+int hc_json_plain_ascii(const void *bytes, size_t length);
+
+/// `hc_json_plain_ascii` with SSE2 only (the portable variant off x86-64), and with word
+/// arithmetic only: the variants the CPU does not choose, for the tests.
+int hc_json_plain_ascii_sse2(const void *bytes, size_t length);
+int hc_json_plain_ascii_portable(const void *bytes, size_t length);
+
 /// Terminal and signal helpers for `halcyon top`'s live view (terminal.c): the calls
 /// Swift cannot make itself (variadic `ioctl`, the `c_cc` array, `signalfd`).
 
