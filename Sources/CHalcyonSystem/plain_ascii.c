@@ -21,8 +21,45 @@ static int plain_tail(const unsigned char *p, size_t i, size_t length) {
     return 1;
 }
 
+int hc_json_plain_ascii_portable(const void *bytes, size_t length) {
+    const unsigned char *p = bytes;
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= length; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        uint64_t q = w ^ (ones * '"'), s = w ^ (ones * '\\');
+        uint64_t bad = w | ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((s - ones) & ~s);
+        if (bad & highs) return 0;
+    }
+    return plain_tail(p, i, length);
+}
+
 // As signed bytes, 0x80...0xFF are negative: one "less than 0x20" catches them too.
+// Each variant hands what is left after its widest step to the next narrower one.
 #if defined(__x86_64__)
+static int plain_sse2(const unsigned char *p, size_t length) {
+    const __m128i space = _mm_set1_epi8(0x20);
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    size_t i = 0;
+    for (; i + 32 <= length; i += 32) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
+        __m128i bad = _mm_or_si128(
+            _mm_or_si128(_mm_cmplt_epi8(a, space), _mm_or_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(a, backslash))),
+            _mm_or_si128(_mm_cmplt_epi8(b, space), _mm_or_si128(_mm_cmpeq_epi8(b, quote), _mm_cmpeq_epi8(b, backslash))));
+        if (_mm_movemask_epi8(bad)) return 0;
+    }
+    if (i + 16 <= length) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i bad = _mm_or_si128(_mm_cmplt_epi8(a, space), _mm_or_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(a, backslash)));
+        if (_mm_movemask_epi8(bad)) return 0;
+        i += 16;
+    }
+    return hc_json_plain_ascii_portable(p + i, length - i);
+}
+
 __attribute__((target("avx2")))
 static int plain_avx2(const unsigned char *p, size_t length) {
     const __m256i space = _mm256_set1_epi8(0x20);
@@ -39,23 +76,10 @@ static int plain_avx2(const unsigned char *p, size_t length) {
                             _mm256_or_si256(_mm256_cmpeq_epi8(b, quote), _mm256_cmpeq_epi8(b, backslash))));
         if (!_mm256_testz_si256(bad, bad)) return 0;
     }
-    return plain_tail(p, i, length);
-}
-
-static int plain_sse2(const unsigned char *p, size_t length) {
-    const __m128i space = _mm_set1_epi8(0x20);
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    size_t i = 0;
-    for (; i + 32 <= length; i += 32) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
-        __m128i bad = _mm_or_si128(
-            _mm_or_si128(_mm_cmplt_epi8(a, space), _mm_or_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(a, backslash))),
-            _mm_or_si128(_mm_cmplt_epi8(b, space), _mm_or_si128(_mm_cmpeq_epi8(b, quote), _mm_cmpeq_epi8(b, backslash))));
-        if (_mm_movemask_epi8(bad)) return 0;
-    }
-    return plain_tail(p, i, length);
+    // Clear the vector registers' upper halves before SSE code runs: left dirty, every
+    // SSE instruction after them pays a merge with them.
+    _mm256_zeroupper();
+    return plain_sse2(p + i, length - i);
 }
 
 static int use_avx2;
@@ -66,20 +90,6 @@ static void plain_init(void) {
     use_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 #endif
-
-int hc_json_plain_ascii_portable(const void *bytes, size_t length) {
-    const unsigned char *p = bytes;
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    size_t i = 0;
-    for (; i + 8 <= length; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        uint64_t q = w ^ (ones * '"'), s = w ^ (ones * '\\');
-        uint64_t bad = w | ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((s - ones) & ~s);
-        if (bad & highs) return 0;
-    }
-    return plain_tail(p, i, length);
-}
 
 int hc_json_plain_ascii(const void *bytes, size_t length) {
 #if defined(__x86_64__)

@@ -44,7 +44,7 @@ extension DiskStorage {
             /// to whether it was last inserted (true) or erased (false).
             case scanning(journal: [CacheKey: Bool])
             /// The scan is done: the set is authoritative (up to false positives).
-            case ready(Set<CacheKey>)
+            case ready(FileNameSet)
         }
 
         /// The maybeCached lock and what it guards. Any thread; held only for set operations
@@ -64,7 +64,7 @@ extension DiskStorage {
             locked { state in
                 switch state {
                 case .scanning: return true
-                case .ready(let names): return names.contains(CacheKey(name))
+                case .ready(let names): return names.contains(name)
                 }
             }
         }
@@ -82,8 +82,8 @@ extension DiskStorage {
                     journal[CacheKey(name)] = true
                     state = .scanning(journal: journal)
                 case .ready(var names):
-                    state = .ready([])
-                    names.insert(CacheKey(name))
+                    state = .ready(FileNameSet())
+                    names.insert(name)
                     state = .ready(names)
                 }
             }
@@ -99,8 +99,8 @@ extension DiskStorage {
                     journal[CacheKey(name)] = false
                     state = .scanning(journal: journal)
                 case .ready(var names):
-                    state = .ready([])
-                    names.remove(CacheKey(name))
+                    state = .ready(FileNameSet())
+                    names.remove(name)
                     state = .ready(names)
                 }
             }
@@ -110,9 +110,10 @@ extension DiskStorage {
         func finishScan(with listed: [String]) {
             locked { state in
                 guard case .scanning(let journal) = state else { return }
-                var names = Set(listed.map { CacheKey($0) })
+                var names = FileNameSet()
+                for name in listed { names.insert(name) }
                 for (name, present) in journal {
-                    if present { names.insert(name) } else { names.remove(name) }
+                    if present { names.insert(name.string) } else { names.remove(name.string) }
                 }
                 state = .ready(names)
             }
@@ -128,5 +129,75 @@ extension DiskStorage {
         /// Blocks until the initial scan has finished (tests, and callers that want a
         /// warm shortcut before serving).
         func waitForScan() { scanDone.wait() }
+    }
+
+    /// A set of file names that keeps a SHA-256 hex name (the default naming) as its 32
+    /// bytes, inline: a lookup then hashes 8 of them, which are already uniform, and
+    /// compares inline words, where a name kept as a string costs a hash of its 64 bytes
+    /// and a visit to the string's own storage. Any other name is kept as its bytes.
+    ///
+    /// Threading: a value, inside `KnownFileNames`' lock.
+    struct FileNameSet {
+        private var hashed: Set<HashedName> = []
+        private var others: Set<CacheKey> = []
+
+        func contains(_ name: String) -> Bool {
+            if let digest = HashedName(name) { return hashed.contains(digest) }
+            return others.contains(CacheKey(name))
+        }
+
+        mutating func insert(_ name: String) {
+            if let digest = HashedName(name) { hashed.insert(digest) } else { others.insert(CacheKey(name)) }
+        }
+
+        mutating func remove(_ name: String) {
+            if let digest = HashedName(name) { hashed.remove(digest) } else { others.remove(CacheKey(name)) }
+        }
+    }
+
+    /// The 32 bytes a lowercase SHA-256 hex file name spells.
+    struct HashedName: Hashable {
+        let words: (UInt64, UInt64, UInt64, UInt64)
+
+        /// Nil unless `name` is exactly 64 lowercase hex digits (`sha256Hex`'s form; an
+        /// uppercase name is another file, kept as a string).
+        init?(_ name: String) {
+            var name = name
+            let parsed: (UInt64, UInt64, UInt64, UInt64)? = name.withUTF8 { utf8 in
+                guard utf8.count == 64 else { return nil }
+                var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+                for w in 0..<4 {
+                    var word: UInt64 = 0
+                    for i in 0..<16 {
+                        let c = utf8[w &* 16 &+ i]
+                        let digit: UInt8
+                        switch c {
+                        case 0x30...0x39: digit = c &- 0x30
+                        case 0x61...0x66: digit = c &- 0x61 &+ 10
+                        default: return nil
+                        }
+                        word = word << 4 | UInt64(digit)
+                    }
+                    switch w {
+                    case 0: words.0 = word
+                    case 1: words.1 = word
+                    case 2: words.2 = word
+                    default: words.3 = word
+                    }
+                }
+                return words
+            }
+            guard let parsed else { return nil }
+            self.words = parsed
+        }
+
+        static func == (a: HashedName, b: HashedName) -> Bool {
+            a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
+        }
+
+        /// One word of a SHA-256 is as uniform as all four.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(words.0)
+        }
     }
 }

@@ -33,6 +33,29 @@ struct DiskStorageMaybeCachedTests {
         #expect(try rescanned.value(forKey: "sneaky") == CacheEntry(bytes: [7], flags: 5))
     }
 
+    /// The set keeps hashed names as their digests and every other name as its bytes;
+    /// either kind is found, and forgotten, as itself only.
+    @Test func theNameSetTellsEveryKindOfNameApart() {
+        let hashed = DiskStorage.sha256Hex("k")
+        let sibling = DiskStorage.sha256Hex("k2")
+        let upper = hashed.uppercased()
+        let names = [hashed, hashed + ".png", upper, String(hashed.dropLast()), "plain-key", "caf\u{E9}", "cafe\u{301}"]
+        #expect(DiskStorage.HashedName(hashed) != nil)
+        #expect(DiskStorage.HashedName(upper) == nil)
+        #expect(DiskStorage.HashedName(hashed + ".png") == nil)
+        var set = DiskStorage.FileNameSet()
+        for name in names { #expect(!set.contains(name)) }
+        for (i, name) in names.enumerated() {
+            set.insert(name)
+            for (j, other) in names.enumerated() { #expect(set.contains(other) == (j <= i), "\(other) after \(name)") }
+        }
+        #expect(!set.contains(sibling))
+        for (i, name) in names.enumerated() {
+            set.remove(name)
+            for (j, other) in names.enumerated() { #expect(set.contains(other) == (j > i), "\(other) after removing \(name)") }
+        }
+    }
+
     @Test func theFirstRequestIsAnsweredBeforeTheScanCompletes() throws {
         let folder = DiskTestFolder()
         let seed = folder.backend()
