@@ -7,10 +7,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-mkdir -p "$out/CHalcyonSystem"
-printf 'module CHalcyonSystem {\n    header "%s"\n    export *\n}\n' \
-    "$root/Sources/CHalcyonSystem/include/CHalcyonSystem.h" >"$out/CHalcyonSystem/module.modulemap"
-cc -O2 -c -I "$root/Sources/CHalcyonSystem/include" -o "$out/plain_ascii.o" "$root/Sources/CHalcyonSystem/plain_ascii.c"
+# shellcheck source=plain_scan_object.sh
+. "$here/plain_scan_object.sh"
+plain_scan_object "$out" "$root"
 swiftc -O -I "$out/CHalcyonSystem" -o "$out/plain_scan" "$here/plain_scan.swift" "$out/plain_ascii.o"
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), AVX2: $(grep -q -m1 -w avx2 /proc/cpuinfo && echo yes || echo no)"
 echo

@@ -9,10 +9,9 @@ root="$(cd "$here/../.." && pwd)"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 # HalcyonJSON's one C function (the plain-string scan), with a module map for its header.
-mkdir -p "$out/CHalcyonSystem"
-printf 'module CHalcyonSystem {\n    header "%s"\n    export *\n}\n' \
-    "$root/Sources/CHalcyonSystem/include/CHalcyonSystem.h" >"$out/CHalcyonSystem/module.modulemap"
-cc -O2 -c -I "$root/Sources/CHalcyonSystem/include" -o "$out/plain_ascii.o" "$root/Sources/CHalcyonSystem/plain_ascii.c"
+# shellcheck source=plain_scan_object.sh
+. "$here/plain_scan_object.sh"
+plain_scan_object "$out" "$root"
 swiftc -O -wmo -parse-as-library -module-name HalcyonJSON -emit-library -static -emit-module \
     -emit-module-path "$out/HalcyonJSON.swiftmodule" -I "$root/Sources/CJansson" -I "$out/CHalcyonSystem" \
     -o "$out/libHalcyonJSON.a" $(ls "$root"/Sources/HalcyonJSON/*.swift | grep -v 'Base64')
