@@ -51,18 +51,19 @@ extension LocalStore {
         var keys: [CacheKey] { Array(index.keys) }
 
         /// Enters `e`, replacing any entry of its key; its record is the newest.
-        mutating func put(_ e: Unwritten) {
+        mutating func put(_ e: consuming Unwritten) {
+            let size = e.bytes
             if let slot = index[e.key] {
                 let i = Int(slot)
-                bytes += e.bytes - slots[i].bytes
-                slots[i] = e
+                bytes += size - slots[i].bytes
+                slots[i] = consume e
                 order.moveToNewest(slot)
                 return
             }
             let (slot, reused) = order.take()
-            if reused { slots[Int(slot)] = e } else { slots.append(e) }
             index[e.key] = slot
-            bytes += e.bytes
+            if reused { slots[Int(slot)] = consume e } else { slots.append(consume e) }
+            bytes += size
         }
 
         /// The entry of `key` now has its record at `start`, the journal's newest

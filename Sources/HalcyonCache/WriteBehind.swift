@@ -414,8 +414,11 @@ extension LocalStore {
         }
 
         /// Enters `e`, replacing any entry of its key. Queue only (a group's apply).
-        func putUnwritten(_ e: Unwritten) {
-            table.withLock { $0.put(e) }
+        func putUnwritten(_ e: consuming Unwritten) {
+            // Moved into the table, not copied: a copy counts a reference for each object
+            // the entry holds.
+            var moving: Unwritten? = consume e
+            table.withLock { $0.put(moving.take()!) }
         }
 
         /// Removes the entry of `key`; whether there was one. Queue only.
