@@ -131,73 +131,55 @@ extension DiskStorage {
         func waitForScan() { scanDone.wait() }
     }
 
-    /// A set of file names that keeps a SHA-256 hex name (the default naming) as its 32
-    /// bytes, inline: a lookup then hashes 8 of them, which are already uniform, and
-    /// compares inline words, where a name kept as a string costs a hash of its 64 bytes
-    /// and a visit to the string's own storage. Any other name is kept as its bytes.
+    /// A set of file names that keeps a name of 64 bytes (a SHA-256 hex name, the default
+    /// naming) as eight inline words: a lookup then loads and compares words, where a name
+    /// kept as a string costs a hash of its 64 bytes and a visit to the string's own
+    /// storage. Any other name is kept as its bytes. Both are exact: a name is in the set
+    /// exactly when its bytes were inserted and not removed since.
     ///
     /// Threading: a value, inside `KnownFileNames`' lock.
     struct FileNameSet {
-        private var hashed: Set<HashedName> = []
+        private var wide: Set<Name64> = []
         private var others: Set<CacheKey> = []
 
         func contains(_ name: String) -> Bool {
-            if let digest = HashedName(name) { return hashed.contains(digest) }
+            if let words = Name64(name) { return wide.contains(words) }
             return others.contains(CacheKey(name))
         }
 
         mutating func insert(_ name: String) {
-            if let digest = HashedName(name) { hashed.insert(digest) } else { others.insert(CacheKey(name)) }
+            if let words = Name64(name) { wide.insert(words) } else { others.insert(CacheKey(name)) }
         }
 
         mutating func remove(_ name: String) {
-            if let digest = HashedName(name) { hashed.remove(digest) } else { others.remove(CacheKey(name)) }
+            if let words = Name64(name) { wide.remove(words) } else { others.remove(CacheKey(name)) }
         }
     }
 
-    /// The 32 bytes a lowercase SHA-256 hex file name spells.
-    struct HashedName: Hashable {
-        let words: (UInt64, UInt64, UInt64, UInt64)
+    /// The bytes of a 64-byte file name as eight words, as they lie in memory.
+    struct Name64: Hashable {
+        let words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
-        /// Nil unless `name` is exactly 64 lowercase hex digits (`sha256Hex`'s form; an
-        /// uppercase name is another file, kept as a string).
+        /// Nil unless `name` is exactly 64 bytes of UTF-8.
         init?(_ name: String) {
+            guard name.utf8.count == 64 else { return nil }
             var name = name
-            let parsed: (UInt64, UInt64, UInt64, UInt64)? = name.withUTF8 { utf8 in
-                guard utf8.count == 64 else { return nil }
-                var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-                for w in 0..<4 {
-                    var word: UInt64 = 0
-                    for i in 0..<16 {
-                        let c = utf8[w &* 16 &+ i]
-                        let digit: UInt8
-                        switch c {
-                        case 0x30...0x39: digit = c &- 0x30
-                        case 0x61...0x66: digit = c &- 0x61 &+ 10
-                        default: return nil
-                        }
-                        word = word << 4 | UInt64(digit)
-                    }
-                    switch w {
-                    case 0: words.0 = word
-                    case 1: words.1 = word
-                    case 2: words.2 = word
-                    default: words.3 = word
-                    }
-                }
-                return words
+            words = name.withUTF8 { utf8 in
+                let raw = UnsafeRawPointer(utf8.baseAddress!)
+                func word(_ i: Int) -> UInt64 { raw.loadUnaligned(fromByteOffset: i &* 8, as: UInt64.self) }
+                return (word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7))
             }
-            guard let parsed else { return nil }
-            self.words = parsed
         }
 
-        static func == (a: HashedName, b: HashedName) -> Bool {
+        static func == (a: Name64, b: Name64) -> Bool {
             a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
+                && a.words.4 == b.words.4 && a.words.5 == b.words.5 && a.words.6 == b.words.6 && a.words.7 == b.words.7
         }
 
-        /// One word of a SHA-256 is as uniform as all four.
+        /// The first sixteen bytes: of a SHA-256 hex name, 64 bits of the digest.
         func hash(into hasher: inout Hasher) {
             hasher.combine(words.0)
+            hasher.combine(words.1)
         }
     }
 }

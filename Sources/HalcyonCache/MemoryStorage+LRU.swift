@@ -283,6 +283,7 @@ extension MemoryStorage {
             // Drop the payload now; the slot's storage is reused by a later insert.
             nodes[i].entry = CacheEntry(bytes: [])
             nodes[i].key = ""
+            publishOldest(changed: slot)
             totalCost -= cost
             return cost
         }

@@ -33,16 +33,21 @@ struct DiskStorageMaybeCachedTests {
         #expect(try rescanned.value(forKey: "sneaky") == CacheEntry(bytes: [7], flags: 5))
     }
 
-    /// The set keeps hashed names as their digests and every other name as its bytes;
-    /// either kind is found, and forgotten, as itself only.
+    /// The set keeps 64-byte names as words and every other name as its bytes; either
+    /// kind is found, and forgotten, as itself only.
     @Test func theNameSetTellsEveryKindOfNameApart() {
         let hashed = DiskStorage.sha256Hex("k")
         let sibling = DiskStorage.sha256Hex("k2")
         let upper = hashed.uppercased()
-        let names = [hashed, hashed + ".png", upper, String(hashed.dropLast()), "plain-key", "caf\u{E9}", "cafe\u{301}"]
-        #expect(DiskStorage.HashedName(hashed) != nil)
-        #expect(DiskStorage.HashedName(upper) == nil)
-        #expect(DiskStorage.HashedName(hashed + ".png") == nil)
+        // 64 bytes that differ from `hashed` only in the last one, and a 64-byte name of
+        // 63 characters (one of two bytes).
+        let lastByte = String(hashed.dropLast()) + (hashed.hasSuffix("0") ? "1" : "0")
+        let twoByte = String(repeating: "a", count: 62) + "\u{E9}"
+        let names = [hashed, hashed + ".png", upper, lastByte, twoByte, String(hashed.dropLast()), "plain-key",
+                     "caf\u{E9}", "cafe\u{301}"]
+        #expect(DiskStorage.Name64(hashed) != nil)
+        #expect(DiskStorage.Name64(twoByte) != nil)
+        #expect(DiskStorage.Name64(hashed + ".png") == nil)
         var set = DiskStorage.FileNameSet()
         for name in names { #expect(!set.contains(name)) }
         for (i, name) in names.enumerated() {

@@ -165,6 +165,50 @@ struct MemoryStorageTests {
         #expect(memory.stats.evictions == 2)
     }
 
+    /// Random stores, reads, removals and clears of 40 keys under a count limit of 10,
+    /// against a model that evicts exactly the least recently used: with 16 shards most
+    /// shards hold several keys, so every way a shard's oldest entry changes (a touch, a
+    /// replacement, a removal, an eviction, a clear) is met whatever the hash seed places
+    /// where, and a shard that published a stale oldest access makes the sets differ.
+    @Test(arguments: designs) func evictionMatchesAnExactLeastRecentlyUsedModel(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, countLimit: 10)
+        let keys = (0..<40).map { CacheKey("k\($0)") }
+        var model: [CacheKey: Int] = [:]  // key -> step of its last access
+        var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((random >> 33) % UInt64(bound))
+        }
+        for step in 0..<3_000 {
+            clock.advance(by: 1)
+            let key = keys[next(keys.count)]
+            switch next(100) {
+            case 0..<45:
+                memory.store(Self.entry(1), forKey: key)
+                model[key] = step
+                while model.count > 10 {
+                    let oldest = model.min { $0.value < $1.value }!.key
+                    model[oldest] = nil
+                }
+            case 45..<85:
+                let found = memory.value(forKey: key) != nil
+                #expect(found == (model[key] != nil), "step \(step): read of \(key)")
+                if found { model[key] = step }
+            case 85..<99:
+                memory.remove(forKey: key)
+                model[key] = nil
+            default:
+                memory.removeAll()
+                model.removeAll()
+            }
+            let cached = Set(keys.filter { memory.isCached(forKey: $0) })
+            if cached != Set(model.keys) {
+                Issue.record("step \(step): cached \(cached.sorted()), model \(model.keys.sorted())")
+                return
+            }
+        }
+    }
+
     @Test(arguments: designs) func countLimitEvictsLeastRecentlyUsed(shards: Int) {
         let (memory, clock) = Self.make(shards: shards, countLimit: 3)
         for i in 0..<10 {
