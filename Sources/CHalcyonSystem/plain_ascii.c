@@ -38,23 +38,28 @@ int hc_json_plain_ascii_portable(const void *bytes, size_t length) {
 // As signed bytes, 0x80...0xFF are negative: one "less than 0x20" catches them too.
 // Each variant hands what is left after its widest step to the next narrower one.
 #if defined(__x86_64__)
+// The bytes of `a` that may not stand in a JSON string as they are: 0xFF in each.
+static inline __m128i unplain16(__m128i a) {
+    return _mm_or_si128(_mm_cmplt_epi8(a, _mm_set1_epi8(0x20)),
+                        _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('"')), _mm_cmpeq_epi8(a, _mm_set1_epi8('\\'))));
+}
+
+__attribute__((target("avx2")))
+static inline __m256i unplain32(__m256i a) {
+    return _mm256_or_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), a),
+                           _mm256_or_si256(_mm256_cmpeq_epi8(a, _mm256_set1_epi8('"')),
+                                           _mm256_cmpeq_epi8(a, _mm256_set1_epi8('\\'))));
+}
+
 static int plain_sse2(const unsigned char *p, size_t length) {
-    const __m128i space = _mm_set1_epi8(0x20);
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
     size_t i = 0;
     for (; i + 32 <= length; i += 32) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
-        __m128i bad = _mm_or_si128(
-            _mm_or_si128(_mm_cmplt_epi8(a, space), _mm_or_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(a, backslash))),
-            _mm_or_si128(_mm_cmplt_epi8(b, space), _mm_or_si128(_mm_cmpeq_epi8(b, quote), _mm_cmpeq_epi8(b, backslash))));
+        __m128i bad = _mm_or_si128(unplain16(_mm_loadu_si128((const __m128i *)(p + i))),
+                                   unplain16(_mm_loadu_si128((const __m128i *)(p + i + 16))));
         if (_mm_movemask_epi8(bad)) return 0;
     }
     if (i + 16 <= length) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i bad = _mm_or_si128(_mm_cmplt_epi8(a, space), _mm_or_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(a, backslash)));
-        if (_mm_movemask_epi8(bad)) return 0;
+        if (_mm_movemask_epi8(unplain16(_mm_loadu_si128((const __m128i *)(p + i))))) return 0;
         i += 16;
     }
     return hc_json_plain_ascii_portable(p + i, length - i);
@@ -62,18 +67,10 @@ static int plain_sse2(const unsigned char *p, size_t length) {
 
 __attribute__((target("avx2")))
 static int plain_avx2(const unsigned char *p, size_t length) {
-    const __m256i space = _mm256_set1_epi8(0x20);
-    const __m256i quote = _mm256_set1_epi8('"');
-    const __m256i backslash = _mm256_set1_epi8('\\');
     size_t i = 0;
     for (; i + 64 <= length; i += 64) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(p + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
-        __m256i bad = _mm256_or_si256(
-            _mm256_or_si256(_mm256_cmpgt_epi8(space, a),
-                            _mm256_or_si256(_mm256_cmpeq_epi8(a, quote), _mm256_cmpeq_epi8(a, backslash))),
-            _mm256_or_si256(_mm256_cmpgt_epi8(space, b),
-                            _mm256_or_si256(_mm256_cmpeq_epi8(b, quote), _mm256_cmpeq_epi8(b, backslash))));
+        __m256i bad = _mm256_or_si256(unplain32(_mm256_loadu_si256((const __m256i *)(p + i))),
+                                      unplain32(_mm256_loadu_si256((const __m256i *)(p + i + 32))));
         if (!_mm256_testz_si256(bad, bad)) return 0;
     }
     // Clear the vector registers' upper halves before SSE code runs: left dirty, every

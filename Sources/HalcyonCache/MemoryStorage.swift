@@ -939,7 +939,8 @@ public enum MemoryStorage {
         }
 
         /// Evicts, while `over()`, the oldest of the nodes `candidate` picks in each shard
-        /// (the least recently used of one namespace): peeks at every shard under its lock
+        /// (the least recently used of one namespace, or of all when `enforceLimits` finds
+        /// its pick gone): peeks at every shard under its lock
         /// (one lock at a time), then evicts the oldest pick if it is still its shard's
         /// pick. `candidate` runs under the shard's lock (`inout`: no copy of the shard's
         /// state).
