@@ -45,6 +45,8 @@ extension MemoryStorage {
         /// The id of the namespace account the node counts in (`LRUState.accounts`);
         /// `Account.none` when its key has no accounted namespace. Set by `LRUState.set`.
         var account: Int32 = Account.none
+        /// The key's tag in the shard's index (`SlotIndex.tag(of:)`). Set by `LRUState.set`.
+        var keyTag: UInt32 = 0
 
         var cost: Int { entry.bytes.count }
 
@@ -86,7 +88,8 @@ extension MemoryStorage {
 
     /// The mutable state of one shard. Only used inside the shard's lock.
     struct LRUState {
-        private(set) var index: [CacheKey: Int32] = [:]
+        /// The nodes' slots by their keys' tags; the keys are in the nodes.
+        private var index = SlotIndex()
         private var nodes: [Node] = []
         /// The nodes' slots from the least recently used (the next eviction victim) to the
         /// most recently used.
@@ -127,10 +130,27 @@ extension MemoryStorage {
         var namespaceSets: [Int] = []
         private(set) var namespaceCounts: [Int] = []
 
-        /// The node in `slot`, lent rather than copied (a copy of a node counts a reference
-        /// for each object it holds), so reading one field of it costs nothing more.
+        /// The node in `slot`, for reading one field of it: the compiler loads that field
+        /// where it lies. A node read as a whole is copied (`Array`'s getter returns its
+        /// element copied), which counts a reference for each object the node holds; see
+        /// `entryAndMeta` for the read of a hit.
         subscript(slot: Int32) -> Node {
             _read { yield nodes[Int(slot)] }
+        }
+
+        /// The entry in `slot` and its meta (`Node.meta`), read field by field where the
+        /// node lies: a read of a hit counts one reference, the value's.
+        @inline(__always)
+        func entryAndMeta(_ slot: Int32) -> (entry: CacheEntry, meta: Meta) {
+            let i = Int(slot)
+            let entry = nodes[i].entry
+            let expiresAt = nodes[i].expiresAt
+            var isAbsolute = false
+            if nodes[i].timeToLive == nil { isAbsolute = expiresAt != .distantFuture }
+            return (entry, Meta(
+                size: entry.bytes.count, flags: entry.flags, expiration: expiresAt,
+                memoryExpiration: nodes[i].residentUntil, hasDiskCopy: nodes[i].diskExpiresAt != nil,
+                lastAccess: nodes[i].lastAccess, version: entry.version, isAbsolute: isAbsolute))
         }
 
         /// The slot of the least recently used entry and its last access, if any.
@@ -139,7 +159,11 @@ extension MemoryStorage {
             return tail == SlotOrder.none ? nil : (tail, nodes[Int(tail)].lastAccess)
         }
 
-        func slot(forKey key: CacheKey) -> Int32? { index[key] }
+        /// The slot of `key`, whose tag is `tag` (`Backend.locate`).
+        @inline(__always)
+        func slot(forKey key: CacheKey, tag: UInt32) -> Int32? {
+            index.find(tag) { nodes[Int($0)].key == key }
+        }
 
         /// The account `key` counts in, or `Account.none`: one emptiness check when no
         /// namespace is accounted; with up to `prefixScanLimit` accounts, a comparison of
@@ -174,7 +198,7 @@ extension MemoryStorage {
                 namespaceCounts += Array(repeating: 0, count: n - namespaceCounts.count)
             }
             guard retag else { return }
-            for slot in index.values where nodes[Int(slot)].account == Account.none {
+            for slot in index.slots where nodes[Int(slot)].account == Account.none {
                 let id = accountID(forKey: nodes[Int(slot)].key)
                 guard id != Account.none else { continue }
                 nodes[Int(slot)].account = id
@@ -216,13 +240,14 @@ extension MemoryStorage {
             return nil
         }
 
-        /// Inserts or replaces `node.key` as an entry of account `account` (the caller's
-        /// `accountID(forKey:)` of it), makes it the most recently used. Returns the change
-        /// in cost and count.
-        mutating func set(_ node: consuming Node, account: Int32) -> (costDelta: Int, countDelta: Int) {
+        /// Inserts or replaces `node.key`, whose tag is `tag`, as an entry of account
+        /// `account` (the caller's `accountID(forKey:)` of it), makes it the most recently
+        /// used. Returns the change in cost and count.
+        mutating func set(_ node: consuming Node, tag: UInt32, account: Int32) -> (costDelta: Int, countDelta: Int) {
             node.account = account
+            node.keyTag = tag
             let cost = node.cost
-            if let slot = index[node.key] {
+            if let slot = slot(forKey: node.key, tag: tag) {
                 let i = Int(slot)
                 let old = nodes[i].cost
                 if nodes[i].account == account {
@@ -240,7 +265,7 @@ extension MemoryStorage {
             }
             let (slot, reused) = recency.take()
             charge(account, cost: cost, count: 1)
-            index[node.key] = slot
+            index.insert(tag, slot: slot)
             if reused { nodes[Int(slot)] = consume node } else { nodes.append(consume node) }
             publishOldest(changed: slot)
             totalCost += cost
@@ -279,7 +304,7 @@ extension MemoryStorage {
             let cost = nodes[i].cost
             charge(nodes[i].account, cost: -cost, count: -1)
             nodes[i].account = Account.none
-            index[nodes[i].key] = nil
+            index.remove(nodes[i].keyTag, slot: slot)
             // Drop the payload now; the slot's storage is reused by a later insert.
             nodes[i].entry = CacheEntry(bytes: [])
             nodes[i].key = ""
@@ -291,8 +316,8 @@ extension MemoryStorage {
         /// Removes every entry; returns how many there were.
         mutating func removeAll() -> Int {
             let removed = index.count
-            for slot in index.values { charge(nodes[Int(slot)].account, cost: -nodes[Int(slot)].cost, count: -1) }
-            index = [:]
+            for slot in index.slots { charge(nodes[Int(slot)].account, cost: -nodes[Int(slot)].cost, count: -1) }
+            index.removeAll()
             nodes = []
             recency.removeAll()
             publishOldest(changed: SlotOrder.none)
@@ -303,10 +328,10 @@ extension MemoryStorage {
         /// The slots that must leave: lifetime over at `lifetimeDate`, or residency over
         /// at `now`.
         func departingSlots(lifetimeAt lifetimeDate: Date, now: Date) -> [Int32] {
-            index.values.filter { nodes[Int($0)].expiresAt <= lifetimeDate || nodes[Int($0)].residentUntil <= now }
+            index.slots.filter { nodes[Int($0)].expiresAt <= lifetimeDate || nodes[Int($0)].residentUntil <= now }
         }
 
         /// Every node, for whole-tier passes (flush, clear).
-        var allSlots: Dictionary<CacheKey, Int32>.Values { index.values }
+        var allSlots: [Int32] { index.slots }
     }
 }

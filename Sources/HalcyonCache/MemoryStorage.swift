@@ -312,10 +312,16 @@ public enum MemoryStorage {
             writeBackHandler.withLock { $0 = slot }
         }
 
+        /// The shard that holds `key` and the key's tag in that shard's index: one hash of
+        /// the key picks both (the shard from its lower bits, the tag from its upper bits).
         @inline(__always)
-        func shard(for key: CacheKey) -> Shard {
-            shards[key.hashValue & shardMask]
+        func locate(_ key: CacheKey) -> (shard: Shard, tag: UInt32) {
+            let hash = key.hashValue
+            return (shards[hash & shardMask], SlotIndex.tag(of: hash))
         }
+
+        @inline(__always)
+        func shard(for key: CacheKey) -> Shard { locate(key).shard }
 
         private func nextGeneration() -> UInt64 {
             generations.add(1, ordering: .relaxed).newValue
@@ -402,7 +408,8 @@ public enum MemoryStorage {
             // Moved into the shard, not copied: a copy of a node counts a reference for
             // each object it holds.
             var moving: Node? = consume node
-            let stored = shard(for: key).state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
+            let located = locate(key)
+            let stored = located.shard.state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
                 let id = state.accountID(forKey: key)
                 let account = id == Account.none ? nil : state.accounts[Int(id)]
                 if countingSet && id != Account.none { state.namespaceSets[Int(id)] += 1 }
@@ -410,7 +417,7 @@ public enum MemoryStorage {
                     let limit = account.limit.load(ordering: .relaxed)
                     if limit > 0 && cost > limit { return nil }
                 }
-                return (state.set(moving.take()!, account: id), account)
+                return (state.set(moving.take()!, tag: located.tag, account: id), account)
             }
             guard let stored else {
                 remove(forKey: key)
@@ -439,8 +446,9 @@ public enum MemoryStorage {
             let now = clock.now()
             let generation = nextGeneration()
             var departed: WriteBack?
-            let (result, removedCost) = shard(for: key).state.withLock { state -> (Date?, Int?) in
-                guard let slot = state.slot(forKey: key) else { return (nil, nil) }
+            let located = locate(key)
+            let (result, removedCost) = located.shard.state.withLock { state -> (Date?, Int?) in
+                guard let slot = state.slot(forKey: key, tag: located.tag) else { return (nil, nil) }
                 if state[slot].leavesAt <= now {
                     state.expirations += 1
                     departed = state[slot].departureWriteBack(now: now)
@@ -482,8 +490,9 @@ public enum MemoryStorage {
         @discardableResult
         public func remove(forKey key: CacheKey, writingBack: Bool = false) -> Bool {
             let now = clock.now()
-            let removed = shard(for: key).state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
-                guard let slot = state.slot(forKey: key) else { return nil }
+            let located = locate(key)
+            let removed = located.shard.state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
+                guard let slot = state.slot(forKey: key, tag: located.tag) else { return nil }
                 let writeBack = writingBack ? state[slot].departureWriteBack(now: now) : nil
                 return (state.remove(slot), writeBack)
             }
@@ -502,8 +511,9 @@ public enum MemoryStorage {
         /// Drops any pending write-back of `key`. Returns whether an entry was there.
         @discardableResult
         public func expire(forKey key: CacheKey) -> Bool {
-            let cost = shard(for: key).state.withLock { state -> Int? in
-                guard let slot = state.slot(forKey: key) else { return nil }
+            let located = locate(key)
+            let cost = located.shard.state.withLock { state -> Int? in
+                guard let slot = state.slot(forKey: key, tag: located.tag) else { return nil }
                 state.expirations += 1
                 return state.remove(slot)
             }
@@ -521,8 +531,9 @@ public enum MemoryStorage {
         @discardableResult
         public func detachFromDisk(forKey key: CacheKey) -> Bool {
             let now = clock.now()
-            let found = shard(for: key).state.withLock { state -> Bool in
-                guard let slot = state.slot(forKey: key) else { return false }
+            let located = locate(key)
+            let found = located.shard.state.withLock { state -> Bool in
+                guard let slot = state.slot(forKey: key, tag: located.tag) else { return false }
                 state.withNode(slot) { node in
                     guard node.diskExpiresAt != nil else { return }
                     let leaves = node.leavesAt
@@ -643,8 +654,9 @@ public enum MemoryStorage {
                 return all
             }
             return taken.compactMap { record in
-                shard(for: record.key).state.withLock { state -> WriteBack? in
-                    guard let slot = state.slot(forKey: record.key) else { return record }
+                let located = locate(record.key)
+                return located.shard.state.withLock { state -> WriteBack? in
+                    guard let slot = state.slot(forKey: record.key, tag: located.tag) else { return record }
                     guard state[slot].generation == record.generation else { return nil }
                     return state.withNode(slot) { node in
                         node.writeBackQueued = false
@@ -780,8 +792,9 @@ public enum MemoryStorage {
             let now = clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
             var writeBack: WriteBack?
-            let found = shard(for: key).state.withLock { state -> (CacheEntry, Meta)? in
-                guard let slot = state.slot(forKey: key) else {
+            let located = locate(key)
+            let found = located.shard.state.withLock { state -> (CacheEntry, Meta)? in
+                guard let slot = state.slot(forKey: key, tag: located.tag) else {
                     state.misses += 1
                     state.countNamespaceMiss(forKey: key)
                     return nil
@@ -804,8 +817,7 @@ public enum MemoryStorage {
                 if account != Account.none { state.namespaceHits[Int(account)] += 1 }
                 state.touchRecency(slot, now: now)
                 writeBack = state.withNode(slot) { Backend.extend(&$0, extendingExpiration, now: now) }
-                let node = state[slot]
-                return (node.entry, node.meta())
+                return state.entryAndMeta(slot)
             }
             if let departed {
                 accountRemoval(cost: departed.cost, count: 1)
@@ -859,8 +871,9 @@ public enum MemoryStorage {
         public func meta(forKey key: CacheKey, referenceDate: Date? = nil) -> Meta? {
             let now = clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
-            let found = shard(for: key).state.withLock { state -> Meta? in
-                guard let slot = state.slot(forKey: key) else { return nil }
+            let located = locate(key)
+            let found = located.shard.state.withLock { state -> Meta? in
+                guard let slot = state.slot(forKey: key, tag: located.tag) else { return nil }
                 if state[slot].leavesAt <= now {
                     state.expirations += 1
                     let lagging = state[slot].departureWriteBack(now: now)
@@ -868,7 +881,7 @@ public enum MemoryStorage {
                     return nil
                 }
                 if let referenceDate, state[slot].expiresAt <= referenceDate { return nil }
-                return state[slot].meta()
+                return state.entryAndMeta(slot).meta
             }
             if let departed {
                 accountRemoval(cost: departed.cost, count: 1)
