@@ -20,7 +20,8 @@ extension LocalStore {
     ///
     /// Threading: a plain value, kept in `WriteBehind.table` (a `Locked`).
     struct UnwrittenTable {
-        private var index: [CacheKey: Int32] = [:]
+        /// The entries' slots by their keys' tags; the keys are in the entries.
+        private var index = SlotIndex()
         /// Entries by slot; a free slot holds a placeholder until it is reused.
         private var slots: [Unwritten] = []
         /// The slots in journal order of their records.
@@ -29,12 +30,21 @@ extension LocalStore {
 
         var count: Int { index.count }
 
+        /// The slot of `key`, whose tag is `tag`.
+        @inline(__always)
+        private func slot(_ key: CacheKey, tag: UInt32) -> Int32? {
+            index.find(tag) { slots[Int($0)].key == key }
+        }
+
+        @inline(__always)
+        private static func tag(_ key: CacheKey) -> UInt32 { SlotIndex.tag(of: key.hashValue) }
+
         subscript(key: CacheKey) -> Unwritten? {
-            guard let slot = index[key] else { return nil }
+            guard let slot = slot(key, tag: Self.tag(key)) else { return nil }
             return slots[Int(slot)]
         }
 
-        func contains(_ key: CacheKey) -> Bool { index[key] != nil }
+        func contains(_ key: CacheKey) -> Bool { slot(key, tag: Self.tag(key)) != nil }
 
         /// Every entry, oldest record first.
         var all: [Unwritten] {
@@ -48,12 +58,13 @@ extension LocalStore {
             return out
         }
 
-        var keys: [CacheKey] { Array(index.keys) }
+        var keys: [CacheKey] { index.slots.map { slots[Int($0)].key } }
 
         /// Enters `e`, replacing any entry of its key; its record is the newest.
         mutating func put(_ e: consuming Unwritten) {
             let size = e.bytes
-            if let slot = index[e.key] {
+            let tag = Self.tag(e.key)
+            if let slot = slot(e.key, tag: tag) {
                 let i = Int(slot)
                 bytes += size - slots[i].bytes
                 slots[i] = consume e
@@ -61,7 +72,7 @@ extension LocalStore {
                 return
             }
             let (slot, reused) = order.take()
-            index[e.key] = slot
+            index.insert(tag, slot: slot)
             if reused { slots[Int(slot)] = consume e } else { slots.append(consume e) }
             bytes += size
         }
@@ -69,7 +80,7 @@ extension LocalStore {
         /// The entry of `key` now has its record at `start`, the journal's newest
         /// (appended anew: see `WriteBehind.copyForward` and `WriteBehind.rebuild`).
         mutating func moveStart(_ key: CacheKey, to start: Journal.Position) {
-            guard let slot = index[key] else { return }
+            guard let slot = slot(key, tag: Self.tag(key)) else { return }
             slots[Int(slot)].start = start
             order.moveToNewest(slot)
         }
@@ -101,7 +112,15 @@ extension LocalStore {
 
         @discardableResult
         mutating func remove(_ key: CacheKey) -> Unwritten? {
-            guard let slot = index.removeValue(forKey: key) else { return nil }
+            let tag = Self.tag(key)
+            guard let slot = slot(key, tag: tag) else { return nil }
+            return remove(slot, tag: tag)
+        }
+
+        /// Removes the entry in `slot`, whose key's tag is `tag`.
+        @discardableResult
+        private mutating func remove(_ slot: Int32, tag: UInt32) -> Unwritten {
+            index.remove(tag, slot: slot)
             let i = Int(slot)
             let old = slots[i]
             order.release(slot)
@@ -113,8 +132,9 @@ extension LocalStore {
 
         /// Removes `key` only if it still holds `version` (the one just written).
         mutating func remove(_ key: CacheKey, ifVersion version: UInt64) {
-            guard let slot = index[key], slots[Int(slot)].entry.version == version else { return }
-            remove(key)
+            let tag = Self.tag(key)
+            guard let slot = slot(key, tag: tag), slots[Int(slot)].entry.version == version else { return }
+            remove(slot, tag: tag)
         }
 
         mutating func removeAll() {
@@ -122,7 +142,7 @@ extension LocalStore {
         }
 
         mutating func update(_ key: CacheKey, _ body: (inout Unwritten) -> Void) -> Unwritten? {
-            guard let slot = index[key] else { return nil }
+            guard let slot = slot(key, tag: Self.tag(key)) else { return nil }
             let i = Int(slot)
             let (start, before) = (slots[i].start, slots[i].bytes)
             body(&slots[i])
@@ -133,8 +153,9 @@ extension LocalStore {
 
         /// The live entries whose keys start with `prefix`.
         func liveKeys(prefix: CacheKey, at now: Date) -> [CacheKey] {
-            index.compactMap { key, slot in
-                slots[Int(slot)].isLive(at: now) && key.hasPrefix(prefix) ? key : nil
+            index.slots.compactMap { slot in
+                let e = slots[Int(slot)]
+                return e.isLive(at: now) && e.key.hasPrefix(prefix) ? e.key : nil
             }
         }
     }

@@ -1,8 +1,8 @@
-// The index of a table whose entries live in an array of slots (a memory shard's nodes):
-// from a key's hash to its slot, holding no key of its own. A lookup reads one word of the
-// index and then the entry itself, which it reads anyway; a `Dictionary` from key to slot
-// keeps the keys and the slots in two more arrays, so a hit paid a cache miss in each
-// before it reached the entry.
+// The index of a table whose entries live in an array of slots (a memory shard's nodes, the
+// unwritten table's entries): from a key's hash to its slot, holding no key of its own. A
+// lookup reads one word of the index and then the entry itself, which it reads anyway; a
+// `Dictionary` from key to slot keeps the keys and the slots in two more arrays, so a hit
+// paid a cache miss in each before it reached the entry.
 
 /// An open-addressing index from 32-bit key tags to slots, with linear probing.
 ///

@@ -1,5 +1,6 @@
-// The memory shards' key index: lookups by tag that ask the owner for the key, growth,
-// and removals that shift later words back, checked against a plain dictionary.
+// The key index of the memory shards and the unwritten table: lookups by tag that ask the
+// owner for the key, growth, and removals that shift later words back, checked against a
+// plain dictionary.
 
 import HalcyonTestSupport
 import Testing
