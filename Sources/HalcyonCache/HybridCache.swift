@@ -200,6 +200,38 @@ public final class HybridCache: DeliversTasks, Sendable {
         }
     }
 
+    /// `memoryLookup` that first offers a hit where it lies: `take` gets the entry borrowed
+    /// and its lifetime after the read's extension (nil = never), and returns true when it
+    /// took what it needed from them, which the lookup answers with `.answered(nil)`; when
+    /// it returns false, the entry is copied and answered as `memoryLookup` answers it. A
+    /// local key's entry is lent under its memory shard's lock
+    /// (`MemoryStorage.Backend.withValue`), so `take` must be short and must not call into
+    /// the cache. The common `cache.get` reply is written straight from the borrowed entry,
+    /// with no result built around it.
+    ///
+    /// Threading: as `memoryLookup`.
+    public func memoryLookup(
+        forKey key: CacheKey, options: Options = .init(), taking take: (borrowing CacheEntry, _ expiresAt: Date?) -> Bool
+    ) -> MemoryLookup<RetrieveResult?> {
+        switch placement(key) {
+        case .local:
+            return local.memoryLend(
+                forKey: key, options: options,
+                found: { entry, expiresAt -> RetrieveResult? in
+                    take(entry, expiresAt) ? nil : RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt)
+                },
+                absent: { RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil) })
+        case .shared(let shared):
+            switch shared.memoryLookup(forKey: key, options: options) {
+            case .answered(let result):
+                guard let entry = result.entry, result.cacheType != .none else { return .answered(result) }
+                return .answered(take(entry, result.expiresAt) ? nil : result)
+            case .missed: return .missed
+            case .behindWrite: return .behindWrite
+            }
+        }
+    }
+
     /// After `memoryLookup` answered `.missed`: `retrieve` without asking memory again
     /// (a read queued behind a write that arrived meanwhile still asks it, after the write).
     @discardableResult

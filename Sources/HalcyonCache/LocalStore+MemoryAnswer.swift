@@ -9,9 +9,23 @@ extension LocalStore {
 
     /// `HybridCache.memoryLookup` of a local key (see there).
     func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
-        switch readPlan(forKey: key, options: options, { memoryRetrieve(forKey: key, options: options) }) {
-        case .memoryHit(let found): return .answered(found)
-        case .memoryOnlyMiss: return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
+        memoryLend(
+            forKey: key, options: options,
+            found: { entry, expiresAt in RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt) },
+            absent: { RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil) })
+    }
+
+    /// A memory lookup of a local key answered by `found` of the entry lent where it lies
+    /// (`memoryRead`), or by `absent` for a `fromMemoryOnly` miss: the one read behind
+    /// both `HybridCache.memoryLookup`s.
+    @inline(__always)
+    func memoryLend<Answer>(
+        forKey key: CacheKey, options: Options,
+        found: (borrowing CacheEntry, _ expiresAt: Date?) -> Answer, absent: () -> Answer
+    ) -> MemoryLookup<Answer> {
+        switch readPlan(forKey: key, options: options, { memoryRead(forKey: key, options: options, found) }) {
+        case .memoryHit(let answer): return .answered(answer)
+        case .memoryOnlyMiss: return .answered(absent())
         case .behindWrite: return .behindWrite
         case .diskInline, .diskQueued: return .missed
         }

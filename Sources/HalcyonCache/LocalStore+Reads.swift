@@ -64,10 +64,20 @@ extension LocalStore {
 
     /// A memory lookup of `key` as `retrieve` makes it (extending per `options`).
     func memoryRetrieve(forKey key: CacheKey, options: Options) -> RetrieveResult? {
-        memoryStorage.valueAndMeta(
+        memoryRead(forKey: key, options: options) { entry, expiresAt in
+            RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt)
+        }
+    }
+
+    /// `memoryRetrieve`'s lookup, lending a hit to `body` in place with its lifetime (nil =
+    /// never) instead of copying it (`MemoryStorage.Backend.withValue`, whose rules `body`
+    /// follows); nil on a miss.
+    @inline(__always)
+    func memoryRead<R>(forKey key: CacheKey, options: Options, _ body: (borrowing CacheEntry, _ expiresAt: Date?) -> R) -> R? {
+        memoryStorage.withValue(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration
-        ).map { entry, meta in
-            RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(meta.expiration))
+        ) { entry, expiration in
+            body(entry, HybridCache.optionalDate(expiration))
         }
     }
 

@@ -138,6 +138,13 @@ extension MemoryStorage {
             _read { yield nodes[Int(slot)] }
         }
 
+        /// Calls `body` with the entry in `slot`, borrowed where it lies, and its lifetime.
+        /// The caller holds the shard's lock until `body` returns.
+        @inline(__always)
+        func lendEntry<R>(_ slot: Int32, _ body: (borrowing CacheEntry, Date) -> R) -> R {
+            nodes.withUnsafeBufferPointer { body($0[Int(slot)].entry, $0[Int(slot)].expiresAt) }
+        }
+
         /// The entry in `slot` and its meta (`Node.meta`), read field by field where the
         /// node lies: a read of a hit counts one reference, the value's.
         @inline(__always)

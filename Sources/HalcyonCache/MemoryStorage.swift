@@ -789,11 +789,42 @@ public enum MemoryStorage {
         public func valueAndMeta(
             forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime
         ) -> (entry: CacheEntry, meta: Meta)? {
+            read(forKey: key, referenceDate: referenceDate, extendingExpiration: extendingExpiration) { state, slot in
+                state.entryAndMeta(slot)
+            }
+        }
+
+        /// `valueAndMeta`'s read, lending the entry where it lies instead of returning it:
+        /// `body` gets the entry and its lifetime after the read's extension
+        /// (`Meta.expiration`), and returns what the caller keeps. Nil, and no call, when
+        /// `valueAndMeta` would return nil.
+        ///
+        /// `body` runs under the shard's lock, with the entry borrowed where it lies: a
+        /// caller that only copies the bytes out builds no result around them. It must be
+        /// short, and must not call back into this tier; it copies the entry to keep it.
+        @inline(__always)
+        public func withValue<R>(
+            forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
+            _ body: (borrowing CacheEntry, _ expiration: Date) -> R
+        ) -> R? {
+            read(forKey: key, referenceDate: referenceDate, extendingExpiration: extendingExpiration) { state, slot in
+                state.lendEntry(slot, body)
+            }
+        }
+
+        /// The read behind `valueAndMeta` and `withValue`: judges the entry under `key`,
+        /// counts the hit or miss, removes a departed entry, marks a hit used now and
+        /// extends it, and answers a hit with `hit` of its slot, under the shard's lock.
+        @inline(__always)
+        private func read<R>(
+            forKey key: CacheKey, referenceDate: Date?, extendingExpiration: ExpirationExtending,
+            _ hit: (inout LRUState, Int32) -> R
+        ) -> R? {
             let now = clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
             var writeBack: WriteBack?
             let located = locate(key)
-            let found = located.shard.state.withLock { state -> (CacheEntry, Meta)? in
+            let found = located.shard.state.withLock { state -> R? in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else {
                     state.misses += 1
                     state.countNamespaceMiss(forKey: key)
@@ -817,7 +848,7 @@ public enum MemoryStorage {
                 if account != Account.none { state.namespaceHits[Int(account)] += 1 }
                 state.touchRecency(slot, now: now)
                 writeBack = state.withNode(slot) { Backend.extend(&$0, extendingExpiration, now: now) }
-                return state.entryAndMeta(slot)
+                return hit(&state, slot)
             }
             if let departed {
                 accountRemoval(cost: departed.cost, count: 1)

@@ -43,25 +43,39 @@ extension RPCResponseWriter {
     static func foundGetLine(
         id: RPCID, _ found: HybridCache.RetrieveResult, encoding requested: ValueEncoding?, into writer: inout JSONWriter
     ) -> Bool {
-        guard writer.depth == 0, case .number(let number) = id, let entry = found.entry, found.cacheType != .none,
+        guard let entry = found.entry, found.cacheType != .none else { return false }
+        return foundGetLine(
+            id: id, entry, cacheType: found.cacheType, expiresAt: found.expiresAt, encoding: requested, into: &writer)
+    }
+
+    /// `foundGetLine` of a found entry borrowed where it lies (`HybridCache.memoryLookup`'s
+    /// `taking`), with the tier that found it and its lifetime.
+    static func foundGetLine(
+        id: RPCID, _ entry: borrowing CacheEntry, cacheType: CacheType, expiresAt found: Date?,
+        encoding requested: ValueEncoding?, into writer: inout JSONWriter
+    ) -> Bool {
+        guard writer.depth == 0, case .number(let number) = id,
               ValueEncoding(storedFlags: entry.flags) == .utf8, requested == nil || requested == .utf8,
               entry.bytes.count <= maxComposedValue
         else { return false }
-        let expiresAt = WireInstant(found.expiresAt)
+        let expiresAt = WireInstant(found)
         if case .other = expiresAt { return false }
-        return writer.appendLine(upTo: entry.bytes.count &+ 192) { line in
-            line.put(#"{"jsonrpc":"2.0","id":"#)
-            line.putDecimal(number)
-            line.put(#","result":{"found":true,"value":"#)
-            guard entry.bytes.withUnsafeBytes({ line.putPlainQuoted($0) }) else { return false }
-            line.put(#","encoding":"utf8","cacheType":""#)
-            line.put(found.cacheType.wireName)
-            line.put(#"","expiresAt":"#)
-            line.put(expiresAt)
-            line.put(#","version":"#)
-            line.putDecimal(Int64(clamping: entry.version))
-            line.put("}}\n")
-            return true
+        let version = entry.version
+        return entry.bytes.withUnsafeBytes { value in
+            writer.appendLine(upTo: value.count &+ 192) { line in
+                line.put(#"{"jsonrpc":"2.0","id":"#)
+                line.putDecimal(number)
+                line.put(#","result":{"found":true,"value":"#)
+                guard line.putPlainQuoted(value) else { return false }
+                line.put(#","encoding":"utf8","cacheType":""#)
+                line.put(cacheType.wireName)
+                line.put(#"","expiresAt":"#)
+                line.put(expiresAt)
+                line.put(#","version":"#)
+                line.putDecimal(Int64(clamping: version))
+                line.put("}}\n")
+                return true
+            }
         }
     }
 

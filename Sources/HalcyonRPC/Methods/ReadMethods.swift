@@ -69,9 +69,16 @@ extension Dispatcher {
             _ writer: inout JSONWriter
         ) throws(RPCError) -> MemoryAnswerResult {
             let query = try GetQuery(params, options)
-            switch dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) {
-            case .answered(let found):
-                if RPCResponseWriter.foundGetLine(id: id, found, encoding: query.encoding, into: &writer) { return .answered(nil) }
+            // A hit of the common shape is written from the entry where it lies (nil);
+            // any other is copied out and written the general way.
+            let lookup = dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) { entry, expiresAt in
+                RPCResponseWriter.foundGetLine(
+                    id: id, entry, cacheType: .memory, expiresAt: expiresAt, encoding: query.encoding, into: &writer)
+            }
+            switch lookup {
+            case .answered(nil):
+                return .answered(nil)
+            case .answered(let found?):
                 return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
                     try w.getResult(found, encoding: query.encoding)
                 })
