@@ -51,7 +51,9 @@ extension LocalStore {
     /// `var` is written and read on the ioQueue only (`@unchecked Sendable`: the ioQueue
     /// guards them).
     final class PendingWrite: @unchecked Sendable {
-        let operation: WriteOperation
+        /// The write; the group's journal stamps it in place (`WriteOperation.stamp`)
+        /// before it is journaled or applied.
+        private(set) var operation: WriteOperation
         /// What the write holds in the write book until it is applied.
         let scope: WriteScope
         /// Nil for a write its caller commits itself (it cannot be cancelled).
@@ -65,8 +67,6 @@ extension LocalStore {
         var ticket: UInt64 = 0
         /// Its task began (false: cancelled before, skipped and not journaled).
         var began = false
-        /// The operation with its times resolved and its version assigned.
-        var stamped: WriteOperation
         /// Where its record starts, when it has one.
         var start: Journal.Position?
         /// The group's append or the bound refused it.
@@ -80,7 +80,18 @@ extension LocalStore {
             self.scope = scope
             self.task = task
             self.finish = finish
-            stamped = operation
+        }
+
+        /// Stamps the operation in place, then returns `body` of it, lent where it lies.
+        func stamp<R>(_ now: Date, versions: VersionClock, then body: (inout WriteOperation) -> R) -> R {
+            operation.stamp(now, versions: versions)
+            return body(&operation)
+        }
+
+        /// `body` of the operation, lent where it lies: reading a class's stored property
+        /// as a value copies it.
+        func withOperation<R>(_ body: (inout WriteOperation) -> R) -> R {
+            body(&operation)
         }
     }
 
@@ -169,9 +180,7 @@ extension LocalStore {
         var owners: [PendingWrite] = []
         records.reserveCapacity(group.count)
         for p in group where p.began {
-            let stamped = p.operation.stamped(now, versions: versions)
-            p.stamped = stamped
-            if let record = journalRecord(for: stamped, wb) {
+            if let record = p.stamp(now, versions: versions, then: { journalRecord(for: $0, wb) }) {
                 records.append(record)
                 owners.append(p)
             }
@@ -268,23 +277,24 @@ extension LocalStore {
         }
         let start = p.start
         defer { if start != nil { wb.popUnapplied() } }
-        let stamped = p.stamped
-        if case .store(let s) = stamped, s.toDisk, s.forcedExtension == nil {
-            if let start {
-                sets += 1
-                let result = storeUnwritten(s, start: start, wb)
-                written(s.key)
-                return result.map { .stored($0) }
+        return p.withOperation { stamped in
+            if case .store(let s) = stamped, s.toDisk, s.forcedExtension == nil {
+                if let start {
+                    sets += 1
+                    let result = storeUnwritten(s, start: start, wb)
+                    written(s.key)
+                    return result.map { .stored($0) }
+                }
+                // Too large to journal: the file first (which supersedes any unwritten value,
+                // see `supersedeUnwritten`).
+                let result = perform(stamped, journaled: false)
+                if case .success(.stored(let r)) = result, r.stored {
+                    wb.noteDirectWrite()
+                }
+                return result
             }
-            // Too large to journal: the file first (which supersedes any unwritten value,
-            // see `supersedeUnwritten`).
-            let result = perform(stamped, journaled: false)
-            if case .success(.stored(let r)) = result, r.stored {
-                wb.noteDirectWrite()
-            }
-            return result
+            return perform(stamped, journaled: start != nil)
         }
-        return perform(stamped, journaled: start != nil)
     }
 
     /// A journaled set: memory and the unwritten table; the file comes later. Its caller

@@ -143,16 +143,24 @@ extension LocalStore {
         /// The same operation with every relative time resolved against `now`, and a store
         /// given its entry's version from `versions` (unless it carries one already).
         func stamped(_ now: Date, versions: VersionClock) -> WriteOperation {
-            switch self {
+            var operation = self
+            operation.stamp(now, versions: versions)
+            return operation
+        }
+
+        /// `stamped`, in place: the payload is moved out and back, not copied (a copy
+        /// counts a reference for each object it holds).
+        mutating func stamp(_ now: Date, versions: VersionClock) {
+            switch consume self {
             case .store(var s):
                 if s.countedFrom == nil { s.countedFrom = now }
                 if s.entry.version == 0 { s.entry.version = versions.next() }
-                return .store(s)
+                self = .store(s)
             case .touch(var t):
                 if t.countedFrom == nil { t.countedFrom = now }
-                return .touch(t)
-            default:
-                return self
+                self = .touch(t)
+            case let other:
+                self = other
             }
         }
     }

@@ -388,7 +388,7 @@ public enum MemoryStorage {
                 diskExpiresAt: mirror.diskExpiresAt, forcedExtension: mirror.forcedExtension, writeBackQueued: false,
                 generation: nextGeneration(), lastAccess: now)
             let writeBack = Backend.writeBackDue(&node, now: now)
-            guard insert(node, countingSet: countingSet) else { return false }
+            guard insert(consume node, countingSet: countingSet) else { return false }
             if let writeBack { addPending([writeBack]) }
             return true
         }
