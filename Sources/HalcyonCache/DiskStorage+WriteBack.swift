@@ -25,9 +25,8 @@ extension DiskStorage.Backend {
     /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotLoadDataFromDisk`,
     ///   `.cannotSetCacheFileAttribute`.
     public func writeBack(_ writeBack: MemoryStorage.WriteBack, keepingAbsolute: Bool = false) throws(CacheError) -> Bool {
-        let config = self.config
         try checkReady()
-        let name = try checkedFileName(forKey: writeBack.key, forcedExtension: writeBack.forcedExtension, config: config)
+        let name = try checkedFileName(forKey: writeBack.key, forcedExtension: writeBack.forcedExtension)
         guard knownNames.mayContain(name) else { return false }
         // The instant itself, not `extendedAt + timeToLive` added up again: a record rebuilt
         // from the journal at start (`timeToLive` = what is left of it) would otherwise come
@@ -57,13 +56,13 @@ extension DiskStorage.Backend {
     /// False only when `key` certainly has no file (the maybeCached set says so): no
     /// system call, safe to ask under a lock on a caller's thread.
     public func mayHold(key: CacheKey, forcedExtension: String?) -> Bool {
-        guard isReady, let name = try? checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+        guard isReady, let name = try? checkedFileName(forKey: key, forcedExtension: forcedExtension)
         else { return false }
         return knownNames.mayContain(name)
     }
 
     /// The name of the file `key` is (or would be) stored in.
     func fileName(forKey key: CacheKey, forcedExtension: String?) -> String {
-        cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+        cacheFileName(forKey: key, forcedExtension: forcedExtension)
     }
 }

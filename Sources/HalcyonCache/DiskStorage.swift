@@ -155,6 +155,33 @@ extension DiskStorage {
             }.get()
         }
 
+        /// `cacheFileName(forKey:forcedExtension:config:)` under the configuration as it is,
+        /// read in place for the same reason as `clock`. Does not check the key.
+        func cacheFileName(forKey key: CacheKey, forcedExtension: String?) -> String {
+            configBox.withLock { cacheFileName(forKey: key, forcedExtension: forcedExtension, config: $0) }
+        }
+
+        /// What a file write reads of the configuration, read together with the file's name
+        /// (`checkedFileName`) under one hold of its lock: the whole `Config` copied counts
+        /// a reference for each of its strings, URLs and closures.
+        struct WriteSettings {
+            let clock: any CacheClock
+            let expiration: StorageExpiration
+            let synchronousWrites: Bool
+        }
+
+        /// The checked file name of `key` and the write settings, under one hold of the
+        /// configuration's lock.
+        func namedWithSettings(forKey key: CacheKey, forcedExtension: String?) throws(CacheError) -> (String, WriteSettings) {
+            try configBox.withLock { config in
+                Result { () throws(CacheError) in
+                    let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+                    return (name, WriteSettings(
+                        clock: config.clock, expiration: config.expiration, synchronousWrites: config.synchronousWrites))
+                }
+            }.get()
+        }
+
         /// The configured expiration alone. Every store without one of its own reads it,
         /// and a copy of the whole configuration (its strings and closures retained, then
         /// released) costs more than the lock.
@@ -243,11 +270,10 @@ extension DiskStorage {
             forcedExtension: String?, referenceDate: Date?, version: UInt64, replacing: FileReplacement,
             absolute: Bool? = nil
         ) throws(CacheError) -> FileMeta? {
-            let config = self.config
             try checkReady()
-            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
-            let now = referenceDate ?? config.clock.now()
-            guard let times = FileTimes.planned(expiration ?? config.expiration, now: now, absolute: absolute)
+            let (name, settings) = try namedWithSettings(forKey: key, forcedExtension: forcedExtension)
+            let now = referenceDate ?? settings.clock.now()
+            guard let times = FileTimes.planned(expiration ?? settings.expiration, now: now, absolute: absolute)
             else { return nil }
             let keyBytes = Array(key.utf8)
             guard keyBytes.count <= FileHeader.maximumKeyLength else { throw .invalidKey(key: key) }
@@ -256,7 +282,7 @@ extension DiskStorage {
             }
             let contents = FileContents(header: header, key: keyBytes, value: value)
 
-            let synchronous = config.synchronousWrites
+            let synchronous = settings.synchronousWrites
             func write() throws(CacheError) -> Bool {
                 switch replacing {
                 case .rename: try writeFile(named: name, contents: contents, times: times, synchronous: synchronous)
@@ -550,18 +576,17 @@ extension DiskStorage {
             forKey key: CacheKey, expiration: StorageExpiration? = nil, forcedExtension: String? = nil,
             keepingAbsolute: Bool = false
         ) throws(CacheError) -> FileMeta? {
-            let config = self.config
-            let now = config.clock.now()
+            let now = clock.now()
             guard let found = try value(forKey: key, referenceDate: now, actuallyLoad: false,
                                         extendingExpiration: .none, forcedExtension: forcedExtension)
             else { return nil }
             var meta = found.meta
-            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            let (name, settings) = try namedWithSettings(forKey: key, forcedExtension: forcedExtension)
             let kept = keepingAbsolute && meta.isAbsolute
                 ? FileTimes(expirationSeconds: Int64(meta.expiration.timeIntervalSince1970),
                             lastAccessNanos: FileTimes.nanos(now), isAbsolute: true)
                 : nil
-            guard let times = kept ?? FileTimes.planned(expiration ?? config.expiration, now: now) else {
+            guard let times = kept ?? FileTimes.planned(expiration ?? settings.expiration, now: now) else {
                 _ = try removeFile(named: name)
                 meta.expiration = .distantPast
                 return meta
@@ -590,9 +615,8 @@ extension DiskStorage {
         /// - Throws: `.diskStorageIsNotReady`, `.invalidKey`, `.cannotRemoveCacheFile`.
         @discardableResult
         public func remove(forKey key: CacheKey, forcedExtension: String? = nil) throws(CacheError) -> Bool {
-            let config = self.config
             try checkReady()
-            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension, config: config)
+            let name = try checkedFileName(forKey: key, forcedExtension: forcedExtension)
             guard knownNames.mayContain(name) else { return false }
             return try removeFile(named: name)
         }
@@ -614,7 +638,7 @@ extension DiskStorage {
 
         /// The URL of the file a key is (or would be) stored in. Does not check the key.
         public func cacheFileURL(forKey key: CacheKey, forcedExtension: String? = nil) -> URL {
-            url(of: cacheFileName(forKey: key, forcedExtension: forcedExtension, config: config))
+            url(of: cacheFileName(forKey: key, forcedExtension: forcedExtension))
         }
 
         /// Which keys this tier can name files with (see `DiskStorage.KeyRule`).
