@@ -56,7 +56,9 @@ cleanup() {
 }
 trap cleanup EXIT
 flags=(--event-loop-threads 1); [ "$disk" = 1 ] && flags+=(--memory-limit 1MiB)
-"$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" "${flags[@]}" >"$tmp/halcyond.log" 2>&1 &
+# No crash backtracer: with --callers the daemon dies of a breakpoint trap (see below), and a
+# backtracer it started would outlive it, waiting on a process that is gone.
+SWIFT_BACKTRACE=enable=no "$halcyond" --socket "$tmp/h.sock" --cache-dir "$tmp/cache" "${flags[@]}" >"$tmp/halcyond.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -S "$tmp/h.sock" ] && break; sleep 0.1; done
 [ -S "$tmp/h.sock" ] || { echo "refcounts.sh: halcyond did not start" >&2; cat "$tmp/halcyond.log" >&2; exit 2; }
@@ -104,8 +106,8 @@ continue
 end
 continue
 EOF
-# gdb is stopped by a signal it cannot catch; the daemon, left stopped at a breakpoint, is
-# killed with it by the cleanup.
+# gdb is stopped by a signal it cannot catch, which leaves its breakpoints in the daemon's
+# code: the daemon runs on into one and dies of the trap, or is killed by the cleanup.
 ( timeout -s KILL "$seconds" gdb -p "$pid" -batch -x "$tmp/gdb.cmds" >"$tmp/gdb.txt" 2>&1 ) 2>/dev/null || true
 python3 - "$tmp/gdb.txt" <<'EOF'
 import collections, re, subprocess, sys

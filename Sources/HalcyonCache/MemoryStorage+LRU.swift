@@ -1,7 +1,7 @@
-// One shard of the memory tier: a hash map into an array of nodes, ordered by recency
-// with a `SlotOrder` beside them, so lookup, move-to-front, insert and evict-oldest are all
-// O(1) and no node is a separate heap object (no retain/release traffic on the hot read
-// path).
+// One shard of the memory tier: an index of key tags (`SlotIndex`) into an array of nodes,
+// ordered by recency with a `SlotOrder` beside them, so lookup, move-to-front, insert and
+// evict-oldest are all O(1) and no node is a separate heap object (no retain/release
+// traffic on the hot read path).
 //
 // The struct itself is not thread-safe: it is only ever touched inside its shard's
 // `Locked` (see `MemoryStorage.Backend`).

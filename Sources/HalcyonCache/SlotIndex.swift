@@ -22,6 +22,8 @@ struct SlotIndex {
 
     /// The tag of a key whose `hashValue` is `hash`: its upper 32 bits, so that a table
     /// that picks a shard from the lower bits finds the tags of one shard still spread.
+    /// `hashValue` is Swift's `Hasher`, seeded per process, so no client can choose keys
+    /// whose tags collide.
     @inline(__always)
     static func tag(of hash: Int) -> UInt32 {
         UInt32(truncatingIfNeeded: UInt64(bitPattern: Int64(hash)) >> 32)
