@@ -23,18 +23,26 @@ extension Dispatcher {
             let encoding: ValueEncoding?
             let options: HybridCache.Options
 
-            /// Both inputs borrowed: an initialiser takes its arguments owned unless told
-            /// otherwise, which costs the caller a copy of each (a counted reference for every
-            /// object they hold), and neither is kept.
-            init(_ params: borrowing Params, _ base: borrowing HybridCache.Options) throws(RPCError) {
-                key = try params.key()
-                encoding = try params.encoding("encoding")
+            private init(key: CacheKey, encoding: ValueEncoding?, options: consuming HybridCache.Options) {
+                self.key = key
+                self.encoding = encoding
+                self.options = options
+            }
+
+            /// The query `params` ask over the call's options `base`. Both inputs borrowed:
+            /// a function takes its arguments owned unless told otherwise, which costs the
+            /// caller a copy of each (a counted reference for every object they hold), and
+            /// neither is kept. A function, not a throwing initialiser: such an initialiser
+            /// builds its `self` aside and copies it out.
+            static func read(_ params: borrowing Params, _ base: borrowing HybridCache.Options) throws(RPCError) -> GetQuery {
+                let key = try params.key()
+                let encoding = try params.encoding("encoding")
                 var options = copy base
                 if let extending = try params.extending("extendingExpiration") { options.extendingExpiration = extending }
                 options.forcedExtension = try params.string("forcedExtension")
                 options.fromMemoryOnly = try params.bool("fromMemoryOnly", default: false)
                 options.referenceDate = try params.date("referenceDate")
-                self.options = options
+                return GetQuery(key: key, encoding: encoding, options: options)
             }
         }
 
@@ -46,7 +54,7 @@ extension Dispatcher {
                     forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
                     completion: reply(in: query.encoding, to: call.responder))
             }
-            let query = try GetQuery(call.params, call.options)
+            let query = try GetQuery.read(call.params, call.options)
             return dispatcher.cache.retrieve(
                 forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
                 completion: reply(in: query.encoding, to: call.responder))
@@ -68,7 +76,7 @@ extension Dispatcher {
             _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
             _ writer: inout JSONWriter
         ) throws(RPCError) -> MemoryAnswerResult {
-            let query = try GetQuery(params, options)
+            let query = try GetQuery.read(params, options)
             // A hit of the common shape is written from the entry where it lies (nil);
             // any other is copied out and written the general way.
             let lookup = dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) { entry, expiresAt in
