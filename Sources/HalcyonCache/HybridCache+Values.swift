@@ -301,7 +301,7 @@ extension HybridCache {
     }
 
     /// What a memory lookup found.
-    public enum MemoryLookup<Answer> {
+    public enum MemoryLookup<Answer: Sendable>: Sendable {
         /// Memory answered: a hit, or a miss that stands because the read is
         /// `fromMemoryOnly`.
         case answered(Answer)
@@ -352,5 +352,3 @@ extension HybridCache {
             lastAccessAt: meta.lastAccess, version: meta.version)
     }
 }
-
-extension HybridCache.MemoryLookup: Sendable where Answer: Sendable {}

@@ -194,9 +194,11 @@ public final class HybridCache: DeliversTasks, Sendable {
     /// Threading: any thread; touches one memory shard's lock, and the write book's only
     /// while some write is queued.
     public func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
-        switch placement(key) {
-        case .local: local.memoryLookup(forKey: key, options: options)
-        case .shared(let shared): shared.memoryLookup(forKey: key, options: options)
+        // A `take` that takes nothing leaves every answer a result.
+        switch memoryLookup(forKey: key, options: options, taking: { _, _ in false }) {
+        case .answered(let result): return .answered(result!)
+        case .missed: return .missed
+        case .behindWrite: return .behindWrite
         }
     }
 
@@ -215,12 +217,7 @@ public final class HybridCache: DeliversTasks, Sendable {
     ) -> MemoryLookup<RetrieveResult?> {
         switch placement(key) {
         case .local:
-            return local.memoryLend(
-                forKey: key, options: options,
-                found: { entry, expiresAt -> RetrieveResult? in
-                    take(entry, expiresAt) ? nil : RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt)
-                },
-                absent: { RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil) })
+            return local.memoryLookup(forKey: key, options: options, taking: take)
         case .shared(let shared):
             switch shared.memoryLookup(forKey: key, options: options) {
             case .answered(let result):

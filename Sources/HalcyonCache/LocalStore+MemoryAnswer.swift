@@ -7,25 +7,19 @@ import Foundation
 
 extension LocalStore {
 
-    /// `HybridCache.memoryLookup` of a local key (see there).
-    func memoryLookup(forKey key: CacheKey, options: Options = .init()) -> MemoryLookup<RetrieveResult> {
-        memoryLend(
-            forKey: key, options: options,
-            found: { entry, expiresAt in RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt) },
-            absent: { RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil) })
-    }
-
-    /// A memory lookup of a local key answered by `found` of the entry lent where it lies
-    /// (`memoryRead`), or by `absent` for a `fromMemoryOnly` miss: the one read behind
-    /// both `HybridCache.memoryLookup`s.
-    @inline(__always)
-    func memoryLend<Answer>(
-        forKey key: CacheKey, options: Options,
-        found: (borrowing CacheEntry, _ expiresAt: Date?) -> Answer, absent: () -> Answer
-    ) -> MemoryLookup<Answer> {
-        switch readPlan(forKey: key, options: options, { memoryRead(forKey: key, options: options, found) }) {
+    /// `HybridCache.memoryLookup(forKey:options:taking:)` of a local key (see there): a hit
+    /// is lent to `take` where it lies (`memoryRead`).
+    func memoryLookup(
+        forKey key: CacheKey, options: Options, taking take: (borrowing CacheEntry, _ expiresAt: Date?) -> Bool
+    ) -> MemoryLookup<RetrieveResult?> {
+        let plan = readPlan(forKey: key, options: options) { () -> RetrieveResult?? in
+            memoryRead(forKey: key, options: options) { entry, expiresAt -> RetrieveResult? in
+                take(entry, expiresAt) ? nil : RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt)
+            }
+        }
+        switch plan {
         case .memoryHit(let answer): return .answered(answer)
-        case .memoryOnlyMiss: return .answered(absent())
+        case .memoryOnlyMiss: return .answered(RetrieveResult(cacheType: .none, entry: nil, expiresAt: nil))
         case .behindWrite: return .behindWrite
         case .diskInline, .diskQueued: return .missed
         }
