@@ -51,8 +51,8 @@ extension LocalStore {
     /// `var` is written and read on the ioQueue only (`@unchecked Sendable`: the ioQueue
     /// guards them).
     final class PendingWrite: @unchecked Sendable {
-        /// The write; the group's journal stamps it in place (`WriteOperation.stamp`)
-        /// before it is journaled or applied.
+        /// The write; the group's journal stamps it in place (`WriteOperation.stamp`, through
+        /// `withOperation`) before it is journaled or applied.
         private(set) var operation: WriteOperation
         /// What the write holds in the write book until it is applied.
         let scope: WriteScope
@@ -80,12 +80,6 @@ extension LocalStore {
             self.scope = scope
             self.task = task
             self.finish = finish
-        }
-
-        /// Stamps the operation in place, then returns `body` of it, lent where it lies.
-        func stamp<R>(_ now: Date, versions: VersionClock, then body: (inout WriteOperation) -> R) -> R {
-            operation.stamp(now, versions: versions)
-            return body(&operation)
         }
 
         /// `body` of the operation, lent where it lies: reading a class's stored property
@@ -180,7 +174,11 @@ extension LocalStore {
         var owners: [PendingWrite] = []
         records.reserveCapacity(group.count)
         for p in group where p.began {
-            if let record = p.stamp(now, versions: versions, then: { journalRecord(for: $0, wb) }) {
+            let record = p.withOperation { operation -> Journal.Record? in
+                operation.stamp(now, versions: versions)
+                return journalRecord(for: operation, wb)
+            }
+            if let record {
                 records.append(record)
                 owners.append(p)
             }
