@@ -7,7 +7,7 @@
 //   CJansson, CHalcyonSystem   C shims (jansson; GNU-only syscalls such as O_NOATIME, utimensat, SO_PEERCRED;
 //                              the vector byte scans: CRC32C, the reply writer's plain-string check)
 //   CJemalloc                  jemalloc, the daemon's malloc (linked into halcyond only)
-//   HalcyonSupport             what every layer may use: the `Locked` box and the monotonic clock
+//   HalcyonSupport             what every layer may use: the `Locked` box, the monotonic clock, `Immortal`
 //   HalcyonJSON                JSON values over libjansson and the fast reply writer (no cache, no sockets)
 //   HalcyonCache               the storage engine: disk tier, memory tier, hybrid cache, CallbackQueue
 //                              (no JSON, no sockets)

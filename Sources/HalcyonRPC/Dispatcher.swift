@@ -7,6 +7,7 @@
 
 import Foundation
 import HalcyonCache
+import HalcyonSupport
 import HalcyonJSON
 
 /// One reply element: a JSON-RPC response, either already serialised (errors, replies
@@ -273,11 +274,12 @@ public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
     /// The keys the cache can name files with and the tiers' size limits, fixed at start
-    /// (`Params.rules`).
+    /// (`Params.rules`). Immortal (`Immortal`): every request's params count a reference
+    /// to it from both loops. A process makes one dispatcher (a test, one per daemon).
     let paramRules: Params.Rules
     public init(cache: HybridCache, facts: ServerFacts) {
         self.cache = cache
-        self.paramRules = Params.Rules(keyRule: cache.diskStorage.keyRule, entryLimits: cache.entrySizeLimits)
+        self.paramRules = Immortal.keep(Params.Rules(keyRule: cache.diskStorage.keyRule, entryLimits: cache.entrySizeLimits))
         self.facts = facts
         // The table is built and checked here, at start, not at the first request.
         _ = MethodSpec.byName

@@ -4,6 +4,7 @@
 import Foundation
 import HalcyonCache
 import HalcyonJSON
+import HalcyonSupport
 
 /// A request's params object, checked against the names its method takes.
 ///
@@ -243,15 +244,18 @@ extension Params {
         }
 
         /// Every key, no size limits.
-        public static let none = Rules(keyRule: .anyKey, entryLimits: .none)
+        public static let none = Immortal.keep(Rules(keyRule: .anyKey, entryLimits: .none))
     }
 }
 
 /// The member names a method's params may hold, compared as bytes so that checking a
 /// request's members copies none of them into a `String`.
 ///
-/// Threading: immutable; any thread.
-public struct ParamNames: Sendable, ExpressibleByArrayLiteral {
+/// Threading: immutable; any thread. A class: every request's params are checked against
+/// its method's names, and a struct would count a reference to each of its arrays per
+/// request; the method table's names are immortal (`MethodTable`), so that count writes
+/// nothing.
+public final class ParamNames: Sendable, ExpressibleByArrayLiteral {
     /// The names, in the order given.
     public let names: [String]
     private let table: ByteNameTable
@@ -261,7 +265,7 @@ public struct ParamNames: Sendable, ExpressibleByArrayLiteral {
         table = ByteNameTable(names)
     }
 
-    public init(arrayLiteral names: String...) {
+    public convenience init(arrayLiteral names: String...) {
         self.init(names)
     }
 

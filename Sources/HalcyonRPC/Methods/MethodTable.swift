@@ -30,6 +30,7 @@
 // later step reads the prepared call.
 
 import HalcyonCache
+import HalcyonSupport
 
 /// What a method is, for the dispatcher and the transport to act on before its handler runs.
 public struct MethodFlags: OptionSet, Sendable {
@@ -118,6 +119,9 @@ struct MethodTable {
 
     private mutating func append(_ spec: MethodSpec) {
         precondition(names.insert(spec.name).inserted, "method table: \(spec.name) twice")
-        specs.append(spec)
+        // Both loops count references to a request's spec and its param names: immortal,
+        // those counts write nothing (`Immortal`).
+        Immortal.keep(spec.params)
+        specs.append(Immortal.keep(spec))
     }
 }
