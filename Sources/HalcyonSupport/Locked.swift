@@ -4,6 +4,12 @@
 // (uninstrumented) standard library, so ThreadSanitizer cannot see its happens-before
 // edges and reports every access it guards as a race. pthread_mutex is intercepted by
 // ThreadSanitizer and costs the same uncontended.
+//
+// On glibc the mutex is adaptive (`PTHREAD_MUTEX_ADAPTIVE_NP`): a thread that finds it
+// held spins a bounded number of turns before it sleeps on the futex. The locks are held
+// for O(1) work, so the holder on the other core is usually done within the spin; sleeping
+// instead costs a futex wait, a futex wake from the holder and a context switch on each
+// side (Benchmarks/RESULTS.md, "Immortal shared objects and adaptive locks").
 
 #if canImport(Glibc)
 import Glibc
@@ -29,7 +35,13 @@ public final class Locked<Value>: @unchecked Sendable {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        #if canImport(Glibc)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        #endif
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
     }
 
     deinit {
