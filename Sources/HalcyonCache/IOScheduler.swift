@@ -67,7 +67,8 @@ extension LocalStore {
     /// serial ioQueue after every job enqueued before it. A read that must see a queued
     /// write (`mustQueue`) is enqueued behind it. A direct group (`runDirect`) runs on the
     /// queue after everything enqueued before it, on its caller's thread when the queue
-    /// is idle. Group commit (`takeRun`) may apply, together with a journaled write, only
+    /// is idle; so does a disk read that finds the queue idle (`runReadDirectIfIdle`).
+    /// Group commit (`takeRun`) may apply, together with a journaled write, only
     /// the journaled writes enqueued right after it with no other job between them: the
     /// run at the head of the order. (Taking writes that sit behind a read would let the
     /// read see writes that arrived after it.)
@@ -236,7 +237,7 @@ extension LocalStore {
         /// (`awaitOtherDirect`).
         ///
         /// - Important: never on the queue, nor from work the queue waits for.
-        func runDirect<T>(_ body: () -> T) -> T {
+        func runDirect<T>(isRead: Bool = false, _ body: () -> T) -> T {
             dispatchPrecondition(condition: .notOnQueue(queue))
             awaitOtherDirect()
             order.withLock { $0 &+= 1 }
@@ -244,9 +245,25 @@ extension LocalStore {
             return queue.sync {
                 directRunning.store(true, ordering: .relaxed)
                 defer { directRunning.store(false, ordering: .releasing) }
-                return runInRound(isRead: false, body)
+                return runInRound(isRead: isRead, body)
             }
         }
+
+        /// Runs a read on the queue from the caller's thread, as `runDirect` does, when the
+        /// queue is idle and the caller is not on it; nil (nothing run) otherwise, and the
+        /// caller queues the read.
+        ///
+        /// Why: a queued read with nothing else to do costs a context switch on each side of
+        /// each hand-off (the queue's thread woken for it, the caller's loop woken for its
+        /// reply). On an idle queue `sync` runs the block on the calling thread at once, and
+        /// the read still takes effect in the queue's order.
+        func runReadDirectIfIdle<T>(_ body: () -> T) -> T? {
+            guard isIdle, !directRunning.load(ordering: .relaxed), !isCurrent else { return nil }
+            return runDirect(isRead: true, body)
+        }
+
+        /// Whether the caller runs on the queue (a job, or a direct group inside `sync`).
+        var isCurrent: Bool { DispatchQueue.getSpecific(key: Round.key) === round }
 
         /// Whether a direct group runs on the queue now: a hint for `awaitOtherDirect`
         /// only; the queue alone orders the groups.

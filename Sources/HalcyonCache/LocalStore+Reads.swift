@@ -107,10 +107,16 @@ extension LocalStore {
                 retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.all == epochs.all })
             }
         case .diskQueued:
-            return enqueue(write: nil, callbackQueue, options.priority, completion) { [self] in
+            let read: @Sendable () -> Result<RetrieveResult, CacheError> = { [self] in
                 let inlineEpoch = scheduler.epochs.inline
                 return retrieveFromDisk(forKey: key, options: options, putBackIf: { $0.inline == inlineEpoch })
             }
+            // Delivered after `sync` returns: a completion may start the connection's next
+            // request, which must not find itself inside the queue.
+            if let found = scheduler.runReadDirectIfIdle(read) {
+                return runInline(callbackQueue, options.priority, completion) { found }
+            }
+            return enqueue(write: nil, callbackQueue, options.priority, completion, read)
         }
     }
 

@@ -268,8 +268,9 @@ struct Responder: Sendable {
 /// Threading: `handle` must be called on the requesting connection's event loop thread
 /// (it reads and may change that connection's `ConnectionSession`). Replies reach
 /// `respond` on the thread the connection's `CallbackQueue` picks: the event loop thread
-/// for a memory hit under `untouch`, the ioQueue for queued work under `untouch`, the main
-/// queue, or the connection's private queue. The dispatcher itself holds no mutable state.
+/// for a memory hit under `untouch`, the ioQueue for queued work under `untouch` (the event
+/// loop thread again for a disk read an idle ioQueue ran on it, `IOScheduler.runReadDirectIfIdle`),
+/// the main queue, or the connection's private queue. The dispatcher itself holds no mutable state.
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts

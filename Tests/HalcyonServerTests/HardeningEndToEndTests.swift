@@ -53,20 +53,24 @@ struct HardeningEndToEndTests {
     // Point 1: replies already in flight that pass --max-output-buffer while the client
     // does not read get the client disconnected, and logged.
     @Test func clientThatDoesNotReadIsDisconnected() throws {
-        // Memory limit 1 byte: every get reads the disk on the ioQueue, so all are in flight
-        // together and their replies land while the first is still unsent.
-        let daemon = try DaemonProcess(arguments: ["--memory-limit", "1", "--max-output-buffer", "2MiB"])
+        // Memory limit 1 byte: every get reads the disk. The line's first request holds the
+        // ioQueue, so the gets queue behind it (on an idle queue each would be read at once
+        // on the loop, which stops reading a connection whose replies pass the water mark):
+        // all eight are in flight together and their replies land while the first is unsent.
+        let daemon = try DaemonProcess(arguments: [
+            "--memory-limit", "1", "--max-output-buffer", "2MiB", "--enable-debug-methods",
+        ])
         defer { daemon.cleanUp() }
         let value = String(repeating: "b", count: 1 << 20)
         let client = try daemon.client()
         _ = try client.result("cache.set", #"{"key":"big","value":"\#(value)"}"#)
-        var batch = ""
+        var batch = #"{"jsonrpc":"2.0","id":0,"method":"debug.sleep","params":{"seconds":0.3}}"# + "\n"
         for id in 1...8 { batch += #"{"jsonrpc":"2.0","id":\#(id),"method":"cache.get","params":{"key":"big"}}"# + "\n" }
         try client.sendRaw(Array(batch.utf8))
         usleep(1_500_000)
         var replies = 0
         while let _ = try client.readLine(timeout: 10) { replies += 1 }
-        #expect(replies < 8, "a non-reading client got all \(replies) replies buffered")
+        #expect(replies < 9, "a non-reading client got all \(replies) replies buffered")
         // The daemon carries on, and counts the disconnection.
         #expect(try daemon.client().result("server.ping")["pong"]?.bool == true)
         #expect(try daemon.client().result("cache.stats")["outputBufferOverflows"]?.int64 == 1)
