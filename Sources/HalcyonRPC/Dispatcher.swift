@@ -268,15 +268,17 @@ struct Responder: Sendable {
 /// Threading: `handle` must be called on the requesting connection's event loop thread
 /// (it reads and may change that connection's `ConnectionSession`). Replies reach
 /// `respond` on the thread the connection's `CallbackQueue` picks: the event loop thread
-/// for a memory hit under `untouch`, the ioQueue for queued work under `untouch` (the event
-/// loop thread again for a disk read an idle ioQueue ran on it, `IOScheduler.runReadDirectIfIdle`),
-/// the main queue, or the connection's private queue. The dispatcher itself holds no mutable state.
+/// for a memory hit under `untouch`, the ioQueue for queued work under `untouch` (the
+/// event loop thread again for a disk read that an idle ioQueue ran there:
+/// `IOScheduler.runReadDirectIfIdle`), the main queue, or the connection's private queue.
+/// The dispatcher itself holds no mutable state.
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
     /// The keys the cache can name files with and the tiers' size limits, fixed at start
     /// (`Params.rules`). Immortal (`Immortal`): every request's params count a reference
-    /// to it from both loops. A process makes one dispatcher (a test, one per daemon).
+    /// to it from both loops. The daemon makes one dispatcher; a test that makes more
+    /// keeps each one's rules until it exits.
     let paramRules: Params.Rules
     public init(cache: HybridCache, facts: ServerFacts) {
         self.cache = cache

@@ -1,8 +1,9 @@
 // Objects that live until the process exits and are read by every event loop on every
-// request: the method table's specs, the dispatcher's param rules. A counted reference to
-// a shared object is an atomic write to its header, and two loops on two cores writing the
-// same cache line take it from each other on every request. An immortal object's header
-// says so, and the runtime's retain and release of it only read that header.
+// request: the method table's specs and their param names, the dispatcher's param rules.
+// A counted reference to a shared object is an atomic write to its header, and two loops
+// on two cores writing the same cache line take it from each other on every request. An
+// immortal object's header says so, and the runtime's retain and release of it only read
+// that header.
 
 import SwiftShims
 
