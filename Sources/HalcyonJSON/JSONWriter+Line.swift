@@ -84,6 +84,23 @@ extension JSONWriter {
         }
     }
 
+    /// Opens an object whose first bytes `body` composes in at most `capacity` bytes, with
+    /// one append: `body` writes the `{`, then whole members, and may end after a member
+    /// name's `:` so that the next call writes that member's value. Afterwards the writer
+    /// is inside the object as `beginObject` and the members' own calls would leave it.
+    /// Anywhere a value may start (a comma first when one is due).
+    @inlinable public mutating func beginObject(upTo capacity: Int, composing body: (inout LineComposer) -> Void) {
+        separator()
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var line = LineComposer(base: base, capacity: capacity)
+            body(&line)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: line.count))
+        }
+        needsComma = false
+        openContainers += 1
+    }
+
     /// True when every byte is ASCII and none needs an escape in a JSON string: such
     /// bytes are valid UTF-8 and are written as they are. A vector scan in C
     /// (`hc_json_plain_ascii`), which Swift's SIMD types did not compile to here

@@ -17,11 +17,15 @@ import HalcyonJSON
 public struct RPCReply: Sendable {
     /// A success's result, written into a reply by the thread that writes the reply.
     public typealias ResultWriter = @Sendable (inout JSONWriter) throws(RPCError) -> Void
+    /// A success's whole reply line, composed when it has its method's common shape
+    /// (`RPCResponseWriter.foundGetLine`): writes the line for `id` and returns true, or
+    /// writes nothing and returns false, and the `ResultWriter` writes it.
+    public typealias LineWriter = @Sendable (_ id: RPCID, _ writer: inout JSONWriter) -> Bool
 
     private enum Body: Sendable {
         /// The response object's bytes, without newline.
         case encoded([UInt8])
-        case deferred(ResultWriter)
+        case deferred(ResultWriter, line: LineWriter?)
     }
 
     /// The id of the request it answers (nil only for whole-line errors, written as `null`).
@@ -43,9 +47,10 @@ public struct RPCReply: Sendable {
     }
 
     /// A success whose result `write` produces when the reply is written.
-    public static func deferred(id: RPCID?, _ write: @escaping ResultWriter) -> RPCReply {
+    /// With `line`, a reply written between lines is first offered to it.
+    public static func deferred(id: RPCID?, line: LineWriter? = nil, _ write: @escaping ResultWriter) -> RPCReply {
         var reply = RPCReply(id: id, bytes: [], error: nil)
-        reply.body = .deferred(write)
+        reply.body = .deferred(write, line: line)
         return reply
     }
 
@@ -77,7 +82,8 @@ public struct RPCReply: Sendable {
             writer.raw(bytes)
             writer.newline()
             return nil
-        case .deferred(let write):
+        case .deferred(let write, let line):
+            if let line, let id, writer.depth == 0, line(id, &writer) { return nil }
             return RPCResponseWriter.success(id: id ?? .null, into: &writer, result: write)
         }
     }
@@ -244,12 +250,17 @@ struct Responder: Sendable {
     /// Delivers a finished storage result: success as a value that `write` encodes on the
     /// thread that writes the reply (not here: this may be the ioQueue), failure mapped once
     /// through `RPCError.init(_: CacheError)`.
+    /// With `line`, the reply line is first offered to it (`RPCReply.LineWriter`).
     func finish<T: Sendable>(
-        _ result: Result<T, CacheError>, _ write: @escaping @Sendable (T, inout JSONWriter) throws(RPCError) -> Void
+        _ result: Result<T, CacheError>,
+        line: (@Sendable (T, RPCID, inout JSONWriter) -> Bool)? = nil,
+        _ write: @escaping @Sendable (T, inout JSONWriter) throws(RPCError) -> Void
     ) {
         switch result {
         case .success(let value):
-            respond(.deferred(id: id) { (w: inout JSONWriter) throws(RPCError) in try write(value, &w) })
+            var composed: RPCReply.LineWriter?
+            if let line { composed = { (id: RPCID, w: inout JSONWriter) -> Bool in line(value, id, &w) } }
+            respond(.deferred(id: id, line: composed) { (w: inout JSONWriter) throws(RPCError) in try write(value, &w) })
         case .failure(let error):
             respond(.error(id: id, RPCError(error)))
         }

@@ -1,5 +1,5 @@
-// The hottest reply lines composed whole (`JSONWriter.appendLine`): a found `cache.get`
-// and a `cache.set`, in their common shapes. Each writes exactly the bytes `success` with
+// The hottest reply lines composed whole (`JSONWriter.appendLine`): a found `cache.get`,
+// a `cache.set` and a `server.ping`, in their common shapes. Each writes exactly the bytes `success` with
 // the method's result writer writes (tested side by side), or nothing: then the caller
 // takes `success`.
 //
@@ -96,6 +96,22 @@ extension RPCResponseWriter {
             line.put(#","version":"#)
             if let version = r.version { line.putDecimal(Int64(clamping: version)) } else { line.put("null") }
             line.put("}}\n")
+            return true
+        }
+    }
+}
+
+extension RPCResponseWriter {
+    /// Writes the reply line of a `server.ping` (`InfoMethods.writePong`) for a number id,
+    /// between lines. Otherwise writes nothing and returns false: `success` with
+    /// `writePong` writes it.
+    static func pongLine(id: RPCID, into writer: inout JSONWriter) -> Bool {
+        guard writer.depth == 0, case .number(let number) = id else { return false }
+        return writer.appendLine(upTo: 80) { line in
+            line.put(#"{"jsonrpc":"2.0","id":"#)
+            line.putDecimal(number)
+            line.put(#","result":{"pong":true}"#)
+            line.put("}\n")
             return true
         }
     }

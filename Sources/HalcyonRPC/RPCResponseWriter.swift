@@ -21,10 +21,19 @@ public enum RPCResponseWriter {
                                result: (inout JSONWriter) throws(RPCError) -> Void) -> RPCError? {
         let mark = writer.mark
         let isLine = writer.depth == 0
-        writer.beginObject()
-        writer.key("jsonrpc"); writer.string(static: "2.0")
-        writer.key("id"); id.write(to: &writer)
-        writer.key("result")
+        if case .number(let number) = id {
+            // The common envelope in one append: the writer's calls would make six.
+            writer.beginObject(upTo: 64) { line in
+                line.put(#"{"jsonrpc":"2.0","id":"#)
+                line.putDecimal(number)
+                line.put(#","result":"#)
+            }
+        } else {
+            writer.beginObject()
+            writer.key("jsonrpc"); writer.string(static: "2.0")
+            writer.key("id"); id.write(to: &writer)
+            writer.key("result")
+        }
         do {
             try result(&writer)
         } catch {

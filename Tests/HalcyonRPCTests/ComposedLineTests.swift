@@ -1,6 +1,7 @@
 import Foundation
 @testable import HalcyonCache
 import HalcyonJSON
+import HalcyonSupport
 @testable import HalcyonRPC
 import Testing
 
@@ -120,5 +121,107 @@ import Testing
         #expect(!RPCResponseWriter.storedLine(id: .string("s"), r, into: &w))
         #expect(!RPCResponseWriter.storedLine(id: .null, r, into: &w))
         #expect(w.bytes.isEmpty)
+    }
+
+    /// `success`'s envelope written by the writer's calls, one by one.
+    static func envelopeByCalls(id: RPCID, into w: inout JSONWriter, result: (inout JSONWriter) -> Void) {
+        let isLine = w.depth == 0
+        w.beginObject()
+        w.key("jsonrpc"); w.string(static: "2.0")
+        w.key("id"); id.write(to: &w)
+        w.key("result")
+        result(&w)
+        w.endObject()
+        if isLine { w.newline() }
+    }
+
+    @Test func composesTheSameEnvelopeAsTheWritersCalls() {
+        let results: [(inout JSONWriter) -> Void] = [
+            { $0.bool(true) },
+            { $0.beginObject(); $0.field("pong", true); $0.field("n", 3); $0.endObject() },
+            { $0.beginArray(); $0.int(1); $0.string("a\"b"); $0.endArray() },
+        ]
+        for id in [Int64(0), 1, -5, 42, Int64.max, Int64.min] {
+            for result in results {
+                var composed = JSONWriter()
+                RPCResponseWriter.success(id: .number(id), into: &composed) { (w: inout JSONWriter) throws(RPCError) in result(&w) }
+                var byCalls = JSONWriter()
+                Self.envelopeByCalls(id: .number(id), into: &byCalls, result: result)
+                #expect(composed.bytes == byCalls.bytes)
+                #expect(composed.depth == 0)
+                // As batch elements, after another element: the comma, no newline.
+                var batch = JSONWriter()
+                RPCResponseWriter.beginBatch(into: &batch)
+                RPCResponseWriter.error(id: .number(0), .shuttingDown, into: &batch)
+                RPCResponseWriter.success(id: .number(id), into: &batch) { (w: inout JSONWriter) throws(RPCError) in result(&w) }
+                RPCResponseWriter.endBatch(into: &batch)
+                var batchByCalls = JSONWriter()
+                RPCResponseWriter.beginBatch(into: &batchByCalls)
+                RPCResponseWriter.error(id: .number(0), .shuttingDown, into: &batchByCalls)
+                Self.envelopeByCalls(id: .number(id), into: &batchByCalls, result: result)
+                RPCResponseWriter.endBatch(into: &batchByCalls)
+                #expect(batch.bytes == batchByCalls.bytes)
+            }
+        }
+    }
+
+    @Test func aComposedEnvelopeRollsBackToTheError() {
+        var w = JSONWriter()
+        let failure = RPCResponseWriter.success(id: .number(7), into: &w) { (w: inout JSONWriter) throws(RPCError) in
+            w.beginObject(); w.field("partial", true)
+            throw RPCError.shuttingDown
+        }
+        var expected = JSONWriter()
+        RPCResponseWriter.error(id: .number(7), .shuttingDown, into: &expected)
+        #expect(failure == .shuttingDown)
+        #expect(w.bytes == expected.bytes)
+        #expect(w.depth == 0)
+    }
+
+    @Test func composesTheSamePongLineAsTheWriter() {
+        for id in [Int64(0), 3, -1, Int64.max, Int64.min] {
+            var general = JSONWriter()
+            RPCResponseWriter.success(id: .number(id), into: &general) { (w: inout JSONWriter) throws(RPCError) in
+                Dispatcher.InfoMethods.writePong(into: &w)
+            }
+            var composed = JSONWriter()
+            #expect(RPCResponseWriter.pongLine(id: .number(id), into: &composed))
+            #expect(composed.bytes == general.bytes)
+        }
+        var w = JSONWriter()
+        #expect(!RPCResponseWriter.pongLine(id: .string("p"), into: &w))
+        w.beginArray()
+        #expect(!RPCResponseWriter.pongLine(id: .number(1), into: &w))
+        #expect(w.bytes == Array("[".utf8))
+    }
+
+    /// A deferred reply with a line writer: the composed line when it composes, the
+    /// result writer's when it declines, and the same element inside a batch.
+    @Test func aDeferredReplyOffersItsLineFirst() {
+        let offered = Locked(0)
+        func reply(_ found: Found, id: RPCID) -> RPCReply {
+            RPCReply.deferred(id: id, line: { id, w in
+                offered.withLock { $0 += 1 }
+                return RPCResponseWriter.foundGetLine(id: id, found, encoding: nil, into: &w)
+            }) { (w: inout JSONWriter) throws(RPCError) in try w.getResult(found, encoding: nil) }
+        }
+        for value in ["plain", "needs \"escape\"", "caf\u{e9}"] {
+            let f = Self.found(value, tier: .disk, expiresAt: Date(timeIntervalSince1970: 1_900_000_000))
+            var w = JSONWriter()
+            let before = offered.withLock { $0 }
+            #expect(reply(f, id: .number(9)).writeLine(into: &w) == nil)
+            #expect(offered.withLock { $0 } == before + 1)
+            #expect(w.bytes == Self.general(id: .number(9), f, encoding: nil))
+            var element = Self.general(id: .number(9), f, encoding: nil)
+            element.removeLast()
+            #expect(reply(f, id: .number(9)).element().bytes == element)
+        }
+        // A string id: offered, declined (the line writers compose number ids only).
+        let f = Self.found("plain")
+        let before = offered.withLock { $0 }
+        var w = JSONWriter()
+        #expect(reply(f, id: .string("s")).writeLine(into: &w) == nil)
+        #expect(offered.withLock { $0 } == before + 1)
+        #expect(w.bytes == Self.general(id: .string("s"), f, encoding: nil))
     }
 }

@@ -86,7 +86,8 @@ extension Dispatcher {
             _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
             _ writer: inout JSONWriter
         ) throws(RPCError) -> MemoryAnswerResult {
-            .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
+            if RPCResponseWriter.pongLine(id: id, into: &writer) { return .answered(nil) }
+            return .answered(RPCResponseWriter.success(id: id, into: &writer) { (w: inout JSONWriter) throws(RPCError) in
                 writePong(into: &w)
             })
         }

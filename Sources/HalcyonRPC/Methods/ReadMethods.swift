@@ -65,7 +65,9 @@ extension Dispatcher {
             in encoding: ValueEncoding?, to responder: Responder
         ) -> @Sendable (Result<HybridCache.RetrieveResult, CacheError>) -> Void {
             { result in
-                responder.finish(result) { (found, w) throws(RPCError) in
+                responder.finish(result, line: { found, id, w in
+                    RPCResponseWriter.foundGetLine(id: id, found, encoding: encoding, into: &w)
+                }) { (found, w) throws(RPCError) in
                     try w.getResult(found, encoding: encoding)
                 }
             }
