@@ -117,15 +117,28 @@ struct HybridCacheUpstreamTests {
         gate.close()
         let order = Locked<[String]>([])
         cache.store(CacheEntry(bytes: [1]), forKey: "\(prefix)before") { _ in order.withLock { $0.append("before") } }
+        let afterStored = Locked<CheckedContinuation<Void, Never>?>(nil)
         let result: T = try await withCheckedThrowingContinuation { continuation in
             operation { result in
                 order.withLock { $0.append(name) }
                 continuation.resume(with: result)
             }
-            cache.store(CacheEntry(bytes: [2]), forKey: "\(prefix)after") { _ in order.withLock { $0.append("after") } }
+            cache.store(CacheEntry(bytes: [2]), forKey: "\(prefix)after") { _ in
+                order.withLock { $0.append("after") }
+                afterStored.withLock { $0?.resume(); $0 = nil }
+            }
             #expect(cache.memoryLookup(forKey: "\(prefix)old").isBehindWrite)
             #expect(order.withLock { $0 }.isEmpty)
             gate.release()
+        }
+        // The operation's reply may come back before the last write's completion runs.
+        await withCheckedContinuation { (stored: CheckedContinuation<Void, Never>) in
+            let done = afterStored.withLock { slot -> Bool in
+                if order.withLock({ $0.contains("after") }) { return true }
+                slot = stored
+                return false
+            }
+            if done { stored.resume() }
         }
         #expect(order.withLock { $0 } == ["before", name, "after"])
         return result
