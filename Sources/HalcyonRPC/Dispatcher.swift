@@ -372,13 +372,17 @@ public final class Dispatcher: Sendable {
             let access = session.access
             try access?.permit(spec.flags)
             let keyspace = access != nil && spec.flags.contains(.keyspace)
-            // Made once, with everything it needs, rather than made and then amended: a
-            // `Params` is copied through its value witnesses, a counted reference for each
-            // object it holds.
-            var params = try Params(node: request.paramsNode, allowed: spec.params,
-                                    alsoAllowed: keyspace ? Self.namespaceParam : nil,
-                                    rules: paramRules)
-            if keyspace, let access { params.namespace = try access.namespace(for: params) }
+            // Made once, with everything it needs, as a constant handed on at its last use,
+            // rather than made and then amended: a `Params` is copied through its value
+            // witnesses, a counted reference for each object it holds.
+            let node = request.paramsNode
+            let lengths = try Params.memberNameLengths(
+                of: node, allowed: spec.params, alsoAllowed: keyspace ? Self.namespaceParam : nil)
+            var namespace: KeyNamespace?
+            if keyspace, let access {
+                namespace = try access.namespace(for: Params(checked: node, memberNameLengths: lengths, rules: paramRules))
+            }
+            let params = Params(checked: node, memberNameLengths: lengths, rules: paramRules, namespace: namespace)
             var options = HybridCache.Options()
             options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
             options.extendingExpiration = session.extendingExpiration
@@ -387,7 +391,7 @@ public final class Dispatcher: Sendable {
                 if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
                 if let p = requestOptions.priority { options.priority = p }
             }
-            return PreparedCall(id: request.id, session: session, spec: spec, params: params, options: options)
+            return PreparedCall(id: request.id, session: session, spec: spec, params: consume params, options: options)
         } catch {
             return PreparedCall(id: request.id, session: session, refusal: error)
         }

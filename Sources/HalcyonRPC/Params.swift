@@ -55,29 +55,45 @@ public struct Params: Sendable {
         node params: JSONNode?, allowed: ParamNames, alsoAllowed: ParamNames? = nil,
         rules: Rules = .none
     ) throws(RPCError) {
+        let lengths = try Self.memberNameLengths(of: params, allowed: allowed, alsoAllowed: alsoAllowed)
+        self.init(checked: params, memberNameLengths: lengths, rules: rules)
+    }
+
+    /// Params whose member names `memberNameLengths(of:allowed:alsoAllowed:)` checked.
+    /// Not throwing: a throwing initialiser builds its value aside and copies it out, a
+    /// counted reference for each object it holds (the dispatcher's `prepare` makes one
+    /// per request).
+    init(checked params: JSONNode?, memberNameLengths: UInt64, rules: Rules, namespace: KeyNamespace? = nil) {
+        self.node = params
+        self.memberNameLengths = memberNameLengths
         self.rules = rules
-        if let params {
-            let view = params.view
-            guard view.isObject else { throw .positionalParams }
-            var unknown: UnsafeRawBufferPointer?
-            var lengths: UInt64 = 0
-            withExtendedLifetime(params) {
-                view.forEachMember { name, _ in
-                    guard allowed.contains(name) || alsoAllowed?.contains(name) == true else { unknown = name; return false }
-                    lengths |= 1 &<< UInt64(name.count & 63)
-                    return true
-                }
+        self.namespace = namespace
+    }
+
+    /// The `memberNameLengths` of `params`, after checking that it is an object
+    /// (`positionalParams`) whose every member is named in `allowed` or `alsoAllowed`
+    /// (`unknownParam`); 0 for none.
+    static func memberNameLengths(
+        of params: JSONNode?, allowed: ParamNames, alsoAllowed: ParamNames?
+    ) throws(RPCError) -> UInt64 {
+        guard let params else { return 0 }
+        let view = params.view
+        guard view.isObject else { throw .positionalParams }
+        var unknown: UnsafeRawBufferPointer?
+        var lengths: UInt64 = 0
+        withExtendedLifetime(params) {
+            view.forEachMember { name, _ in
+                guard allowed.contains(name) || alsoAllowed?.contains(name) == true else { unknown = name; return false }
+                lengths |= 1 &<< UInt64(name.count & 63)
+                return true
             }
-            // Only the refusal pays for a String.
-            if let unknown {
-                let name = withExtendedLifetime(params) { String(decoding: unknown, as: UTF8.self) }
-                throw .unknownParam(name)
-            }
-            memberNameLengths = lengths
-        } else {
-            memberNameLengths = 0
         }
-        node = params
+        // Only the refusal pays for a String.
+        if let unknown {
+            let name = withExtendedLifetime(params) { String(decoding: unknown, as: UTF8.self) }
+            throw .unknownParam(name)
+        }
+        return lengths
     }
 
     /// Wraps `params`, rejecting any member whose name is not in `allowed` (tests, tools).

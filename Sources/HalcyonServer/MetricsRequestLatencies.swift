@@ -6,6 +6,7 @@
 
 import HalcyonCache
 import HalcyonRPC
+import HalcyonSupport
 import Prometheus
 import Synchronization
 
@@ -74,12 +75,25 @@ enum RequestLatencies {
     /// Threading: thread-safe (immutable; each `Series` is). Recorded into only by the
     /// loop that owns it, so no two threads write the same cache line per request (an
     /// uncontended atomic add costs a few nanoseconds).
+    ///
+    /// Immortal (`Immortal`), with its series: every request names its loop's histograms
+    /// (`Observer.Request`) without counting a reference to them, so they must outlive
+    /// every request, including one whose reply arrives after its daemon stopped. A daemon
+    /// makes one per event loop; a test that makes more keeps each until it exits.
     final class Histograms: Sendable {
-        let series: [Series] = RequestLatencies.methodNames.map { _ in Series() }
+        let series: [Series]
+        /// `series`, reached without counting a reference (each is kept by `series`).
+        private let unmanaged: [Unmanaged<Series>]
+
+        init() {
+            series = RequestLatencies.methodNames.map { _ in Immortal.keep(Series()) }
+            unmanaged = series.map { Unmanaged.passUnretained($0) }
+            Immortal.keep(self)
+        }
 
         /// Records one request of the method at `index` (see `RequestLatencies.index(of:)`).
         func record(index: Int, nanoseconds: Int) {
-            series[index].record(nanoseconds: nanoseconds)
+            unmanaged[index]._withUnsafeGuaranteedRef { $0.record(nanoseconds: nanoseconds) }
         }
     }
 

@@ -48,7 +48,7 @@ final class Observer: Sendable {
     /// are `loop`; call `finished` on the result with its reply's outcome.
     func started(_ request: RPCRequest, peer: String, loop: LoopCounters) -> Request {
         Request(
-            histograms: loop.latencies, index: request.spec?.index ?? RequestLatencies.unknownIndex,
+            histograms: Unmanaged.passUnretained(loop.latencies), index: request.spec?.index ?? RequestLatencies.unknownIndex,
             start: MonotonicClock.nanoseconds(),
             trace: tracesRequests ? Request.Trace(observer: self, method: request.method, id: request.id, peer: peer) : nil
         )
@@ -60,8 +60,10 @@ final class Observer: Sendable {
 
     /// One request between the dispatcher and its reply.
     struct Request: Sendable {
-        /// Where its latency goes: its connection's loop's histograms.
-        let histograms: RequestLatencies.Histograms
+        /// Where its latency goes: its connection's loop's histograms, which are immortal
+        /// (`RequestLatencies.Histograms`): a request, copied along its path, counts no
+        /// reference to them.
+        let histograms: Unmanaged<RequestLatencies.Histograms>
         /// Its method's index in `RequestLatencies.methodNames`.
         let index: Int
         /// `MonotonicClock.nanoseconds()` when it was dispatched.
@@ -93,7 +95,7 @@ final class Observer: Sendable {
             let nanoseconds = Int(truncatingIfNeeded: now &- start)
             // -32601: not in the method table, so not a method worth a series of its own.
             let index = error?.code == -32601 ? RequestLatencies.unknownIndex : index
-            histograms.record(index: index, nanoseconds: nanoseconds)
+            histograms._withUnsafeGuaranteedRef { $0.record(index: index, nanoseconds: nanoseconds) }
             guard let trace else { return }
             trace.observer.logger.trace("request", metadata: [
                 "method": "\(trace.method)",
