@@ -1,7 +1,7 @@
 // The hottest reply lines composed whole (`JSONWriter.appendLine`): a found `cache.get`,
-// a `cache.set` and a `server.ping`, in their common shapes. Each writes exactly the bytes `success` with
-// the method's result writer writes (tested side by side), or nothing: then the caller
-// takes `success`.
+// a `cache.set` and a `server.ping`, in their common shapes. Each writes exactly the bytes
+// `success` with the method's result writer writes (tested side by side), or nothing: then
+// the caller takes `success`.
 //
 // Why: the writer's calls pay for an `Array.append` each; a get's reply made fifteen, and
 // checked its value's UTF-8 apart from looking for escapes (one pass here: plain ASCII is

@@ -76,17 +76,18 @@ enum RequestLatencies {
     /// loop that owns it, so no two threads write the same cache line per request (an
     /// uncontended atomic add costs a few nanoseconds).
     ///
-    /// Immortal (`Immortal`), with its series: every request names its loop's histograms
-    /// (`Observer.Request`) without counting a reference to them, so they must outlive
-    /// every request, including one whose reply arrives after its daemon stopped. A daemon
-    /// makes one per event loop; a test that makes more keeps each until it exits.
+    /// Immortal (`Immortal`), and so its series, which it holds: every request names its
+    /// loop's histograms (`Observer.Request`) without counting a reference to them, so they
+    /// must outlive every request, including one whose reply arrives after its daemon
+    /// stopped. A daemon makes one per event loop; a test that makes more keeps each until
+    /// it exits.
     final class Histograms: Sendable {
         let series: [Series]
         /// `series`, reached without counting a reference (each is kept by `series`).
         private let unmanaged: [Unmanaged<Series>]
 
         init() {
-            series = RequestLatencies.methodNames.map { _ in Immortal.keep(Series()) }
+            series = RequestLatencies.methodNames.map { _ in Series() }
             unmanaged = series.map { Unmanaged.passUnretained($0) }
             Immortal.keep(self)
         }
