@@ -215,7 +215,9 @@ extension LocalStore {
             return result.map { .removed($0 ? 1 : 0) }
         case .clear(let memory, let disk):
             let droppedShared = memory ? neighbour?.dropCopies(nil) ?? 0 : 0
-            return applyClear(memory: memory, disk: disk).map { .cleared(removed: $0, droppedShared: droppedShared) }
+            return applyClear(memory: memory, disk: disk).map {
+                .cleared(removed: $0.removed, droppedShared: droppedShared + $0.copies)
+            }
         case .removeExpired(let memory, let disk, let referenceDate):
             let droppedShared = memory ? neighbour?.dropCopies(referenceDate ?? config.memory.clock.now()) ?? 0 : 0
             return applyRemoveExpired(memory: memory, disk: disk, referenceDate: referenceDate)
@@ -462,9 +464,14 @@ extension LocalStore {
     }
 
     /// The larger of the two tiers' counts, so a key held in both tiers counts once.
-    private func applyClear(memory: Bool, disk: Bool) -> Result<Int, CacheError> {
+    /// Returns the entries removed, and apart from them the copies of the upstream's keys
+    /// that reached memory after `dropCopies` and went with the rest: a copy is counted as
+    /// one whenever it is removed.
+    private func applyClear(memory: Bool, disk: Bool) -> Result<(removed: Int, copies: Int), CacheError> {
         // Clearing memory alone keeps the disk copies: they get the lifetimes memory extended.
-        let fromMemory = memory ? memoryStorage.removeAll(writingBack: !disk) : 0
+        let (removedFromMemory, copies) = memory
+            ? memoryStorage.removeAll(writingBack: !disk, countingCopies: neighbour?.isCopy) : (0, 0)
+        let fromMemory = removedFromMemory - copies
         if memory && !disk { _ = applyWriteBacks(memoryStorage.takeWriteBacks()) }
         do throws(CacheError) {
             var unwritten = 0
@@ -473,7 +480,7 @@ extension LocalStore {
             }
             let fromDisk = disk ? max(unwritten, try diskStorage.removeAll()) : 0
             if disk { diskUsage.withLock { $0 = DiskUsage(bytes: 0, count: 0) } }
-            return .success(max(fromMemory, fromDisk))
+            return .success((max(fromMemory, fromDisk), copies))
         } catch {
             return .failure(error)
         }

@@ -590,14 +590,29 @@ public enum MemoryStorage {
         ///   (default) also empties the pending set.
         @discardableResult
         public func removeAll(writingBack: Bool = false) -> Int {
+            removeAll(writingBack: writingBack, countingCopies: nil).removed
+        }
+
+        /// `removeAll(writingBack:)`, also telling how many of the entries it removed were
+        /// another tier's copies: memory-only entries whose key `isCopy` picks, as
+        /// `removeMemoryOnly(where:)` picks them. Each shard is counted and emptied under
+        /// one hold of its lock, so a copy stored meanwhile is either counted here or left
+        /// for later.
+        public func removeAll(writingBack: Bool, countingCopies isCopy: ((CacheKey) -> Bool)?) -> (removed: Int, copies: Int) {
             let now = clock.now()
             var removed = 0
+            var copies = 0
             var writeBacks: [WriteBack] = []
             for shard in shards {
                 let (count, cost) = shard.state.withLock { state -> (Int, Int) in
                     if writingBack {
                         for slot in state.allSlots {
                             if let writeBack = state[slot].departureWriteBack(now: now) { writeBacks.append(writeBack) }
+                        }
+                    }
+                    if let isCopy {
+                        for slot in state.allSlots where state[slot].diskExpiresAt == nil && isCopy(state[slot].key) {
+                            copies += 1
                         }
                     }
                     let cost = state.totalCost
@@ -611,7 +626,7 @@ public enum MemoryStorage {
             } else {
                 pending.withLock { $0.removeAll() }
             }
-            return removed
+            return (removed, copies)
         }
 
         /// Removes the entries whose lifetime ends at or before `referenceDate` (default:

@@ -422,3 +422,24 @@ struct MemoryStorageTests {
         #expect(memory.count <= 300)
     }
 }
+
+extension MemoryStorageTests {
+    /// A whole-tier removal that counts another tier's copies among what it removed: the
+    /// memory-only entries whose key the predicate picks, not an entry with a disk copy,
+    /// not another key.
+    @Test(arguments: designs) func removeAllCountsTheCopiesItRemoves(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        for i in 0..<5 { memory.store(Self.entry(3), forKey: CacheKey("s:\(i)")) }
+        for i in 0..<4 { memory.store(Self.entry(3), forKey: CacheKey("local:\(i)")) }
+        #expect(memory.store(Self.entry(3), forKey: "s:mirrored", residency: .seconds(300),
+                             mirroring: Self.mirror(clock, ttl: 1_000)))
+        let isCopy: (CacheKey) -> Bool = { $0.string.hasPrefix("s:") }
+        let cleared = memory.removeAll(writingBack: false, countingCopies: isCopy)
+        #expect(cleared.removed == 10)
+        #expect(cleared.copies == 5)
+        #expect(memory.count == 0)
+        // Without a predicate nothing is counted apart.
+        memory.store(Self.entry(3), forKey: "s:again")
+        #expect(memory.removeAll(writingBack: false, countingCopies: nil) == (removed: 1, copies: 0))
+    }
+}
