@@ -97,12 +97,12 @@ extension Dispatcher {
         // The direct writes (`MethodSpec.directWrite`): the same params, read the same way.
 
         @Sendable static func directAdd(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
-            let s = try WriteMethods.SetParams(params, options)
+            let s = try WriteMethods.SetParams.read(params, options)
             return .update(.init(key: s.key, change: .add(s.entry), options: s.options))
         }
 
         @Sendable static func directCas(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
-            let s = try WriteMethods.SetParams(params, options)
+            let s = try WriteMethods.SetParams.read(params, options)
             let version = try casVersion(params)
             return .update(.init(key: s.key, change: .compareAndStore(s.entry, version: version), options: s.options))
         }
@@ -132,7 +132,7 @@ extension MethodCall {
 
     /// The key, the entry and the options of a set-shaped request, read in cache.set's order.
     func storeRequest() throws(RPCError) -> (key: CacheKey, entry: CacheEntry, options: HybridCache.Options) {
-        let s = try Dispatcher.WriteMethods.SetParams(params, options)
+        let s = try Dispatcher.WriteMethods.SetParams.read(params, options)
         return (s.key, s.entry, s.options)
     }
 }

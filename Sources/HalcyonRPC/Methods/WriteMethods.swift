@@ -11,7 +11,7 @@ extension Dispatcher {
     enum WriteMethods {
         /// `cache.set`
         static func set(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
-            let set = try SetParams(call.params, call.options)
+            let set = try SetParams.read(call.params, call.options)
             let responder = call.responder
             let key = set.key
             let cache = dispatcher.cache
@@ -34,24 +34,25 @@ extension Dispatcher {
             /// The lease the writer holds (a shared key's is given back upstream).
             var lease: String?
 
-            /// Both inputs borrowed, as `ReadMethods.GetQuery`'s.
-            init(_ params: borrowing Params, _ connectionOptions: borrowing HybridCache.Options) throws(RPCError) {
-                key = try params.key()
+            /// The write `params` ask for over the connection's options. Both inputs borrowed,
+            /// and a function rather than a throwing initialiser, as `ReadMethods.GetQuery.read`.
+            static func read(_ params: borrowing Params, _ connectionOptions: borrowing HybridCache.Options) throws(RPCError) -> SetParams {
+                let key = try params.key()
                 let encoding = try params.encoding("encoding") ?? .utf8
                 // Not `value(_:)`, which reads null as absent: with "json", null is a value.
                 let bytes = try params.valueBytes(encoding: encoding)
-                options = try MethodCall.optionsWithExpirations(params, connectionOptions)
+                var options = try MethodCall.optionsWithExpirations(params, connectionOptions)
                 options.toDisk = try params.bool("toDisk", default: true)
                 try params.checkEntrySize(key: key, valueBytes: bytes.count, toDisk: options.toDisk)
                 options.forcedExtension = try params.string("forcedExtension")
-                lease = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
-                entry = CacheEntry(bytes: bytes, flags: encoding.flags)
+                let lease = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
+                return SetParams(key: key, entry: CacheEntry(bytes: bytes, flags: encoding.flags), options: options, lease: lease)
             }
         }
 
         /// `cache.set`'s direct write (`MethodSpec.directWrite`).
         @Sendable static func directSet(_ params: Params, _ options: HybridCache.Options) throws(RPCError) -> HybridCache.DirectWrite {
-            let s = try SetParams(params, options)
+            let s = try SetParams.read(params, options)
             return .store(.init(key: s.key, entry: s.entry, options: s.options))
         }
 
