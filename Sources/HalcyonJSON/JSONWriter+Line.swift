@@ -74,14 +74,9 @@ extension JSONWriter {
     /// Only between lines (`depth` 0), as `newline()` leaves the writer.
     @inlinable public mutating func appendLine(upTo capacity: Int, _ body: (inout LineComposer) -> Bool) -> Bool {
         precondition(openContainers == 0, "a composed line starts between lines")
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer -> Bool in
-            guard let base = buffer.baseAddress else { return false }
-            var line = LineComposer(base: base, capacity: capacity)
-            guard body(&line) else { return false }
-            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: line.count))
-            needsComma = false
-            return true
-        }
+        guard appendComposed(upTo: capacity, body) else { return false }
+        needsComma = false
+        return true
     }
 
     /// Opens an object whose first bytes `body` composes in at most `capacity` bytes, with
@@ -91,14 +86,24 @@ extension JSONWriter {
     /// Anywhere a value may start (a comma first when one is due).
     @inlinable public mutating func beginObject(upTo capacity: Int, composing body: (inout LineComposer) -> Void) {
         separator()
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var line = LineComposer(base: base, capacity: capacity)
+        _ = appendComposed(upTo: capacity) { line in
             body(&line)
-            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: line.count))
+            return true
         }
         needsComma = false
         openContainers += 1
+    }
+
+    /// The one composing append: `body` writes into a stack buffer of `capacity` bytes,
+    /// which goes into the output at once unless `body` returns false (then nothing does).
+    @inlinable mutating func appendComposed(upTo capacity: Int, _ body: (inout LineComposer) -> Bool) -> Bool {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            var line = LineComposer(base: base, capacity: capacity)
+            guard body(&line) else { return false }
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: line.count))
+            return true
+        }
     }
 
     /// True when every byte is ASCII and none needs an escape in a JSON string: such
