@@ -153,7 +153,7 @@ extension MemoryStorage.Backend {
     /// atomic load when no namespace is accounted.
     public func countSet(forKey key: CacheKey) {
         guard hasAccounts.load(ordering: .relaxed) else { return }
-        shard(for: key).state.withLock { $0.countNamespaceSet(forKey: key) }
+        locate(key).state.withLock { $0.countNamespaceSet(forKey: key) }
     }
 
     /// The accounted namespaces' counters, in the order they were first accounted; each

@@ -97,6 +97,23 @@ public enum MemoryStorage {
         }
     }
 
+    /// A shard's locked state as a key's lookup reaches it: without counting a reference.
+    /// Both event loops look keys up in every shard, and a counted reference to the shard
+    /// and to its lock is an atomic write to a line the other core writes too: two per
+    /// lookup, and two more to let go (Benchmarks/RESULTS.md, "The clock per read burst;
+    /// shard locks without counted references").
+    ///
+    /// Threading: as `Locked`. Valid while its backend lives, which owns the shard
+    /// (`Backend.shards`); only the backend's own methods use it.
+    struct ShardState: Sendable {
+        let lock: Unmanaged<Locked<LRUState>>
+
+        @inline(__always)
+        func withLock<R>(_ body: (inout LRUState) throws -> R) rethrows -> R {
+            try lock._withUnsafeGuaranteedRef { try $0.withLock(body) }
+        }
+    }
+
     /// The last access of each shard's least recently used entry, as each shard last
     /// published it: what eviction compares across the shards, without taking their locks
     /// or counting a reference to each.
@@ -262,6 +279,9 @@ public enum MemoryStorage {
         public let config: Config
         let clock: any CacheClock
         let shards: [Shard]
+        /// `shards`' locked states, reached by a key's lookup without counting a reference
+        /// (`ShardState`); `shards` keeps them alive as long as this backend.
+        private let states: [ShardState]
         /// Each shard's oldest entry's last access, for eviction (`enforceLimits`).
         private let oldestAccesses: OldestAccesses
         private let shardMask: Int
@@ -292,6 +312,7 @@ public enum MemoryStorage {
             let oldestAccesses = OldestAccesses(count: n)
             self.oldestAccesses = oldestAccesses
             self.shards = (0..<n).map { Shard(index: $0, oldestAccesses: oldestAccesses) }
+            self.states = shards.map { ShardState(lock: .passUnretained($0.state)) }
             self.shardMask = n - 1
             cleanTimer = config.cleanInterval > 0
                 ? RepeatingTimer(interval: config.cleanInterval, leeway: .milliseconds(100), queue: cleanQueue)
@@ -312,16 +333,14 @@ public enum MemoryStorage {
             writeBackHandler.withLock { $0 = slot }
         }
 
-        /// The shard that holds `key` and the key's tag in that shard's index: one hash of
-        /// the key picks both (the shard from its lower bits, the tag from its upper bits).
+        /// The state of the shard that holds `key` and the key's tag in that shard's index:
+        /// one hash of the key picks both (the shard from its lower bits, the tag from its
+        /// upper bits).
         @inline(__always)
-        func locate(_ key: CacheKey) -> (shard: Shard, tag: UInt32) {
+        func locate(_ key: CacheKey) -> (state: ShardState, tag: UInt32) {
             let hash = key.hashValue
-            return (shards[hash & shardMask], SlotIndex.tag(of: hash))
+            return (states[hash & shardMask], SlotIndex.tag(of: hash))
         }
-
-        @inline(__always)
-        func shard(for key: CacheKey) -> Shard { locate(key).shard }
 
         private func nextGeneration() -> UInt64 {
             generations.add(1, ordering: .relaxed).newValue
@@ -409,7 +428,7 @@ public enum MemoryStorage {
             // each object it holds.
             var moving: Node? = consume node
             let located = locate(key)
-            let stored = located.shard.state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
+            let stored = located.state.withLock { state -> (delta: (costDelta: Int, countDelta: Int), account: Account?)? in
                 let id = state.accountID(forKey: key)
                 let account = id == Account.none ? nil : state.accounts[Int(id)]
                 if countingSet && id != Account.none { state.namespaceSets[Int(id)] += 1 }
@@ -447,7 +466,7 @@ public enum MemoryStorage {
             let generation = nextGeneration()
             var departed: WriteBack?
             let located = locate(key)
-            let (result, removedCost) = located.shard.state.withLock { state -> (Date?, Int?) in
+            let (result, removedCost) = located.state.withLock { state -> (Date?, Int?) in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else { return (nil, nil) }
                 if state[slot].leavesAt <= now {
                     state.expirations += 1
@@ -491,7 +510,7 @@ public enum MemoryStorage {
         public func remove(forKey key: CacheKey, writingBack: Bool = false) -> Bool {
             let now = clock.now()
             let located = locate(key)
-            let removed = located.shard.state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
+            let removed = located.state.withLock { state -> (cost: Int, writeBack: WriteBack?)? in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else { return nil }
                 let writeBack = writingBack ? state[slot].departureWriteBack(now: now) : nil
                 return (state.remove(slot), writeBack)
@@ -512,7 +531,7 @@ public enum MemoryStorage {
         @discardableResult
         public func expire(forKey key: CacheKey) -> Bool {
             let located = locate(key)
-            let cost = located.shard.state.withLock { state -> Int? in
+            let cost = located.state.withLock { state -> Int? in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else { return nil }
                 state.expirations += 1
                 return state.remove(slot)
@@ -532,7 +551,7 @@ public enum MemoryStorage {
         public func detachFromDisk(forKey key: CacheKey) -> Bool {
             let now = clock.now()
             let located = locate(key)
-            let found = located.shard.state.withLock { state -> Bool in
+            let found = located.state.withLock { state -> Bool in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else { return false }
                 state.withNode(slot) { node in
                     guard node.diskExpiresAt != nil else { return }
@@ -670,7 +689,7 @@ public enum MemoryStorage {
             }
             return taken.compactMap { record in
                 let located = locate(record.key)
-                return located.shard.state.withLock { state -> WriteBack? in
+                return located.state.withLock { state -> WriteBack? in
                     guard let slot = state.slot(forKey: record.key, tag: located.tag) else { return record }
                     guard state[slot].generation == record.generation else { return nil }
                     return state.withNode(slot) { node in
@@ -839,7 +858,7 @@ public enum MemoryStorage {
             var departed: (cost: Int, writeBack: WriteBack?)?
             var writeBack: WriteBack?
             let located = locate(key)
-            let found = located.shard.state.withLock { state -> R? in
+            let found = located.state.withLock { state -> R? in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else {
                     state.misses += 1
                     state.countNamespaceMiss(forKey: key)
@@ -918,7 +937,7 @@ public enum MemoryStorage {
             let now = clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
             let located = locate(key)
-            let found = located.shard.state.withLock { state -> Meta? in
+            let found = located.state.withLock { state -> Meta? in
                 guard let slot = state.slot(forKey: key, tag: located.tag) else { return nil }
                 if state[slot].leavesAt <= now {
                     state.expirations += 1

@@ -46,7 +46,9 @@ extension ConnectionHandler {
     /// direct write, the memory answer, then `handle`, each taking it as the one before
     /// left it.
     private func dispatch(_ request: RPCRequest, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
-        let observed = observer?.started(request, peer: session.peerDescription, loop: loopCounters)
+        let observed = observer?.started(
+            request, peer: session.peerDescription, loop: loopCounters,
+            at: insideRead ? burst.requestStart() : MonotonicClock.nanoseconds())
         var call = dispatcher.prepare(request, session: session)
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
@@ -58,7 +60,9 @@ extension ConnectionHandler {
                 }
                 switch dispatcher.answerFromMemory(&call, into: &outbound.writer) {
                 case .answered(let error):
-                    observed?.finished(error: error)
+                    if let observed {
+                        if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
+                    }
                     appended(context: context)
                     return
                 case .notAnswered:

@@ -124,6 +124,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// channel's own getter would count a reference on the channel each time.
     @exclusivity(unchecked) private var channelWritable = true
     @exclusivity(unchecked) var insideRead = false
+    /// The clock of the current read burst and the memory answers it gave.
+    @exclusivity(unchecked) var burst = Observer.Burst()
     /// Bytes of lines parsed on the loop in the current read burst.
     @exclusivity(unchecked) private var burstParsedBytes = 0
     /// Whether `release` is running, and where the elements of the line it opens are held.
@@ -169,6 +171,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        burst.end()
         // A fragment without its `\n` is not a message (framing is by newline): dropped
         // when the connection ends, and its share of the input budget given back.
         framer.release()
@@ -177,6 +180,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         // The client went away: nothing more will be written for its requests, and those
         // that have not started never will (a completed write stays done).
+        burst.end()
         commitDirectWrites()
         lifecycle.closed()
         framer.release()
@@ -221,6 +225,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             emitOutbound(context: context)
             context.flush()
         }
+        burst.end()
         context.fireChannelReadComplete()
         closeIfDrained(context: context)
     }

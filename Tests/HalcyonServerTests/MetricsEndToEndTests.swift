@@ -49,6 +49,41 @@ struct MetricsEndToEndTests {
         #expect(text.components(separatedBy: "# TYPE \(name) histogram").count == 2)
     }
 
+    /// Memory answers given in one read burst are recorded when the burst ends, at one
+    /// reading of the clock: every request of a pipelined run of memory gets sent in one
+    /// write is in the histogram once its replies are read, with a time above zero; and
+    /// the answers of a connection that closes right after its burst are recorded too.
+    @Test func memoryAnswersOfOneReadBurstAreAllRecorded() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        _ = try client.result("cache.set", #"{"key":"k","value":"v","toDisk":false}"#)
+        let run = 50
+        let lines = (1...run).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"cache.get","params":{"key":"k"}}"# + "\n" }
+        try client.sendRaw(Array(lines.joined().utf8))
+        let replies = try client.readReplies(run)
+        #expect(replies.count == run)
+        #expect(replies.values.allSatisfy { $0["result"]?["found"]?.bool == true })
+
+        // A second connection sends a burst and closes without reading its replies.
+        let closing = try daemon.client()
+        try closing.sendRaw(Array(lines.prefix(10).joined().utf8))
+        closing.close()
+
+        let name = "halcyon_request_duration_seconds"
+        let get = #"method="cache.get""#
+        var text = ""
+        // The closed connection's burst is recorded once the daemon has read it, which
+        // no reply announces: each `server.metrics` call is a fresh look, for up to 10 s.
+        let deadline = Date().addingTimeInterval(10)
+        repeat {
+            text = try client.result("server.metrics")["text"]?.string ?? ""
+        } while sample(text, name + "_count", get) != Double(run + 10) && Date() < deadline
+        #expect(sample(text, name + "_count", get) == Double(run + 10))
+        #expect((sample(text, name + "_sum", get) ?? 0) > 0)
+        #expect(sample(text, name + "_bucket", get + #",le="+Inf""#) == Double(run + 10))
+    }
+
     /// A get answered from disk hands its value over to be encoded when the reply is
     /// written; when the value cannot be shown in the encoding asked, the reply is -32004
     /// and the request is recorded (trace log) with that error, not as ok: alone and in a
