@@ -70,4 +70,58 @@ extension Dispatcher {
             return .declined(.nothing)
         }
     }
+
+    // MARK: Hot lines
+
+    /// What `answerHotGet` did.
+    public enum HotGetOutcome {
+        /// The reply line is in the writer, with the error it carries, if any.
+        case answered(RPCError?)
+        /// Memory does not hold the key, and counted the miss: `retrieve(after:session:respond:)`
+        /// goes on to the disk without asking memory again.
+        case missed(HotGetMiss)
+        /// Nothing was read or written: the line goes to `RPCMessageParser` like any other
+        /// (a key the params would refuse, a key behind a queued write, a connection under
+        /// `--access`).
+        case declined
+    }
+
+    /// A hot `cache.get` whose memory lookup missed, with the query it read.
+    public struct HotGetMiss {
+        fileprivate let id: RPCID
+        fileprivate let query: ReadMethods.GetQuery
+    }
+
+    /// The `cache.get` of a hot line (`HotLine.get`) with id `id` and key `key`, answered as
+    /// the request the line parses to would be by `prepare` and `answerFromMemory`: the
+    /// same key checks (a refusal is declined, for the parser's path to answer with its
+    /// error), the connection's options, and the same memory answer (`ReadMethods.answerGet`).
+    ///
+    /// Threading: on the requesting connection's event loop thread, like `answerFromMemory`.
+    public func answerHotGet(
+        id: Int64, key: CacheKey, session: ConnectionSession, into writer: inout JSONWriter
+    ) -> HotGetOutcome {
+        guard session.access == nil, (1...Params.maxKeyBytes).contains(key.count), paramRules.keyRule.accepts(key) else {
+            return .declined
+        }
+        let query = ReadMethods.GetQuery.keyOnly(key, Self.sessionOptions(session))
+        let rpcID = RPCID.number(id)
+        switch ReadMethods.answerGet(self, query, rpcID, &writer) {
+        case .answered(let error): return .answered(error)
+        case .declined(.getMissed(let query)): return .missed(HotGetMiss(id: rpcID, query: query))
+        case .declined(.nothing): return .declined
+        }
+    }
+
+    /// A hot `cache.get` after its memory lookup missed: read from the disk as the
+    /// request's handler would (`ReadMethods.get`), its reply delivered through `respond`
+    /// by the connection's callback queue. Returns the storage task, for cancellation.
+    ///
+    /// Threading: on the requesting connection's event loop thread.
+    public func retrieve(
+        after miss: HotGetMiss, session: ConnectionSession, respond: @escaping @Sendable (RPCReply) -> Void
+    ) -> CacheTask? {
+        let responder = Responder(id: miss.id, callbackQueue: session.callbackQueue, priority: .normal, respond: respond)
+        return ReadMethods.retrieveAfterMiss(self, miss.query, responder)
+    }
 }

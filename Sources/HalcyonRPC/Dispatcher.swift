@@ -383,9 +383,7 @@ public final class Dispatcher: Sendable {
                 namespace = try access.namespace(for: Params(checked: node, memberNameLengths: lengths, rules: paramRules))
             }
             let params = Params(checked: node, memberNameLengths: lengths, rules: paramRules, namespace: namespace)
-            var options = HybridCache.Options()
-            options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
-            options.extendingExpiration = session.extendingExpiration
+            var options = Self.sessionOptions(session)
             if spec.takesOptions {
                 let requestOptions = try params.options()
                 if let sync = requestOptions.loadDiskFileSynchronously { options.loadDiskFileSynchronously = sync }
@@ -395,6 +393,14 @@ public final class Dispatcher: Sendable {
         } catch {
             return PreparedCall(id: request.id, session: session, refusal: error)
         }
+    }
+
+    /// The options every request of `session` starts from: its connection's settings.
+    static func sessionOptions(_ session: ConnectionSession) -> HybridCache.Options {
+        var options = HybridCache.Options()
+        options.loadDiskFileSynchronously = session.loadDiskFileSynchronously
+        options.extendingExpiration = session.extendingExpiration
+        return options
     }
 
     /// The param an admin names another namespace with, on `keyspace` lines under `--access`.

@@ -91,12 +91,60 @@ extension ConnectionHandler {
         }
     }
 
+    /// Starts a line of the hot shape (`HotLine`), if it is one and the connection is where
+    /// the synchronous path would answer the request it parses to: under `untouch`, open,
+    /// nothing held before it and no back-pressure, no trace lines to write, outside
+    /// `--access` (which the dispatcher checks). Returns false, having done nothing, for
+    /// any other line, and for one whose memory answer declines: the ordinary path then
+    /// parses it.
+    ///
+    /// The steps are those of `start` and `dispatch` for a request with an id: the direct-
+    /// write check (a read of a key a waiting write writes commits the writes first), the
+    /// memory answer, and on a miss the commit and the queued read with its in-flight entry.
+    func startHotLine(_ line: ByteBuffer, context: ChannelHandlerContext) -> Bool {
+        guard case .untouch = session.callbackQueue, session.access == nil, lifecycle.isOpen, openingAt == nil,
+              !mustHold(context: context), observer?.tracesRequests != true else { return false }
+        return line.withUnsafeReadableBytes { bytes -> Bool in
+            guard let get = HotLine.get(bytes) else { return false }
+            let key = CacheKey(utf8: UnsafeRawBufferPointer(rebasing: bytes[get.keyStart..<(get.keyStart + get.keyCount)]))
+            if direct?.mustFollowRead(of: key) == true { commitDirectWrites() }
+            let start = insideRead ? burst.requestStart() : MonotonicClock.nanoseconds()
+            switch dispatcher.answerHotGet(id: get.id, key: key, session: session, into: &outbound.writer) {
+            case .answered(let error):
+                if let observed = observer?.started(methodIndex: HotGet.methodIndex, loop: loopCounters, at: start) {
+                    if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
+                }
+                appended(context: context)
+                return true
+            case .missed(let miss):
+                // What is queued goes after the writes before it.
+                commitDirectWrites()
+                let observed = observer?.started(methodIndex: HotGet.methodIndex, loop: loopCounters, at: start)
+                let seq = inFlight.nextSeq
+                let respond = track(id: .number(get.id), batch: nil, slot: 0, observed: observed, context: context)
+                if let task = dispatcher.retrieve(after: miss, session: session, respond: respond) {
+                    inFlight.attach(task, to: seq)
+                }
+                return true
+            case .declined:
+                return false
+            }
+        }
+    }
+
     /// Enters a request in the in-flight table and returns the closure its reply comes
     /// back through, from any thread.
     private func track(
         _ request: RPCRequest, batch: Batch?, slot: Int, observed: Observer.Request?, context: ChannelHandlerContext
     ) -> @Sendable (RPCReply) -> Void {
-        let seq = inFlight.begin(id: request.id, batch: batch, slot: slot)
+        track(id: request.id, batch: batch, slot: slot, observed: observed, context: context)
+    }
+
+    /// `track` of a request with id `id` (nil: a notification).
+    private func track(
+        id: RPCID?, batch: Batch?, slot: Int, observed: Observer.Request?, context: ChannelHandlerContext
+    ) -> @Sendable (RPCReply) -> Void {
+        let seq = inFlight.begin(id: id, batch: batch, slot: slot)
         loopCounters.requestStarted()
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)

@@ -18,6 +18,12 @@ import NIOCore
 /// whatever thread the connection's `CallbackQueue` picks and hop to the event loop
 /// (`ReplyMailbox`), where this handler alone writes them.
 ///
+/// The hot line: a line of the hottest shape (`HotLine`: a `cache.get` of one key with a
+/// number id) is read off its bytes and answered without a document, a request or params
+/// (`startHotLine`), under the conditions in which the synchronous path below would answer
+/// the request it parses to, with the same checks and the same memory answer; any other
+/// line, or one memory cannot answer, takes the ordinary path.
+///
 /// The synchronous path: a request with an id to a method with a memory answer (a `fast`
 /// read memory holds, no queued write on its key; `server.ping`) is answered before its
 /// line's processing returns. Under `untouch` its reply is encoded straight into the
@@ -289,7 +295,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     // MARK: Back-pressure and shutdown
 
     /// Whether back-pressure applies: too much in flight, or replies above the water mark.
-    private func mustHold(context: ChannelHandlerContext) -> Bool {
+    func mustHold(context: ChannelHandlerContext) -> Bool {
         inFlight.count >= maxInFlight || !channelWritable
     }
 
@@ -347,6 +353,7 @@ extension ConnectionHandler {
             return
         }
         burstParsedBytes += size
+        if inbound.isEmpty, startHotLine(buffer, context: context) { return }
         let incoming = Self.parse(buffer, maxBatch: maxBatch)
         guard inbound.linesWaiting > 0 else {
             take(incoming, withdrawn: [], context: context)

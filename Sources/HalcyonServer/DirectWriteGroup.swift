@@ -144,7 +144,13 @@ extension DirectWriteGroup {
                   request.id != nil else { return true }
             if dispatcher.hasDirectWrite(request) { return false }
             guard let key = dispatcher.memoryAnswerKey(request, session: session) else { return true }
-            return key.map { keys.contains($0) } ?? false
+            return key.map { mustFollowRead(of: $0) } ?? false
+        }
+
+        /// Whether a read of `key` that memory may answer must be handled after the
+        /// waiting writes are committed: when one of them writes `key`.
+        func mustFollowRead(of key: CacheKey) -> Bool {
+            pending > 0 && keys.contains(key)
         }
 
         /// Counts a write of this connection that is about to be added to `group`. (The

@@ -58,6 +58,13 @@ final class Observer: Sendable {
         )
     }
 
+    /// `started` of a request of the method at `index` in the method table, read from a hot
+    /// line (`HotLine`) of a connection whose requests are not traced (`tracesRequests`
+    /// false): nothing to name in a trace line.
+    func started(methodIndex index: Int, loop: LoopCounters, at start: UInt64) -> Request {
+        Request(histograms: Unmanaged.passUnretained(loop.latencies), index: index, start: start, trace: nil)
+    }
+
     private static func metadata(_ peer: PeerCredentials) -> Logger.Metadata {
         ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "gid": "\(peer.gid)"]
     }

@@ -44,6 +44,7 @@ public final class RequestFuzzer: Sendable {
     /// Parses `line` as one request line and runs what it asks for.
     /// - Returns: nil when every reply was well formed, else what was wrong.
     public func check(_ line: UnsafeRawBufferPointer) -> String? {
+        if let problem = Self.hotLineProblem(line) { return problem }
         switch RPCMessageParser.parse(line: line, maxBatch: 100) {
         case .failure(let error):
             return Self.problem(in: RPCReply.error(id: nil, error).bytes)
@@ -93,6 +94,23 @@ public final class RequestFuzzer: Sendable {
             }
             return Self.problem(in: reply.bytes)
         }
+    }
+
+    /// Where the hot-line reader and jansson disagree on `line`, if they do: a line
+    /// `HotLine.get` accepts must parse to an object of exactly `jsonrpc` "2.0", an integer
+    /// `id` equal to the one read, `method` "cache.get" and `params` holding `key` alone,
+    /// whose bytes are the span read.
+    public static func hotLineProblem(_ line: UnsafeRawBufferPointer) -> String? {
+        guard let get = HotLine.get(line) else { return nil }
+        let text = String(decoding: line, as: UTF8.self)
+        guard case .success(let value) = JSONValue.parse(line) else { return "a hot line jansson refuses: \(text)" }
+        guard value.kind == .object, value.count == 4, value["jsonrpc"]?.string == "2.0",
+              value["method"]?.string == "cache.get", value["id"]?.kind == .integer, value["id"]?.int64 == get.id,
+              let params = value["params"], params.kind == .object, params.count == 1,
+              let key = params["key"]?.stringBytes,
+              key.elementsEqual(line[get.keyStart..<(get.keyStart + get.keyCount)])
+        else { return "a hot line jansson reads otherwise: \(text)" }
+        return nil
     }
 
     /// What is wrong with one reply's bytes, if anything.

@@ -1,9 +1,11 @@
 // The synchronous memory-answer path seen from clients: memory hits under every delivery
 // policy, hits behind a queued write to their key, counters that count each read once,
-// pipelined hits in order, and a cancel that comes after a hit's reply.
+// pipelined hits in order, a cancel that comes after a hit's reply, and hot lines
+// answered as the same request in any other shape.
 
 import Foundation
 import HalcyonJSON
+import HalcyonTestSupport
 import Testing
 
 @Suite("Memory answers end to end", .serialized, .timeLimit(.minutes(1)))
@@ -130,5 +132,61 @@ struct FastPathEndToEndTests {
         #expect(pong["result"]?["pong"]?.bool == true)
         let after = try client.result("cache.stats")["memory"]?["hits"]?.int64
         #expect(after == before + 1)
+    }
+
+    /// The same gets as hot lines (`HotLine`) and in shapes only the parser takes (a string
+    /// id, a param at its default, an escape in the key) get the same replies but for their
+    /// ids: a memory hit, a key only on disk (the hot line's miss goes on to the disk), a key
+    /// nowhere, and keys the params refuse. Each read counts once in the tiers' counters.
+    @Test func hotLinesAnswerAsTheirRequests() throws {
+        let daemon = try DaemonProcess(arguments: ["--memory-limit", "1MiB"])
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        _ = try client.result("cache.set", #"{"key":"m","value":"in memory"}"#)
+        _ = try client.result("cache.set", #"{"key":"d","value":"on disk"}"#)
+        _ = try client.result("cache.remove", #"{"key":"d","fromDisk":false}"#)
+        let long = String(repeating: "k", count: 4097)
+        for key in ["m", "d", "nowhere", "", long] {
+            let hot = #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"\#(key)"}}"#
+            let escaped = key.isEmpty ? key : "\\u00" + String(key.utf8.first!, radix: 16) + key.dropFirst()
+            let others = [
+                #"{"jsonrpc":"2.0","id":"1","method":"cache.get","params":{"key":"\#(key)"}}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"\#(key)","fromMemoryOnly":false}}"#,
+                #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"\#(escaped)"}}"#,
+            ]
+            for line in [hot] + others {
+                // A disk hit goes back to memory: take the key off it again, so that every
+                // shape reads it from the same tier.
+                if key == "d" { _ = try client.result("cache.remove", #"{"key":"d","fromDisk":false}"#) }
+                let before = try client.result("cache.stats")
+                try client.send(line)
+                let reply = try client.readReply()
+                let after = try client.result("cache.stats")
+                let reads = { (stats: JSONValue) -> Int64 in
+                    ["hits", "misses"].reduce(0) { $0 + (stats["memory"]?[$1]?.int64 ?? 0) }
+                }
+                #expect(reads(after) - reads(before) == (key.isEmpty || key == long ? 0 : 1), "\(line)")
+                #expect(summary(of: reply) == summary(of: try hotReply(for: key, client: client)), "\(line)")
+            }
+        }
+    }
+
+    /// What a get's reply says, but for its id and its lifetime (which moves with each read).
+    private func summary(of reply: JSONValue) -> [String] {
+        let result = reply["result"]
+        let error = reply["error"]
+        return [
+            result?["found"]?.bool.map { "found \($0)" } ?? "-", result?["value"]?.string ?? "-",
+            result?["encoding"]?.string ?? "-", result?["cacheType"]?.string ?? "-",
+            result?["version"]?.int64.map { "\($0)" } ?? "-",
+            error?["code"]?.int64.map { "\($0)" } ?? "-", error?["data"]?["reason"]?.string ?? "-",
+        ]
+    }
+
+    /// The reply a hot line of `key` gets now (the reference the other shapes must match).
+    private func hotReply(for key: String, client: TestClient) throws -> JSONValue {
+        if key == "d" { _ = try client.result("cache.remove", #"{"key":"d","fromDisk":false}"#) }
+        try client.send(#"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"\#(key)"}}"#)
+        return try client.readReply()
     }
 }

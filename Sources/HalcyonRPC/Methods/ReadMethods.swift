@@ -44,20 +44,36 @@ extension Dispatcher {
                 options.referenceDate = try params.date("referenceDate")
                 return GetQuery(key: key, encoding: encoding, options: options)
             }
+
+            /// The query of params that hold the key alone (a hot line's, `HotLine`): what
+            /// `read` gives for them, each optional member at its default.
+            static func keyOnly(_ key: CacheKey, _ base: borrowing HybridCache.Options) -> GetQuery {
+                var options = copy base
+                options.forcedExtension = nil
+                options.fromMemoryOnly = false
+                options.referenceDate = nil
+                return GetQuery(key: key, encoding: nil, options: options)
+            }
         }
 
         /// `cache.get`. After a memory lookup that missed (`MemoryFinding.getMissed`), the
         /// query it read goes on to the disk without asking memory again.
         static func get(_ dispatcher: Dispatcher, _ call: MethodCall) throws(RPCError) -> CacheTask? {
             if case .getMissed(let query) = call.memory {
-                return dispatcher.cache.retrieveAfterMemoryMiss(
-                    forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
-                    completion: reply(in: query.encoding, to: call.responder))
+                return retrieveAfterMiss(dispatcher, query, call.responder)
             }
             let query = try GetQuery.read(call.params, call.options)
             return dispatcher.cache.retrieve(
                 forKey: query.key, options: query.options, callbackQueue: call.callbackQueue,
                 completion: reply(in: query.encoding, to: call.responder))
+        }
+
+        /// `cache.get` after its memory lookup missed (and counted the miss): the disk, without
+        /// asking memory again.
+        static func retrieveAfterMiss(_ dispatcher: Dispatcher, _ query: GetQuery, _ responder: Responder) -> CacheTask? {
+            dispatcher.cache.retrieveAfterMemoryMiss(
+                forKey: query.key, options: query.options, callbackQueue: responder.callbackQueue,
+                completion: reply(in: query.encoding, to: responder))
         }
 
         /// The completion of a `cache.get`: its result, in `encoding`, through `responder`.
@@ -78,7 +94,14 @@ extension Dispatcher {
             _ dispatcher: Dispatcher, _ params: Params, _ options: HybridCache.Options, _ id: RPCID,
             _ writer: inout JSONWriter
         ) throws(RPCError) -> MemoryAnswerResult {
-            let query = try GetQuery.read(params, options)
+            answerGet(dispatcher, try GetQuery.read(params, options), id, &writer)
+        }
+
+        /// The memory answer of `query`, the one shared by a request's memory answer
+        /// (`getFromMemory`) and a hot line's (`Dispatcher.answerHotGet`).
+        static func answerGet(
+            _ dispatcher: Dispatcher, _ query: borrowing GetQuery, _ id: RPCID, _ writer: inout JSONWriter
+        ) -> MemoryAnswerResult {
             // A hit of the common shape is written from the entry where it lies (nil);
             // any other is copied out and written the general way.
             let lookup = dispatcher.cache.memoryLookup(forKey: query.key, options: query.options) { entry, expiresAt in
@@ -93,7 +116,7 @@ extension Dispatcher {
                     try w.getResult(found, encoding: query.encoding)
                 })
             case .missed:
-                return .declined(.getMissed(query))
+                return .declined(.getMissed(copy query))
             case .behindWrite:
                 return .declined(.nothing)
             }
