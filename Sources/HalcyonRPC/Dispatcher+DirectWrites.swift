@@ -38,6 +38,28 @@ extension Dispatcher {
         }
     }
 
+    /// The direct write of a hot `cache.set` line (`HotLine.read`) with id `id`, key `key`
+    /// and `utf8` value `value`, or nil: then the line goes to the parser like any other. The
+    /// same checks as `prepare` and `directWrite` give the request the line parses to: the
+    /// key as the params check it, the entry's size, the connection's options, and whether
+    /// the journal can take it at once.
+    ///
+    /// Threading: on the requesting connection's event loop thread, like `directWrite`.
+    public func hotDirectWrite(id: Int64, key: CacheKey, value: [UInt8], session: ConnectionSession) -> DirectWrite? {
+        guard session.access == nil, accepts(key),
+              let set = WriteMethods.SetParams.keyAndValue(key, value, Self.sessionOptions(session), rules: paramRules)
+        else { return nil }
+        let write = HybridCache.DirectWrite.store(.init(key: set.key, entry: set.entry, options: set.options))
+        guard cache.canCommitDirect(write) else { return nil }
+        return DirectWrite(id: .number(id), write: write)
+    }
+
+    /// Whether `key`, sent as a method's `key` param, passes the checks `Params.key` makes
+    /// (outside `--access`: no namespace).
+    func accepts(_ key: CacheKey) -> Bool {
+        (1...Params.maxKeyBytes).contains(key.count) && paramRules.keyRule.accepts(key)
+    }
+
     /// Whether `request`'s method may take the direct path (`directWrite` decides).
     public func hasDirectWrite(_ request: RPCRequest) -> Bool {
         request.spec?.directWrite != nil

@@ -92,7 +92,7 @@ extension Dispatcher {
         fileprivate let query: ReadMethods.GetQuery
     }
 
-    /// The `cache.get` of a hot line (`HotLine.get`) with id `id` and key `key`, answered as
+    /// The `cache.get` of a hot line (`HotLine.read`) with id `id` and key `key`, answered as
     /// the request the line parses to would be by `prepare` and `answerFromMemory`: the
     /// same key checks (a refusal is declined, for the parser's path to answer with its
     /// error), the connection's options, and the same memory answer (`ReadMethods.answerGet`).
@@ -101,9 +101,7 @@ extension Dispatcher {
     public func answerHotGet(
         id: Int64, key: CacheKey, session: ConnectionSession, into writer: inout JSONWriter
     ) -> HotGetOutcome {
-        guard session.access == nil, (1...Params.maxKeyBytes).contains(key.count), paramRules.keyRule.accepts(key) else {
-            return .declined
-        }
+        guard session.access == nil, accepts(key) else { return .declined }
         let query = ReadMethods.GetQuery.keyOnly(key, Self.sessionOptions(session))
         let rpcID = RPCID.number(id)
         switch ReadMethods.answerGet(self, query, rpcID, &writer) {

@@ -1,40 +1,58 @@
-// The hottest request line read straight off its bytes: a `cache.get` of one key with a
-// number id. A memory hit of such a line needs no document, no request, no params and no
-// prepared call: the bytes give the id and the key, and the reply is written from the
-// entry where it lies.
+// The hottest request lines read straight off their bytes: a `cache.get` of one key and a
+// `cache.set` of one key to a plain value, with a number id. A memory hit or a direct write
+// of such a line needs no document, no request, no params and no prepared call: the bytes
+// give the id, the key and the value, and the reply is written as the request's would be.
 
-/// A `cache.get` line of the plainest shape: `jsonrpc`, `id`, `method` and `params` (each
-/// once, in any order, with any JSON whitespace between tokens), the id a JSON integer of
-/// at most 18 digits, `params` an object whose only member is `key`, and every string
-/// printable ASCII without escapes. Every other line, however valid, is left to
-/// `RPCMessageParser` (`HotLine.get` answers nil), which defines what it means; on the
+/// A request line of the plainest shape: `jsonrpc`, `id`, `method` and `params` (each once,
+/// in any order, with any JSON whitespace between tokens), the id a JSON integer of at most
+/// 18 digits, every string printable ASCII without escapes, and either `cache.get` whose
+/// `params` hold `key` alone, or `cache.set` whose `params` hold `key` and `value` (a
+/// string: the value's bytes, stored as `utf8`). Every other line, however valid, is left
+/// to `RPCMessageParser` (`HotLine.read` answers nil), which defines what it means; on the
 /// lines this reader accepts the two agree (the request fuzzer checks each input against
-/// the parser).
+/// jansson).
 ///
 /// Threading: a value; any thread.
-public struct HotGet {
+public struct HotRequest {
+    public enum Method {
+        /// `cache.get` of `key`.
+        case get
+        /// `cache.set` of `key` to `value`.
+        case set
+    }
+
+    public let method: Method
     /// The request's id.
     public let id: Int64
     /// Where the key's bytes lie in the line.
-    public let keyStart: Int
-    public let keyCount: Int
+    public let key: Range<Int>
+    /// Where the value's bytes lie in the line (`set`); empty for `get`.
+    public let value: Range<Int>
 
-    /// The index of `cache.get` in the method table (for its latency series).
-    public static let methodIndex = MethodSpec.byName["cache.get"]!.index
+    /// The index of the method in the method table (for its latency series).
+    public var methodIndex: Int {
+        switch method {
+        case .get: Self.getIndex
+        case .set: Self.setIndex
+        }
+    }
+
+    private static let getIndex = MethodSpec.byName["cache.get"]!.index
+    private static let setIndex = MethodSpec.byName["cache.set"]!.index
 }
 
 /// Reads lines of the hot shapes without parsing them into a document.
 ///
 /// Threading: stateless; any thread.
 public enum HotLine {
-    /// The `cache.get` that `line` (without its `\n`) asks for, when it has the hot shape
-    /// (see `HotGet`); nil otherwise, for `RPCMessageParser` to read.
-    public static func get(_ line: UnsafeRawBufferPointer) -> HotGet? {
+    /// The request `line` (without its `\n`) makes, when it has a hot shape (see
+    /// `HotRequest`); nil otherwise, for `RPCMessageParser` to read.
+    public static func read(_ line: UnsafeRawBufferPointer) -> HotRequest? {
         var reader = Reader(line)
-        return reader.get()
+        return reader.request()
     }
 
-    /// A cursor over one line. Every step either matches what the hot shape allows next or
+    /// A cursor over one line. Every step either matches what a hot shape allows next or
     /// gives up (nil): nothing here reports errors, which are the parser's.
     private struct Reader {
         let bytes: UnsafeRawBufferPointer
@@ -50,31 +68,56 @@ public enum HotLine {
             static let id = Seen(rawValue: 2)
             static let method = Seen(rawValue: 4)
             static let params = Seen(rawValue: 8)
-            static let all: Seen = [.version, .id, .method, .params]
+            static let key = Seen(rawValue: 16)
+            static let value = Seen(rawValue: 32)
+            static let envelope: Seen = [.version, .id, .method, .params]
         }
 
-        mutating func get() -> HotGet? {
+        mutating func request() -> HotRequest? {
             var seen: Seen = []
             var id: Int64 = 0
-            var key = (start: 0, count: 0)
+            var method: HotRequest.Method?
+            var key = 0..<0
+            var value = 0..<0
             guard take(UInt8(ascii: "{")) else { return nil }
             repeat {
                 guard let name = string(), take(UInt8(ascii: ":")) else { return nil }
                 let member: Seen
                 if spells(name, "jsonrpc") {
-                    guard let value = string(), spells(value, "2.0") else { return nil }
+                    guard let version = string(), spells(version, "2.0") else { return nil }
                     member = .version
                 } else if spells(name, "id") {
                     guard let number = integer() else { return nil }
                     id = number
                     member = .id
                 } else if spells(name, "method") {
-                    guard let value = string(), spells(value, "cache.get") else { return nil }
+                    guard let name = string() else { return nil }
+                    if spells(name, "cache.get") {
+                        method = .get
+                    } else if spells(name, "cache.set") {
+                        method = .set
+                    } else {
+                        return nil
+                    }
                     member = .method
                 } else if spells(name, "params") {
-                    guard take(UInt8(ascii: "{")), let inner = string(), spells(inner, "key"),
-                          take(UInt8(ascii: ":")), let value = string(), take(UInt8(ascii: "}")) else { return nil }
-                    key = value
+                    guard take(UInt8(ascii: "{")) else { return nil }
+                    repeat {
+                        guard let inner = string(), take(UInt8(ascii: ":")), let text = string() else { return nil }
+                        let param: Seen
+                        if spells(inner, "key") {
+                            key = text
+                            param = .key
+                        } else if spells(inner, "value") {
+                            value = text
+                            param = .value
+                        } else {
+                            return nil
+                        }
+                        guard !seen.contains(param) else { return nil }
+                        seen.insert(param)
+                    } while take(UInt8(ascii: ","))
+                    guard take(UInt8(ascii: "}")) else { return nil }
                     member = .params
                 } else {
                     return nil
@@ -82,12 +125,15 @@ public enum HotLine {
                 guard !seen.contains(member) else { return nil }
                 seen.insert(member)
             } while take(UInt8(ascii: ","))
-            guard take(UInt8(ascii: "}")), seen == .all else { return nil }
+            guard take(UInt8(ascii: "}")), seen.isSuperset(of: .envelope), seen.contains(.key), let method else { return nil }
             skipSpace()
             guard at == bytes.count else { return nil }
-            return HotGet(id: id, keyStart: key.start, keyCount: key.count)
+            switch method {
+            case .get: guard !seen.contains(.value) else { return nil }
+            case .set: guard seen.contains(.value) else { return nil }
+            }
+            return HotRequest(method: method, id: id, key: key, value: value)
         }
-
         /// JSON whitespace (the line holds no `\n`; a `\r` before it is whitespace too).
         private mutating func skipSpace() {
             while at < bytes.count {
@@ -107,14 +153,14 @@ public enum HotLine {
         }
 
         /// A string of printable ASCII without escapes, after whitespace: its contents' span.
-        private mutating func string() -> (start: Int, count: Int)? {
+        private mutating func string() -> Range<Int>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = at
             while at < bytes.count {
                 let byte = bytes[at]
                 if byte == UInt8(ascii: "\"") {
                     at += 1
-                    return (start, at - 1 - start)
+                    return start..<(at - 1)
                 }
                 // A backslash starts an escape; anything outside 0x20...0x7E is a control
                 // character (invalid) or part of a multi-byte character: the parser's.
@@ -150,9 +196,9 @@ public enum HotLine {
         }
 
         /// Whether the span's bytes spell `word`.
-        private func spells(_ span: (start: Int, count: Int), _ word: StaticString) -> Bool {
+        private func spells(_ span: Range<Int>, _ word: StaticString) -> Bool {
             guard span.count == word.utf8CodeUnitCount else { return false }
-            for i in 0..<span.count where bytes[span.start + i] != word.utf8Start[i] { return false }
+            for i in 0..<span.count where bytes[span.lowerBound + i] != word.utf8Start[i] { return false }
             return true
         }
     }

@@ -91,44 +91,65 @@ extension ConnectionHandler {
         }
     }
 
-    /// Starts a line of the hot shape (`HotLine`), if it is one and the connection is where
-    /// the synchronous path would answer the request it parses to: under `untouch`, open,
-    /// nothing held before it and no back-pressure, no trace lines to write, outside
-    /// `--access` (which the dispatcher checks). Returns false, having done nothing, for
-    /// any other line, and for one whose memory answer declines: the ordinary path then
-    /// parses it.
+    /// Starts a line of a hot shape (`HotLine`), if it is one and the connection is where
+    /// the synchronous and direct paths would take the request it parses to: under
+    /// `untouch`, open, nothing held before it and no back-pressure, no trace lines to
+    /// write, outside `--access` (which the dispatcher checks). Returns false, having done
+    /// nothing, for any other line, and for one the dispatcher declines (a key or value the
+    /// params would refuse, a get memory cannot answer at once, a set the journal cannot
+    /// take at once): the ordinary path then parses it.
     ///
-    /// The steps are those of `start` and `dispatch` for a request with an id: the direct-
-    /// write check (a read of a key a waiting write writes commits the writes first), the
-    /// memory answer, and on a miss the commit and the queued read with its in-flight entry.
+    /// The steps are those of `start` and `dispatch` for a request with an id. A get: the
+    /// direct-write check (a read of a key a waiting write writes commits the writes
+    /// first), the memory answer, and on a miss the commit and the queued read with its
+    /// in-flight entry. A set: it joins the loop's direct-write group.
     func startHotLine(_ line: ByteBuffer, context: ChannelHandlerContext) -> Bool {
         guard case .untouch = session.callbackQueue, session.access == nil, lifecycle.isOpen, openingAt == nil,
               !mustHold(context: context), observer?.tracesRequests != true else { return false }
         return line.withUnsafeReadableBytes { bytes -> Bool in
-            guard let get = HotLine.get(bytes) else { return false }
-            let key = CacheKey(utf8: UnsafeRawBufferPointer(rebasing: bytes[get.keyStart..<(get.keyStart + get.keyCount)]))
-            if direct?.mustFollowRead(of: key) == true { commitDirectWrites() }
+            guard let hot = HotLine.read(bytes) else { return false }
+            let key = CacheKey(utf8: UnsafeRawBufferPointer(rebasing: bytes[hot.key]))
             let start = insideRead ? burst.requestStart() : MonotonicClock.nanoseconds()
-            switch dispatcher.answerHotGet(id: get.id, key: key, session: session, into: &outbound.writer) {
-            case .answered(let error):
-                if let observed = observer?.started(methodIndex: HotGet.methodIndex, loop: loopCounters, at: start) {
-                    if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
-                }
-                appended(context: context)
+            switch hot.method {
+            case .get:
+                return startHotGet(hot, key: key, start: start, context: context)
+            case .set:
+                guard let group = direct?.group,
+                      let write = dispatcher.hotDirectWrite(
+                        id: hot.id, key: key, value: Array(UnsafeRawBufferPointer(rebasing: bytes[hot.value])),
+                        session: session)
+                else { return false }
+                direct?.joining(write)
+                group.add(write, observed: observer?.started(methodIndex: hot.methodIndex, loop: loopCounters, at: start),
+                          from: context.channel)
+                if !insideRead { commitDirectWrites() }
                 return true
-            case .missed(let miss):
-                // What is queued goes after the writes before it.
-                commitDirectWrites()
-                let observed = observer?.started(methodIndex: HotGet.methodIndex, loop: loopCounters, at: start)
-                let seq = inFlight.nextSeq
-                let respond = track(id: .number(get.id), batch: nil, slot: 0, observed: observed, context: context)
-                if let task = dispatcher.retrieve(after: miss, session: session, respond: respond) {
-                    inFlight.attach(task, to: seq)
-                }
-                return true
-            case .declined:
-                return false
             }
+        }
+    }
+
+    /// The get of a hot line (see `startHotLine`).
+    private func startHotGet(_ hot: HotRequest, key: CacheKey, start: UInt64, context: ChannelHandlerContext) -> Bool {
+        if direct?.mustFollowRead(of: key) == true { commitDirectWrites() }
+        switch dispatcher.answerHotGet(id: hot.id, key: key, session: session, into: &outbound.writer) {
+        case .answered(let error):
+            if let observed = observer?.started(methodIndex: hot.methodIndex, loop: loopCounters, at: start) {
+                if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
+            }
+            appended(context: context)
+            return true
+        case .missed(let miss):
+            // What is queued goes after the writes before it.
+            commitDirectWrites()
+            let observed = observer?.started(methodIndex: hot.methodIndex, loop: loopCounters, at: start)
+            let seq = inFlight.nextSeq
+            let respond = track(id: .number(hot.id), batch: nil, slot: 0, observed: observed, context: context)
+            if let task = dispatcher.retrieve(after: miss, session: session, respond: respond) {
+                inFlight.attach(task, to: seq)
+            }
+            return true
+        case .declined:
+            return false
         }
     }
 

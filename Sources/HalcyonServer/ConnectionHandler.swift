@@ -18,11 +18,12 @@ import NIOCore
 /// whatever thread the connection's `CallbackQueue` picks and hop to the event loop
 /// (`ReplyMailbox`), where this handler alone writes them.
 ///
-/// The hot line: a line of the hottest shape (`HotLine`: a `cache.get` of one key with a
-/// number id) is read off its bytes and answered without a document, a request or params
-/// (`startHotLine`), under the conditions in which the synchronous path below would answer
-/// the request it parses to, with the same checks and the same memory answer; any other
-/// line, or one memory cannot answer, takes the ordinary path.
+/// Hot lines: a line of the hottest shapes (`HotLine`: a `cache.get` of one key, a
+/// `cache.set` of one key to a plain value, with a number id) is read off its bytes and
+/// answered or joined to the direct-write group without a document, a request or params
+/// (`startHotLine`), under the conditions in which the paths below would take the request
+/// it parses to, with the same checks, the same memory answer and the same direct write;
+/// any other line, or one these paths decline, takes the ordinary path.
 ///
 /// The synchronous path: a request with an id to a method with a memory answer (a `fast`
 /// read memory holds, no queued write on its key; `server.ping`) is answered before its

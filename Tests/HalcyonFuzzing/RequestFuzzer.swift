@@ -97,18 +97,20 @@ public final class RequestFuzzer: Sendable {
     }
 
     /// Where the hot-line reader and jansson disagree on `line`, if they do: a line
-    /// `HotLine.get` accepts must parse to an object of exactly `jsonrpc` "2.0", an integer
-    /// `id` equal to the one read, `method` "cache.get" and `params` holding `key` alone,
-    /// whose bytes are the span read.
+    /// `HotLine.read` accepts must parse to an object of exactly `jsonrpc` "2.0", an integer
+    /// `id` equal to the one read, `method` the one read, and `params` holding `key` alone
+    /// (a get) or `key` and a string `value` (a set), whose bytes are the spans read.
     public static func hotLineProblem(_ line: UnsafeRawBufferPointer) -> String? {
-        guard let get = HotLine.get(line) else { return nil }
+        guard let hot = HotLine.read(line) else { return nil }
         let text = String(decoding: line, as: UTF8.self)
         guard case .success(let value) = JSONValue.parse(line) else { return "a hot line jansson refuses: \(text)" }
+        let method = hot.method == .get ? "cache.get" : "cache.set"
+        let members = hot.method == .get ? 1 : 2
         guard value.kind == .object, value.count == 4, value["jsonrpc"]?.string == "2.0",
-              value["method"]?.string == "cache.get", value["id"]?.kind == .integer, value["id"]?.int64 == get.id,
-              let params = value["params"], params.kind == .object, params.count == 1,
-              let key = params["key"]?.stringBytes,
-              key.elementsEqual(line[get.keyStart..<(get.keyStart + get.keyCount)])
+              value["method"]?.string == method, value["id"]?.kind == .integer, value["id"]?.int64 == hot.id,
+              let params = value["params"], params.kind == .object, params.count == members,
+              let key = params["key"]?.stringBytes, key.elementsEqual(line[hot.key]),
+              hot.method == .get || params["value"]?.stringBytes?.elementsEqual(line[hot.value]) == true
         else { return "a hot line jansson reads otherwise: \(text)" }
         return nil
     }

@@ -9,10 +9,12 @@ import Testing
 
 @Suite("Hot lines")
 struct HotLineTests {
-    private func hot(_ line: String) -> (id: Int64, key: String)? {
+    private func hot(_ line: String) -> (method: HotRequest.Method, id: Int64, key: String, value: String)? {
         let bytes = Array(line.utf8)
         return bytes.withUnsafeBytes { raw in
-            HotLine.get(raw).map { ($0.id, String(decoding: raw[$0.keyStart..<($0.keyStart + $0.keyCount)], as: UTF8.self)) }
+            HotLine.read(raw).map {
+                ($0.method, $0.id, String(decoding: raw[$0.key], as: UTF8.self), String(decoding: raw[$0.value], as: UTF8.self))
+            }
         }
     }
 
@@ -27,10 +29,27 @@ struct HotLineTests {
         (#"{"jsonrpc":"2.0","id":999999999999999999,"method":"cache.get","params":{"key":"~!@#$%^&*()"}}"#,
          999_999_999_999_999_999, "~!@#$%^&*()"),
     ])
-    func takesTheHotShape(line: String, id: Int64, key: String) throws {
+    func takesTheHotGet(line: String, id: Int64, key: String) throws {
         let read = try #require(hot(line))
+        #expect(read.method == .get)
         #expect(read.id == id)
         #expect(read.key == key)
+        #expect(read.value == "")
+        #expect(problem(line) == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"jsonrpc":"2.0","id":2,"method":"cache.set","params":{"key":"k","value":"v"}}"#, Int64(2), "k", "v"),
+        (#"{"params":{"value":"","key":"user:1"},"method":"cache.set","id":0,"jsonrpc":"2.0"}"#, 0, "user:1", ""),
+        (" { \"jsonrpc\" : \"2.0\", \"method\" : \"cache.set\" , \"id\":-3, \"params\" : { \"key\" : \"a\" , \"value\" : \"b c\" } }",
+         -3, "a", "b c"),
+    ])
+    func takesTheHotSet(line: String, id: Int64, key: String, value: String) throws {
+        let read = try #require(hot(line))
+        #expect(read.method == .set)
+        #expect(read.id == id)
+        #expect(read.key == key)
+        #expect(read.value == value)
         #expect(problem(line) == nil)
     }
 
@@ -44,7 +63,13 @@ struct HotLineTests {
         #"{"jsonrpc":"2.0","id":1234567890123456789,"method":"cache.get","params":{"key":"k"}}"#,  // 19 digits
         #"{"jsonrpc":"2.0","method":"cache.get","params":{"key":"k"}}"#,  // a notification
         #"{"jsonrpc":"2.0","id":null,"method":"cache.get","params":{"key":"k"}}"#,
-        #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k"}}"#,
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k"}}"#,  // a set without a value
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"k","value":"v"}}"#,  // a get with one
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":"v","toDisk":false}}"#,
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":1}}"#,
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":"v","value":"w"}}"#,
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"value":"v"}}"#,
+        #"{"jsonrpc":"2.0","id":1,"method":"cache.remove","params":{"key":"k"}}"#,
         #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":"k","encoding":"base64"}}"#,
         #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{"key":1}}"#,
         #"{"jsonrpc":"2.0","id":1,"method":"cache.get","params":{}}"#,
@@ -71,6 +96,7 @@ struct HotLineTests {
     @Test func agreesWithJanssonOnTheCorpus() throws {
         var lines = [
             #"{"jsonrpc":"2.0","id":12,"method":"cache.get","params":{"key":"key:12"}}"#,
+            #"{"jsonrpc":"2.0","id":13,"method":"cache.set","params":{"key":"key:13","value":"v"}}"#,
             " { \"params\" : { \"key\" : \"x\" } , \"jsonrpc\" : \"2.0\" , \"method\" : \"cache.get\" , \"id\" : 5 } ",
         ]
         let corpus = URL(fileURLWithPath: #filePath)
@@ -87,9 +113,9 @@ struct HotLineTests {
                 if let problem = prefix.withUnsafeBytes({ RequestFuzzer.hotLineProblem($0) }) {
                     Issue.record("\(problem)")
                 }
-                if prefix.withUnsafeBytes({ HotLine.get($0) }) != nil { taken += 1 }
+                if prefix.withUnsafeBytes({ HotLine.read($0) }) != nil { taken += 1 }
             }
         }
-        #expect(taken >= 2)
+        #expect(taken >= 3)
     }
 }

@@ -48,6 +48,21 @@ extension Dispatcher {
                 let lease = try params.string("lease")  // any write of the key ends its lease (LeaseMethods.swift)
                 return SetParams(key: key, entry: CacheEntry(bytes: bytes, flags: encoding.flags), options: options, lease: lease)
             }
+
+            /// The write of params that hold a key and a `utf8` value alone (a hot line's,
+            /// `HotLine`): what `read` gives for them, each optional member at its default;
+            /// nil where `read` would refuse them, for the parser's path to say why.
+            static func keyAndValue(
+                _ key: CacheKey, _ bytes: [UInt8], _ connectionOptions: borrowing HybridCache.Options, rules: Params.Rules
+            ) -> SetParams? {
+                guard rules.entryLimits.exceeded(key: key, valueBytes: bytes.count, toDisk: true) == nil else { return nil }
+                var options = copy connectionOptions
+                options.diskExpiration = nil
+                options.memoryExpiration = nil
+                options.toDisk = true
+                options.forcedExtension = nil
+                return SetParams(key: key, entry: CacheEntry(bytes: bytes, flags: ValueEncoding.utf8.flags), options: options, lease: nil)
+            }
         }
 
         /// `cache.set`'s direct write (`MethodSpec.directWrite`).
