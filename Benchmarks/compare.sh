@@ -324,6 +324,12 @@ if want floor; then
         bvals=""; [ -n "$baseline" ] && bvals=" $(rps "$b") | $(ratio "$(rps "$b")" "$(rps "$rl")") |"
         echo "| $label | ${c}×$p | $(rps "$rl") | $(rps "$m") | $(rps "$h") | $(ratio "$(rps "$h")" "$(rps "$rl")") | $(ratio "$(rps "$h")" "$(rps "$m")") |$bvals $(field "$rl" p99_us) | $(field "$h" p99_us) | $(cpu "$rl") / $(cpu "$m") / $(cpu "$h")${baseline:+ / $(cpu "$b")} | $(ratio "$(cpu "$h")" "$(cpu "$rl")") | $(cs "$rl") / $(cs "$m") / $(cs "$h")${baseline:+ / $(cs "$b")} |" >>"$report"
     done
+    {
+        echo
+        echo "The same cells as paired ratios (\`baseline_ratios.py --peers\`): halcyond's run of each repeat over the peer's run of that repeat, medians over the repeats; the peer is Redis as above and memcached. A pair ran seconds apart, in the same phase of the machine's speed, which two medians need not share."
+        echo
+        python3 "$here/baseline_ratios.py" --peers "$raw" "${floor_specs[@]}" || echo "(no paired ratios)"
+    } >>"$report"
     echo >>"$report"
 fi
 
