@@ -171,6 +171,37 @@ struct FastPathEndToEndTests {
         }
     }
 
+    /// A set as a hot line and in shapes only the parser takes (a string id, a param at its
+    /// default, an escape in the value) stores the same entry: the same reply but for its id,
+    /// version and lifetime, and the same description of what was stored.
+    @Test func hotSetsStoreAsTheirRequests() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.cleanUp() }
+        let client = try daemon.client()
+        let shapes = [
+            #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"s","value":"v w"}}"#,
+            #"{"jsonrpc":"2.0","id":"1","method":"cache.set","params":{"key":"s","value":"v w"}}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"s","value":"v w","toDisk":true}}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"s","value":"v\u0020w"}}"#,
+        ]
+        var seen: [[String]] = []
+        for line in shapes {
+            try client.send(line)
+            let stored = try client.readReply()["result"]
+            let described = try client.result("cache.describe", #"{"key":"s"}"#)
+            let value = try client.result("cache.get", #"{"key":"s","fromMemoryOnly":false}"#)
+            seen.append([
+                stored?["stored"]?.bool.map { "stored \($0)" } ?? "-", stored?["size"]?.int64.map { "\($0)" } ?? "-",
+                stored?["expiresAt"]?.kind == .null ? "never" : "expires",
+                described["size"]?.int64.map { "\($0)" } ?? "-", described["encoding"]?.string ?? "-",
+                described["cacheType"]?.string ?? "-", value["value"]?.string ?? "-",
+            ])
+        }
+        #expect(seen.allSatisfy { $0 == seen[0] }, "\(seen)")
+        #expect(seen[0][0] == "stored true")
+        #expect(seen[0][6] == "v w")
+    }
+
     /// What a get's reply says, but for its id and its lifetime (which moves with each read).
     private func summary(of reply: JSONValue) -> [String] {
         let result = reply["result"]
