@@ -114,16 +114,14 @@ public enum HotLine {
                         } else {
                             return nil
                         }
-                        guard !seen.contains(param) else { return nil }
-                        seen.insert(param)
+                        guard seen.insert(param).inserted else { return nil }
                     } while take(UInt8(ascii: ","))
                     guard take(UInt8(ascii: "}")) else { return nil }
                     member = .params
                 } else {
                     return nil
                 }
-                guard !seen.contains(member) else { return nil }
-                seen.insert(member)
+                guard seen.insert(member).inserted else { return nil }
             } while take(UInt8(ascii: ","))
             guard take(UInt8(ascii: "}")), seen.isSuperset(of: .envelope), seen.contains(.key), let method else { return nil }
             skipSpace()

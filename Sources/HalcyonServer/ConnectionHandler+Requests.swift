@@ -46,9 +46,7 @@ extension ConnectionHandler {
     /// direct write, the memory answer, then `handle`, each taking it as the one before
     /// left it.
     private func dispatch(_ request: RPCRequest, batch: Batch?, slot: Int, context: ChannelHandlerContext) {
-        let observed = observer?.started(
-            request, peer: session.peerDescription, loop: loopCounters,
-            at: insideRead ? burst.requestStart() : MonotonicClock.nanoseconds())
+        let observed = observer?.started(request, peer: session.peerDescription, loop: loopCounters, at: requestStart())
         var call = dispatcher.prepare(request, session: session)
         if batch == nil, let id = request.id {
             if case .untouch = session.callbackQueue {
@@ -60,9 +58,7 @@ extension ConnectionHandler {
                 }
                 switch dispatcher.answerFromMemory(&call, into: &outbound.writer) {
                 case .answered(let error):
-                    if let observed {
-                        if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
-                    }
+                    memoryAnswered(observed, error: error)
                     appended(context: context)
                     return
                 case .notAnswered:
@@ -75,7 +71,7 @@ extension ConnectionHandler {
                 case .answered(let error):
                     // Only the policy's delivery hop remains.
                     let reply = RPCReply(id: id, element: writer.bytes, error: error)
-                    let respond = track(request, batch: nil, slot: 0, observed: observed, context: context)
+                    let respond = track(id: id, batch: nil, slot: 0, observed: observed, context: context)
                     session.callbackQueue.execute { respond(reply) }
                     return
                 case .notAnswered:
@@ -84,7 +80,7 @@ extension ConnectionHandler {
             }
         }
         let seq = inFlight.nextSeq
-        let respond = track(request, batch: batch, slot: slot, observed: observed, context: context)
+        let respond = track(id: request.id, batch: batch, slot: slot, observed: observed, context: context)
         // The reply may already have been written (a memory hit under `untouch`).
         if let task = dispatcher.handle(call, respond: respond) {
             inFlight.attach(task, to: seq)
@@ -109,7 +105,7 @@ extension ConnectionHandler {
         return line.withUnsafeReadableBytes { bytes -> Bool in
             guard let hot = HotLine.read(bytes) else { return false }
             let key = CacheKey(utf8: UnsafeRawBufferPointer(rebasing: bytes[hot.key]))
-            let start = insideRead ? burst.requestStart() : MonotonicClock.nanoseconds()
+            let start = requestStart()
             switch hot.method {
             case .get:
                 return startHotGet(hot, key: key, start: start, context: context)
@@ -133,9 +129,7 @@ extension ConnectionHandler {
         if direct?.mustFollowRead(of: key) == true { commitDirectWrites() }
         switch dispatcher.answerHotGet(id: hot.id, key: key, session: session, into: &outbound.writer) {
         case .answered(let error):
-            if let observed = observer?.started(methodIndex: hot.methodIndex, loop: loopCounters, at: start) {
-                if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
-            }
+            memoryAnswered(observer?.started(methodIndex: hot.methodIndex, loop: loopCounters, at: start), error: error)
             appended(context: context)
             return true
         case .missed(let miss):
@@ -153,15 +147,21 @@ extension ConnectionHandler {
         }
     }
 
-    /// Enters a request in the in-flight table and returns the closure its reply comes
-    /// back through, from any thread.
-    private func track(
-        _ request: RPCRequest, batch: Batch?, slot: Int, observed: Observer.Request?, context: ChannelHandlerContext
-    ) -> @Sendable (RPCReply) -> Void {
-        track(id: request.id, batch: batch, slot: slot, observed: observed, context: context)
+    /// When a request starting now started: the read burst's instant inside one
+    /// (`Observer.Burst`), else the clock's.
+    private func requestStart() -> UInt64 {
+        insideRead ? burst.requestStart() : MonotonicClock.nanoseconds()
     }
 
-    /// `track` of a request with id `id` (nil: a notification).
+    /// Records a memory answer written at once: one without an error, given inside a read
+    /// burst, when the burst ends; any other now.
+    private func memoryAnswered(_ observed: Observer.Request?, error: RPCError?) {
+        guard let observed else { return }
+        if error == nil, insideRead { burst.answered(observed) } else { observed.finished(error: error) }
+    }
+
+    /// Enters a request with id `id` (nil: a notification) in the in-flight table and
+    /// returns the closure its reply comes back through, from any thread.
     private func track(
         id: RPCID?, batch: Batch?, slot: Int, observed: Observer.Request?, context: ChannelHandlerContext
     ) -> @Sendable (RPCReply) -> Void {
