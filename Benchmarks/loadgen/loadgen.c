@@ -270,8 +270,24 @@ static void put_request(conn_t *c, enum req kind, long key) {
 
 /* ---------------------------------------------------------------- reply framing */
 
-static int has(const char *p, size_t n, const char *needle) {
-    return memmem(p, n, needle, strlen(needle)) != NULL;
+/* Where a JSON member's value starts, given the end of its quoted name: past the
+ * colon and any whitespace around it. */
+static const char *member_value(const char *p, const char *end) {
+    while (p < end && (*p == ':' || *p == ' ' || *p == '\t')) p++;
+    return p;
+}
+
+/* The first occurrence of the quoted name q (quotes included, qn bytes) in
+ * p[0..end), or NULL: memchr from quote to quote, which for a line of a few
+ * dozen quotes costs less than memmem's setup for each call. */
+static const char *find_quoted(const char *p, const char *end, const char *q, size_t qn) {
+    while ((size_t)(end - p) >= qn) {
+        p = memchr(p, '"', (size_t)(end - p) - qn + 1);
+        if (!p) return NULL;
+        if (!memcmp(p, q, qn)) return p;
+        p++;
+    }
+    return NULL;
 }
 
 /*
@@ -286,12 +302,30 @@ static size_t frame_reply(const char *p, size_t n, enum status *st, int *disk) {
         const char *nl = memchr(p, '\n', n);
         if (!nl) return 0;
         size_t len = (size_t)(nl - p) + 1;
-        if (!has(p, len, "\"result\"")) *st = S_ERROR;
-        else if (has(p, len, "\"found\":false") || has(p, len, "\"found\": false")) *st = S_MISS;  /* getMany: any miss */
-        else if (has(p, len, "\"found\"")) {
-            *st = S_HIT;
-            *disk = has(p, len, "\"cacheType\":\"disk\"") || has(p, len, "\"cacheType\": \"disk\"");
-        } else *st = S_OK;
+        /* One pass along the line, as RESP's framing reads its header once: the
+         * "result" member (none: an error), then the "found" members (getMany has
+         * one per key, and any false is a miss), then the hit's "cacheType". A
+         * value cannot hold these quoted names: its own quotes are escaped. */
+        const char *end = p + len;
+        const char *at = find_quoted(p, end, "\"result\"", 8);
+        if (!at) { *st = S_ERROR; return len; }
+        at += 8;
+        int found = 0;
+        for (;;) {
+            const char *f = find_quoted(at, end, "\"found\"", 7);
+            if (!f) break;
+            found = 1;
+            at = member_value(f + 7, end);
+            if (at < end && *at == 'f') { *st = S_MISS; return len; }
+            if (opt.op != OP_MGET) break;
+        }
+        if (!found) { *st = S_OK; return len; }
+        *st = S_HIT;
+        const char *t = find_quoted(at, end, "\"cacheType\"", 11);
+        if (t) {
+            t = member_value(t + 11, end);
+            *disk = (size_t)(end - t) >= 6 && !memcmp(t, "\"disk\"", 6);
+        }
         return len;
     }
     case P_REDIS: {
