@@ -57,3 +57,11 @@ int hc_utimensat(int dirfd, const char *path, int64_t atime_sec, long atime_nsec
 int hc_syncfs(int fd) {
     return syncfs(fd);
 }
+
+int hc_reserve(int fd, int64_t length) {
+    int r;
+    do {
+        r = fallocate(fd, 0, 0, (off_t)length);
+    } while (r != 0 && errno == EINTR);
+    return r;
+}

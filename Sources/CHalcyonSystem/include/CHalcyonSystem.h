@@ -23,6 +23,10 @@ int hc_open_noatime(const char *path);
 /// Returns 0, or -1 with errno set.
 int hc_syncfs(int fd);
 
+/// `fallocate(fd, 0, 0, length)`: reserves the file's first `length` bytes (the size grows
+/// to it), retrying EINTR. 0, or -1 with errno (ENOSPC, EOPNOTSUPP, ...).
+int hc_reserve(int fd, int64_t length);
+
 /// The `UTIME_NOW` and `UTIME_OMIT` markers for `tv_nsec` in utimensat/futimens.
 long hc_utime_now(void);
 long hc_utime_omit(void);

@@ -8,7 +8,10 @@
 // valid after it is the end of the log: in the newest segment the expected trace of a
 // crash mid-write, cut off (`truncate`) and reported as `tail`; in an older segment
 // reported as damage. A segment whose header is damaged or names another sequence than
-// its file is skipped and reported.
+// its file is skipped and reported. Zeros to the end of a segment, from the first place no
+// record could be read, are reserved space a writer had not filled (a mapped segment not
+// yet cut back to its records, as after a crash): a clean end, in any segment, also cut
+// off when `cutTail` is set.
 
 #if canImport(Glibc)
 import Glibc
@@ -75,7 +78,8 @@ extension Journal {
     /// - Parameters:
     ///   - directory: the journal folder (a missing folder is an empty journal).
     ///   - cutTail: truncate the newest segment at the end of its last valid record
-    ///     (default true), so the torn bytes are not met again after a later crash.
+    ///     (default true), so the torn bytes are not met again after a later crash, and
+    ///     any segment ending in zeros at the end of its records.
     /// - Throws: `.cannotLoadDataFromDisk` when a segment cannot be read,
     ///   `.cannotWriteJournal` when the tail cannot be cut.
     public static func recover(directory: String, cutTail: Bool = true) throws(CacheError) -> Recovery {
@@ -130,6 +134,14 @@ extension Journal {
                 return nil
             }
             guard let end else { continue }
+            if bytes[end...].allSatisfy({ $0 == 0 }) {
+                // Space reserved for records that never came (a mapped segment not cut
+                // back, `Journal+Writer.swift`): a clean end, cut off like a tail.
+                if cutTail, truncate(path, off_t(end)) != 0 {
+                    throw .cannotWriteJournal(path: path, errno: errno)
+                }
+                continue
+            }
             let position = Position(segment: sequence, offset: UInt64(end))
             if isNewest {
                 result.tail = (position, bytes.count - end)

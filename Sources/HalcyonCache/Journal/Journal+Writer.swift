@@ -1,11 +1,12 @@
-// Appending to the journal: groups of records with one `writev`, segment rotation, the
-// fsync policy (with a background sync for `everysec`), segment deletion, and counters.
+// Appending to the journal: groups of records copied into a mapped segment or written
+// with one `writev`, segment rotation, the fsync policy (with a background sync for
+// `everysec`), segment deletion, and counters.
 //
-// Group commit: `append([Record]) -> Position` frames the group and writes it with one
-// `writev`: values under 4 KiB are copied into the frame buffer (for groups of 100-byte
-// records one `write` of a copied buffer beat a `writev` of two buffers per record by
-// 15-35 %), larger values go as buffers of their own, uncopied (`IOV_MAX` splits only
-// groups over 500 records). A failed write (ENOSPC, EIO) throws `cannotWriteJournal`
+// Group commit: `append([Record]) -> Position` frames the group, then copies it into the
+// segment's mapping (below) or writes it with one `writev`: values under 4 KiB are copied
+// into the frame buffer (for groups of 100-byte records one `write` of a copied buffer
+// beat a `writev` of two buffers per record by 15-35 %), larger values go as buffers of
+// their own, uncopied (`IOV_MAX` splits only groups over 500 records). A failed write (ENOSPC, EIO) throws `cannotWriteJournal`
 // (wire -32002) and the partial group is cut off with `ftruncate`, so later groups never
 // follow a torn one (if that fails, the next group opens a new segment).
 //
@@ -18,6 +19,23 @@
 // header write, not an `fdatasync` and a folder `fsync` (Benchmarks/RESULTS.md, "Journal
 // rotation"). `sync()` waits for those background syncs first. `never`: the kernel's choice.
 //
+// Mapped segments. A new segment's space is reserved up front (`fallocate` of the segment
+// size) and mapped shared; a group that fits is copied into the mapping, with no system
+// call: the pages are the file's page cache, so a kill -9 loses none of it, and `fdatasync`
+// (the background sync, `.always`, a rotation) writes them as it writes `write`'s. A
+// group's payloads are copied first and its frame headers (length and checksum) after
+// them, behind a release fence: a process killed mid-copy leaves a run of valid records
+// and then a zero or half-written frame header, which recovery reads as the end, never a
+// record of the group after one it lost. A segment whose space cannot be reserved (a
+// full disk, a file system without `fallocate`) is written with `writev` as before, and
+// so is the rest of a segment once a group does not fit in its mapping (the file is cut
+// back to its records first). A closed segment is cut back to its records; a crash
+// leaves the reserved zeros after them, which recovery reads as a clean end
+// (`Journal+Recovery.swift`). Nothing else may cut a live segment (a recovery of the same
+// folder would, and end the mapping under the writer): the daemon's folder lock keeps a
+// second daemon out. What the copy saves against a `writev` per group is in
+// Benchmarks/RESULTS.md, "Mapped journal segments".
+//
 // The folder deleted under the daemon: an open segment whose folder is gone still takes
 // writes, into a file no restart will find. So the writer looks at the segment's link
 // count after each group (one `fstat` per group) and, when a segment must be opened in a
@@ -27,8 +45,10 @@
 // writer to look too (`checkSegment`), so a deletion while no write comes is repaired
 // within a tick.
 
+import CHalcyonSystem
 import Dispatch
 import HalcyonSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -64,6 +84,10 @@ extension Journal {
         /// Times the current segment or the whole folder was found removed under the
         /// daemon (see `Writer.takeLoss`).
         public var segmentsLost: Int = 0
+        /// Segments whose space was reserved and mapped, and groups copied into a
+        /// mapping (the others went out with `writev`).
+        public var mappedSegments: Int = 0
+        public var mappedGroups: Int = 0
 
         mutating func countGroup(_ size: Int) {
             groups += 1
@@ -77,10 +101,11 @@ extension Journal {
     /// Appends records to the journal folder's newest segment.
     ///
     /// Every `Writer` starts a new segment (a sequence one past the largest in the folder),
-    /// so it never appends after a tail a crash may have torn. A group of records goes
-    /// out with one `writev` (values of 4 KiB and more are not copied); a failed write is cut off again
-    /// (`ftruncate`) so later groups never follow a torn one, or, if that fails too, the
-    /// next group starts a new segment.
+    /// so it never appends after a tail a crash may have torn. A group of records is
+    /// copied into the segment's mapping, or, where the segment has none (see "Mapped
+    /// segments" above), goes out with one `writev` (values of 4 KiB and more are not
+    /// copied); a failed write is cut off again (`ftruncate`) so later groups never follow
+    /// a torn one, or, if that fails too, the next group starts a new segment.
     ///
     /// Threading: thread-safe; `state` (a `Locked`) guards the descriptor, the position
     /// and the counters and is held across each append's system calls, so appends are
@@ -113,6 +138,9 @@ extension Journal {
             /// A segment was created since the folder was last synced (`.everysec` leaves
             /// that to the background sync, like the records in it).
             var directoryUnsynced = false
+            /// The current segment's mapping, the segment's reserved space (see "Mapped
+            /// segments" above); nil when its groups go out with `writev`.
+            var mapping: UnsafeMutableRawBufferPointer?
             var stats = Stats()
         }
 
@@ -156,7 +184,10 @@ extension Journal {
         deinit {
             timer?.cancel()
             state.withLock { s in
-                if s.fd >= 0 { Glibc.close(s.fd) }
+                if s.fd >= 0 {
+                    Self.unmap(&s)
+                    Glibc.close(s.fd)
+                }
             }
         }
 
@@ -195,7 +226,21 @@ extension Journal {
                     }
                 }
                 let total = heads.count + pieces.reduce(0) { $0 + $1.value.count }
-                let failure = write(heads: heads, pieces: pieces, fd: s.fd)
+                var failure: POSIX.Errno?
+                if let mapping = s.mapping, s.offset + UInt64(total) <= UInt64(mapping.count) {
+                    Self.copy(heads: heads, pieces: pieces, into: mapping, at: Int(s.offset))
+                    s.stats.mappedGroups += 1
+                } else {
+                    if s.mapping != nil {
+                        // The group does not fit in the mapping: the rest of the segment
+                        // is written, after its records (`O_APPEND` writes at the end).
+                        guard Self.unmap(&s) else {
+                            s.broken = true
+                            throw .cannotWriteJournal(path: segmentPath(s.sequence), errno: errno)
+                        }
+                    }
+                    failure = write(heads: heads, pieces: pieces, fd: s.fd)
+                }
                 if let failure {
                     s.stats.failedAppends += 1
                     // Cut off whatever part of the group reached the file, so that the
@@ -349,6 +394,63 @@ extension Journal {
             s.stats.segmentsLost += 1
         }
 
+        /// Reserves `size` bytes (rounded up to whole pages) for the segment `fd` and maps
+        /// them shared; nil, with the file as it was (`used` bytes), when either fails.
+        private static func reserveAndMap(_ fd: Int32, size: UInt64, used: Int) -> UnsafeMutableRawBufferPointer? {
+            let page = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+            let length = Int((size + page - 1) / page * page)
+            guard hc_reserve(fd, Int64(length)) == 0 else {
+                _ = ftruncate(fd, off_t(used))
+                return nil
+            }
+            let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+            guard let base, base != MAP_FAILED else {
+                _ = ftruncate(fd, off_t(used))
+                return nil
+            }
+            return UnsafeMutableRawBufferPointer(start: base, count: length)
+        }
+
+        /// Unmaps the current segment and cuts it back to its records, so that `O_APPEND`
+        /// writes follow them. False when the cut failed (errno set); unmapped either way.
+        @discardableResult
+        private static func unmap(_ s: inout State) -> Bool {
+            guard let mapping = s.mapping else { return true }
+            munmap(mapping.baseAddress, mapping.count)
+            s.mapping = nil
+            return ftruncate(s.fd, off_t(s.offset)) == 0
+        }
+
+        /// Copies a framed group into `mapping` at `offset`: every payload first, then,
+        /// behind a release fence, every frame header (see "Mapped segments"). The space
+        /// is zero until then (reserved, never written), so until its header is stored
+        /// a record reads as the end of the segment.
+        private static func copy(
+            heads: [UInt8], pieces: [(head: Range<Int>, value: [UInt8])], into mapping: UnsafeMutableRawBufferPointer,
+            at offset: Int
+        ) {
+            let header = RecordCodec.frameHeaderSize
+            heads.withUnsafeBytes { heads in
+                var at = offset
+                for piece in pieces {
+                    let head = UnsafeRawBufferPointer(rebasing: heads[piece.head])
+                    let body = UnsafeRawBufferPointer(rebasing: head[header...])
+                    (mapping.baseAddress! + at + header).copyMemory(from: body.baseAddress!, byteCount: body.count)
+                    at += head.count
+                    piece.value.withUnsafeBytes { value in
+                        if !value.isEmpty { (mapping.baseAddress! + at).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+                    }
+                    at += piece.value.count
+                }
+                atomicMemoryFence(ordering: .releasing)
+                at = offset
+                for piece in pieces {
+                    (mapping.baseAddress! + at).copyMemory(from: heads.baseAddress! + piece.head.lowerBound, byteCount: header)
+                    at += piece.head.count + piece.value.count
+                }
+            }
+        }
+
         private static func isUnlinked(_ fd: Int32) -> Bool {
             var st = stat()
             return fstat(fd, &st) == 0 && st.st_nlink == 0
@@ -357,7 +459,8 @@ extension Journal {
         private func openNextSegment(_ s: inout State) throws(CacheError) {
             let sequence = s.sequence + 1
             let path = segmentPath(sequence)
-            var fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+            // Read and write: a shared writable mapping needs both.
+            var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
             if fd < 0, errno == ENOENT, POSIX.makeDirectories(directory) == nil {
                 // The folder vanished, with every segment in it: make it again, and tell
                 // the caller (`takeLoss`) that what those segments held must be appended anew.
@@ -366,7 +469,7 @@ extension Journal {
                     s.stats.segmentsLost += 1
                 }
                 s.stats.liveSegments = 0
-                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+                fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
             }
             guard fd >= 0 else { throw .cannotWriteJournal(path: path, errno: errno) }
             let header = SegmentHeader(sequence: sequence, salt: UInt32.random(in: .min ... .max))
@@ -389,6 +492,8 @@ extension Journal {
             s.sequence = sequence
             s.salt = header.salt
             s.offset = UInt64(SegmentHeader.size)
+            s.mapping = Self.reserveAndMap(fd, size: config.segmentSizeLimit, used: SegmentHeader.size)
+            if s.mapping != nil { s.stats.mappedSegments += 1 }
             s.broken = false
             s.unlinkedReported = false
             s.stats.bytesWritten += UInt64(SegmentHeader.size)
@@ -403,9 +508,16 @@ extension Journal {
             guard s.fd >= 0 else { return }
             let fd = s.fd
             let since = s.dirtySince
+            // The mapping goes now; the reserved space after the records goes with the
+            // sync (a crash before leaves zeros, a clean end to recovery).
+            let reserved = s.mapping != nil
+            let end = off_t(s.offset)
+            if let mapping = s.mapping { munmap(mapping.baseAddress, mapping.count) }
+            s.mapping = nil
             s.fd = -1
             s.dirtySince = nil
             syncQueue.async { [weak self] in
+                if reserved { _ = ftruncate(fd, end) }
                 let ok = fdatasync(fd) == 0
                 let code = errno
                 Glibc.close(fd)
@@ -416,6 +528,8 @@ extension Journal {
 
         private func closeSegment(_ s: inout State) throws(CacheError) {
             guard s.fd >= 0 else { return }
+            // A failed cut leaves zeros after the records: a clean end to recovery.
+            Self.unmap(&s)
             let fd = s.fd
             s.fd = -1
             if config.fsync != .never {
