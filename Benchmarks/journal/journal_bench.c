@@ -61,12 +61,18 @@ static unsigned char *map_segment(int *fd) {
     return m;
 }
 
-// Groups copied into a mapped segment: payloads first, then the 8-byte frame headers
-// (the writer's order); a full segment is unmapped, cut back and replaced, as a rotation.
-static void mapped_appends(int group, double seconds) {
-    int fd; unsigned char *map = map_segment(&fd); size_t off = 0;
+enum mode { WRITEV, WRITE, MAPPED };
+static const char *mode_names[] = {"writev", "write", "mapped"};
+
+// Appends groups of `group` records for `seconds`: with one writev (head and value per
+// record), one write of a copied buffer, or copied into a mapped segment, payloads first,
+// then the 8-byte frame headers (the writer's order), a full segment unmapped, cut back and
+// replaced as a rotation.
+static void appends(int group, enum mode mode, double seconds) {
+    int fd = -1; unsigned char *map = NULL; size_t off = 0;
+    if (mode == MAPPED) map = map_segment(&fd); else fd = open_segment("bench-seg.log");
     unsigned char value[100]; memset(value, 'v', sizeof value);
-    unsigned char heads[64][128]; size_t lens[64];
+    unsigned char heads[64][128]; size_t lens[64]; struct iovec iov[128]; unsigned char joined[64 * 256];
     long records = 0; double t0 = now(), t = t0;
     while (t - t0 < seconds) {
         for (int r = 0; r < 1000 / group + 1; r++) {
@@ -74,61 +80,40 @@ static void mapped_appends(int group, double seconds) {
             for (int i = 0; i < group; i++) {
                 char key[32]; snprintf(key, sizeof key, "key-%ld", records + i);
                 lens[i] = frame(heads[i], key, value, sizeof value, 0x12345678);
+                iov[2 * i].iov_base = heads[i]; iov[2 * i].iov_len = lens[i];
+                iov[2 * i + 1].iov_base = value; iov[2 * i + 1].iov_len = sizeof value;
                 total += lens[i] + sizeof value;
             }
-            if (off + total > MAPPED_SEGMENT) {
-                munmap(map, MAPPED_SEGMENT); ftruncate(fd, (off_t)off); close(fd);
-                map = map_segment(&fd); off = 0;
-            }
-            size_t at = off;
-            for (int i = 0; i < group; i++) {
-                memcpy(map + at + 8, heads[i] + 8, lens[i] - 8); at += lens[i];
-                memcpy(map + at, value, sizeof value); at += sizeof value;
-            }
-            __atomic_thread_fence(__ATOMIC_RELEASE);
-            at = off;
-            for (int i = 0; i < group; i++) { memcpy(map + at, heads[i], 8); at += lens[i] + sizeof value; }
-            off += total;
-            records += group;
-        }
-        t = now();
-    }
-    munmap(map, MAPPED_SEGMENT); close(fd);
-    double elapsed = t - t0;
-    printf("| %-4d | %-7s | %10.0f | %10.0f | %6.2f |\n", group, "mapped",
-           records / elapsed, records / elapsed / group, elapsed / (records / (double)group) * 1e6);
-}
-
-static void appends(int group, int vectored, double seconds) {
-    int fd = open_segment("bench-seg.log");
-    unsigned char value[100]; memset(value, 'v', sizeof value);
-    unsigned char heads[64][128]; struct iovec iov[128]; unsigned char joined[64 * 256];
-    long records = 0; double t0 = now(), t = t0;
-    while (t - t0 < seconds) {
-        for (int r = 0; r < 1000 / group + 1; r++) {
-            size_t total = 0;
-            for (int i = 0; i < group; i++) {
-                char key[32]; snprintf(key, sizeof key, "key-%ld", records + i);
-                size_t h = frame(heads[i], key, value, sizeof value, 0x12345678);
-                iov[2 * i].iov_base = heads[i]; iov[2 * i].iov_len = h;
-                iov[2 * i + 1].iov_base = value; iov[2 * i + 1].iov_len = sizeof value;
-                total += h + sizeof value;
-            }
-            if (vectored) {
+            if (mode == WRITEV) {
                 if (writev(fd, iov, 2 * group) != (ssize_t)total) { perror("writev"); exit(1); }
+            } else if (mode == WRITE) {
+                size_t at = 0;
+                for (int i = 0; i < 2 * group; i++) { memcpy(joined + at, iov[i].iov_base, iov[i].iov_len); at += iov[i].iov_len; }
+                if (write(fd, joined, at) != (ssize_t)at) { perror("write"); exit(1); }
             } else {
-                size_t off = 0;
-                for (int i = 0; i < 2 * group; i++) { memcpy(joined + off, iov[i].iov_base, iov[i].iov_len); off += iov[i].iov_len; }
-                if (write(fd, joined, off) != (ssize_t)off) { perror("write"); exit(1); }
+                if (off + total > MAPPED_SEGMENT) {
+                    munmap(map, MAPPED_SEGMENT); ftruncate(fd, (off_t)off); close(fd);
+                    map = map_segment(&fd); off = 0;
+                }
+                size_t at = off;
+                for (int i = 0; i < group; i++) {
+                    memcpy(map + at + 8, heads[i] + 8, lens[i] - 8); at += lens[i];
+                    memcpy(map + at, value, sizeof value); at += sizeof value;
+                }
+                __atomic_thread_fence(__ATOMIC_RELEASE);
+                at = off;
+                for (int i = 0; i < group; i++) { memcpy(map + at, heads[i], 8); at += lens[i] + sizeof value; }
+                off += total;
             }
             records += group;
         }
         t = now();
-        if (lseek(fd, 0, SEEK_END) > (256 << 20)) { close(fd); fd = open_segment("bench-seg.log"); }
+        if (mode != MAPPED && lseek(fd, 0, SEEK_END) > (256 << 20)) { close(fd); fd = open_segment("bench-seg.log"); }
     }
+    if (map) munmap(map, MAPPED_SEGMENT);
     close(fd);
     double elapsed = t - t0;
-    printf("| %-4d | %-7s | %10.0f | %10.0f | %6.2f |\n", group, vectored ? "writev" : "write",
+    printf("| %-4d | %-7s | %10.0f | %10.0f | %6.2f |\n", group, mode_names[mode],
            records / elapsed, records / elapsed / group, elapsed / (records / (double)group) * 1e6);
 }
 
@@ -196,7 +181,7 @@ int main(int argc, char **argv) {
     printf("100-byte values, 9-byte keys (frames of 150 bytes), no fsync (the everysec path):\n\n");
     printf("| group | call | records/s | calls/s | µs/call |\n|---|---|---|---|---|\n");
     int groups[] = {1, 16, 64};
-    for (int g = 0; g < 3; g++) { appends(groups[g], 1, 2.0); appends(groups[g], 0, 2.0); mapped_appends(groups[g], 2.0); }
+    for (int g = 0; g < 3; g++) for (int m = WRITEV; m <= MAPPED; m++) appends(groups[g], (enum mode)m, 2.0);
     {
         int fd = open_segment("bench-sync.log"); unsigned char b[150]; memset(b, 1, sizeof b);
         double t0 = now(); int n = 50;

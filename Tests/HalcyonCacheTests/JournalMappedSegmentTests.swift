@@ -17,6 +17,11 @@ struct JournalMappedSegmentTests {
         (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.uint64Value
     }
 
+    /// A writer of 1 MiB segments that leaves syncing to the kernel.
+    static func writer(in folder: JournalTestFolder) throws -> Journal.Writer {
+        try Journal.Writer(directory: folder.path, config: .init(fsync: .never, segmentSizeLimit: segmentSize))
+    }
+
     /// The files of `folder` as the kernel holds them now, copied to a new folder.
     static func crashCopy(of folder: JournalTestFolder) throws -> JournalTestFolder {
         let copy = JournalTestFolder("crash")
@@ -31,7 +36,7 @@ struct JournalMappedSegmentTests {
     @Test func groupsGoIntoTheReservedSpaceAndACrashLeavesACleanEnd() throws {
         let folder = JournalTestFolder()
         let records = JournalTests.sampleRecords(40)
-        let writer = try Journal.Writer(directory: folder.path, config: .init(fsync: .never, segmentSizeLimit: Self.segmentSize))
+        let writer = try Self.writer(in: folder)
         for start in stride(from: 0, to: 40, by: 8) { try writer.append(Array(records[start..<start + 8])) }
         let end = writer.position
         #expect(writer.stats.mappedSegments == 1)
@@ -57,7 +62,7 @@ struct JournalMappedSegmentTests {
     @Test func aGroupKilledMidCopyEndsTheSegmentAtItsFirstMissingHeader() throws {
         let folder = JournalTestFolder()
         let records = JournalTests.sampleRecords(12)
-        let writer = try Journal.Writer(directory: folder.path, config: .init(fsync: .never, segmentSizeLimit: Self.segmentSize))
+        let writer = try Self.writer(in: folder)
         try writer.append(Array(records[0..<8]))
         let groupStart = writer.position
         try writer.append(Array(records[8..<12]))  // the group the crash interrupts
@@ -109,7 +114,7 @@ struct JournalMappedSegmentTests {
     @Test func anOlderSegmentEndingInReservedZerosIsNoDamage() throws {
         let folder = JournalTestFolder()
         let records = JournalTests.sampleRecords(6)
-        let writer = try Journal.Writer(directory: folder.path, config: .init(fsync: .never, segmentSizeLimit: Self.segmentSize))
+        let writer = try Self.writer(in: folder)
         try writer.append(Array(records[0..<3]))
         let older = writer.position
         // As a crash leaves a rotation whose cut had not run yet: the older segment still
