@@ -6,9 +6,10 @@
 // segment's mapping (below) or writes it with one `writev`: values under 4 KiB are copied
 // into the frame buffer (for groups of 100-byte records one `write` of a copied buffer
 // beat a `writev` of two buffers per record by 15-35 %), larger values go as buffers of
-// their own, uncopied (`IOV_MAX` splits only groups over 500 records). A failed write (ENOSPC, EIO) throws `cannotWriteJournal`
-// (wire -32002) and the partial group is cut off with `ftruncate`, so later groups never
-// follow a torn one (if that fails, the next group opens a new segment).
+// their own, uncopied (`IOV_MAX` splits only groups over 500 records). A failed write
+// (ENOSPC, EIO) throws `cannotWriteJournal` (wire -32002) and the partial group is cut off
+// with `ftruncate`, so later groups never follow a torn one (if that fails, the next group
+// opens a new segment).
 //
 // fsync: `always` syncs before `append` returns. `everysec`: a timer on the writer's own
 // queue syncs a `dup` of the descriptor at most a second after the oldest unsynced
