@@ -202,18 +202,18 @@ public final class HybridCache: DeliversTasks, Sendable {
         }
     }
 
-    /// `memoryLookup` that first offers a hit where it lies: `take` gets the entry borrowed
-    /// and its lifetime after the read's extension (nil = never), and returns true when it
-    /// took what it needed from them, which the lookup answers with `.answered(nil)`; when
-    /// it returns false, the entry is copied and answered as `memoryLookup` answers it. A
-    /// local key's entry is lent under its memory shard's lock
-    /// (`MemoryStorage.Backend.withValue`), so `take` must be short and must not call into
-    /// the cache. The common `cache.get` reply is written straight from the borrowed entry,
-    /// with no result built around it.
+    /// `memoryLookup` that first offers a hit where it lies: `take` gets the entry lent
+    /// (`LentEntry`) and its lifetime after the read's extension (nil = never), and returns
+    /// true when it took what it needed from them, which the lookup answers with
+    /// `.answered(nil)`; when it returns false, the entry is copied and answered as
+    /// `memoryLookup` answers it. A local key's entry is lent under its memory shard's lock
+    /// (`MemoryStorage.Backend.lendValue`), so `take` must be short, must not call into the
+    /// cache, and must not keep the bytes. The common `cache.get` reply is written straight
+    /// from the lent entry, with no result built around it.
     ///
     /// Threading: as `memoryLookup`.
     public func memoryLookup(
-        forKey key: CacheKey, options: Options = .init(), taking take: (borrowing CacheEntry, _ expiresAt: Date?) -> Bool
+        forKey key: CacheKey, options: Options = .init(), taking take: (LentEntry, _ expiresAt: Date?) -> Bool
     ) -> MemoryLookup<RetrieveResult?> {
         switch placement(key) {
         case .local:
@@ -222,7 +222,7 @@ public final class HybridCache: DeliversTasks, Sendable {
             switch shared.memoryLookup(forKey: key, options: options) {
             case .answered(let result):
                 guard let entry = result.entry, result.cacheType != .none else { return .answered(result) }
-                return .answered(take(entry, result.expiresAt) ? nil : result)
+                return .answered(entry.withLent { take($0, result.expiresAt) } ? nil : result)
             case .missed: return .missed
             case .behindWrite: return .behindWrite
             }

@@ -10,12 +10,10 @@ extension LocalStore {
     /// `HybridCache.memoryLookup(forKey:options:taking:)` of a local key (see there): a hit
     /// is lent to `take` where it lies (`memoryRead`).
     func memoryLookup(
-        forKey key: CacheKey, options: Options, taking take: (borrowing CacheEntry, _ expiresAt: Date?) -> Bool
+        forKey key: CacheKey, options: Options, taking take: (LentEntry, _ expiresAt: Date?) -> Bool
     ) -> MemoryLookup<RetrieveResult?> {
         let plan = readPlan(forKey: key, options: options) { () -> RetrieveResult?? in
-            memoryRead(forKey: key, options: options) { entry, expiresAt -> RetrieveResult? in
-                take(entry, expiresAt) ? nil : RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt)
-            }
+            memoryRead(forKey: key, options: options, taking: take)
         }
         switch plan {
         case .memoryHit(let answer): return .answered(answer)

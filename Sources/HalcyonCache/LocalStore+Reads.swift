@@ -64,20 +64,27 @@ extension LocalStore {
 
     /// A memory lookup of `key` as `retrieve` makes it (extending per `options`).
     func memoryRetrieve(forKey key: CacheKey, options: Options) -> RetrieveResult? {
-        memoryRead(forKey: key, options: options) { entry, expiresAt in
-            RetrieveResult(cacheType: .memory, entry: copy entry, expiresAt: expiresAt)
-        }
+        // A `take` that takes nothing leaves every hit copied.
+        memoryRead(forKey: key, options: options, taking: { _, _ in false }) ?? nil
     }
 
-    /// `memoryRetrieve`'s lookup, lending a hit to `body` in place with its lifetime (nil =
-    /// never) instead of copying it (`MemoryStorage.Backend.withValue`, whose rules `body`
-    /// follows); nil on a miss.
+    /// `memoryRetrieve`'s lookup, lending a hit to `take` where it lies with its lifetime
+    /// (nil = never) first (`MemoryStorage.Backend.lendValue`, whose rules `take` follows):
+    /// nil on a miss, `.some(nil)` when `take` took the hit, else the hit copied.
     @inline(__always)
-    func memoryRead<R>(forKey key: CacheKey, options: Options, _ body: (borrowing CacheEntry, _ expiresAt: Date?) -> R) -> R? {
-        memoryStorage.withValue(
+    func memoryRead(
+        forKey key: CacheKey, options: Options, taking take: (LentEntry, _ expiresAt: Date?) -> Bool
+    ) -> RetrieveResult?? {
+        let lent = memoryStorage.lendValue(
             forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration
         ) { entry, expiration in
-            body(entry, HybridCache.optionalDate(expiration))
+            take(entry, HybridCache.optionalDate(expiration))
+        }
+        switch lent {
+        case nil: return nil
+        case .taken: return .some(nil)
+        case .declined(let entry, let expiresAt):
+            return RetrieveResult(cacheType: .memory, entry: entry, expiresAt: HybridCache.optionalDate(expiresAt))
         }
     }
 

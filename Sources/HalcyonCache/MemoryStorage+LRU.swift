@@ -18,7 +18,16 @@ extension MemoryStorage {
     /// the same instant (its memory expiration is its lifetime).
     struct Node {
         var key: CacheKey
-        var entry: CacheEntry
+        /// The value. Every change of it records where its bytes now lie (`valueAddress`).
+        var entry: CacheEntry {
+            didSet { valueAddress = Self.address(of: entry.bytes) }
+        }
+        /// Where `entry.bytes`'s storage starts, so that a hit is lent (`LRUState.lendEntry`)
+        /// without a copy of the entry. An array's storage stays where it is while the array
+        /// is alive and not changed; this node holds it alive, and each change of `entry`
+        /// records the address anew. A copy of the node holds the same storage, so the
+        /// address it carries stays right for it too.
+        private(set) var valueAddress: UnsafeRawPointer?
         /// The entry's original time-to-live, which a `.cacheTime` read counts again from
         /// the read's instant; nil = a read does not move the lifetime: it never expires
         /// (`expiresAt` is `Date.distantFuture`) or it is absolute (stored or touched with
@@ -47,6 +56,30 @@ extension MemoryStorage {
         var account: Int32 = Account.none
         /// The key's tag in the shard's index (`SlotIndex.tag(of:)`). Set by `LRUState.set`.
         var keyTag: UInt32 = 0
+
+        init(
+            key: CacheKey, entry: CacheEntry, timeToLive: TimeInterval?, expiresAt: Date, extendedAt: Date,
+            residency: StorageExpiration, residentUntil: Date, diskExpiresAt: Date?, forcedExtension: String?,
+            writeBackQueued: Bool, generation: UInt64, lastAccess: Date
+        ) {
+            self.key = key
+            self.entry = entry
+            self.valueAddress = Self.address(of: entry.bytes)
+            self.timeToLive = timeToLive
+            self.expiresAt = expiresAt
+            self.extendedAt = extendedAt
+            self.residency = residency
+            self.residentUntil = residentUntil
+            self.diskExpiresAt = diskExpiresAt
+            self.forcedExtension = forcedExtension
+            self.writeBackQueued = writeBackQueued
+            self.generation = generation
+            self.lastAccess = lastAccess
+        }
+
+        private static func address(of bytes: [UInt8]) -> UnsafeRawPointer? {
+            bytes.withUnsafeBytes { $0.baseAddress }
+        }
 
         var cost: Int { entry.bytes.count }
 
@@ -138,11 +171,23 @@ extension MemoryStorage {
             _read { yield nodes[Int(slot)] }
         }
 
-        /// Calls `body` with the entry in `slot`, borrowed where it lies, and its lifetime.
-        /// The caller holds the shard's lock until `body` returns.
+        /// Calls `body` with the entry in `slot` lent where it lies, and its lifetime. The
+        /// caller holds the shard's lock until `body` returns, so the node, and the bytes it
+        /// holds, stay as they are meanwhile. Reads only plain fields of the node: no
+        /// reference is counted, so no line another thread reads is written.
         @inline(__always)
-        func lendEntry<R>(_ slot: Int32, _ body: (borrowing CacheEntry, Date) -> R) -> R {
-            nodes.withUnsafeBufferPointer { body($0[Int(slot)].entry, $0[Int(slot)].expiresAt) }
+        func lendEntry<R>(_ slot: Int32, _ body: (LentEntry, Date) -> R) -> R {
+            let i = Int(slot)
+            let lent = LentEntry(
+                bytes: UnsafeRawBufferPointer(start: nodes[i].valueAddress, count: nodes[i].entry.bytes.count),
+                flags: nodes[i].entry.flags, version: nodes[i].entry.version)
+            return body(lent, nodes[i].expiresAt)
+        }
+
+        /// The entry in `slot` and its lifetime, copied (one counted reference, the value's).
+        @inline(__always)
+        func entryAndExpiration(_ slot: Int32) -> (entry: CacheEntry, expiresAt: Date) {
+            (nodes[Int(slot)].entry, nodes[Int(slot)].expiresAt)
         }
 
         /// The entry in `slot` and its meta (`Node.meta`), read field by field where the

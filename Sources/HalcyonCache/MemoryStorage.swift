@@ -828,25 +828,36 @@ public enum MemoryStorage {
             }
         }
 
+        /// What `lendValue` did with a hit.
+        public enum Lent {
+            /// `take` took what it needed from the lent entry.
+            case taken
+            /// `take` declined it: the entry copied, with its lifetime after the read's
+            /// extension.
+            case declined(CacheEntry, expiresAt: Date)
+        }
+
         /// `valueAndMeta`'s read, lending the entry where it lies instead of returning it:
-        /// `body` gets the entry and its lifetime after the read's extension
-        /// (`Meta.expiration`), and returns what the caller keeps. Nil, and no call, when
-        /// `valueAndMeta` would return nil.
+        /// `take` gets the entry (`LentEntry`) and its lifetime after the read's extension,
+        /// and returns true when it took what it needed; otherwise the entry is copied out.
+        /// Nil, and no call, when `valueAndMeta` would return nil.
         ///
-        /// `body` runs under the shard's lock, with the entry borrowed where it lies: a
-        /// caller that only copies the bytes out builds no result around them. It must be
-        /// short, and must not call back into this tier; it copies the entry to keep it.
+        /// `take` runs under the shard's lock, with the bytes where they lie: a caller that
+        /// only copies them out builds no result around them and counts no reference. It
+        /// must be short, must not call back into this tier, and must not keep the bytes.
         @inline(__always)
-        public func withValue<R>(
+        public func lendValue(
             forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
-            _ body: (borrowing CacheEntry, _ expiration: Date) -> R
-        ) -> R? {
+            taking take: (LentEntry, _ expiration: Date) -> Bool
+        ) -> Lent? {
             read(forKey: key, referenceDate: referenceDate, extendingExpiration: extendingExpiration) { state, slot in
-                state.lendEntry(slot, body)
+                if state.lendEntry(slot, take) { return .taken }
+                let (entry, expiresAt) = state.entryAndExpiration(slot)
+                return .declined(entry, expiresAt: expiresAt)
             }
         }
 
-        /// The read behind `valueAndMeta` and `withValue`: judges the entry under `key`,
+        /// The read behind `valueAndMeta` and `lendValue`: judges the entry under `key`,
         /// counts the hit or miss, removes a departed entry, marks a hit used now and
         /// extends it, and answers a hit with `hit` of its slot, under the shard's lock.
         @inline(__always)

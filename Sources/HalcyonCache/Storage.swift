@@ -111,6 +111,36 @@ public struct CacheEntry: Sendable, Equatable {
     }
 }
 
+/// A stored entry lent where it lies: its bytes, flags and version, valid only inside the
+/// call that lends it (`HybridCache.memoryLookup(forKey:options:taking:)`).
+///
+/// Why not a borrowed `CacheEntry`: a value passed on from memory the compiler cannot prove
+/// unchanged for the call (the memory tier's node array, reached through a pointer) is
+/// copied first, and copying an entry retains its bytes' buffer, a line the other event
+/// loop's reads of the same key then lose from their cache. The memory tier keeps each
+/// value's address beside it, so lending one writes nothing
+/// (Benchmarks/RESULTS.md, "Lending a memory hit without a counted reference").
+public struct LentEntry {
+    /// The value's bytes; the memory they point into is only valid during the call.
+    public let bytes: UnsafeRawBufferPointer
+    public let flags: UInt32
+    public let version: UInt64
+
+    public init(bytes: UnsafeRawBufferPointer, flags: UInt32, version: UInt64) {
+        self.bytes = bytes
+        self.flags = flags
+        self.version = version
+    }
+}
+
+extension CacheEntry {
+    /// Calls `body` with this entry lent (`LentEntry`).
+    @inline(__always)
+    public func withLent<R>(_ body: (LentEntry) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes { try body(LentEntry(bytes: $0, flags: flags, version: version)) }
+    }
+}
+
 /// The source of "now" for every expiration decision, injected through the tiers'
 /// configs so tests can move time without sleeping.
 ///

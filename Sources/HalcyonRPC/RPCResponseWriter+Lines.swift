@@ -44,14 +44,16 @@ extension RPCResponseWriter {
         id: RPCID, _ found: HybridCache.RetrieveResult, encoding requested: ValueEncoding?, into writer: inout JSONWriter
     ) -> Bool {
         guard let entry = found.entry, found.cacheType != .none else { return false }
-        return foundGetLine(
-            id: id, entry, cacheType: found.cacheType, expiresAt: found.expiresAt, encoding: requested, into: &writer)
+        return entry.withLent { lent in
+            foundGetLine(
+                id: id, lent, cacheType: found.cacheType, expiresAt: found.expiresAt, encoding: requested, into: &writer)
+        }
     }
 
-    /// `foundGetLine` of a found entry borrowed where it lies (`HybridCache.memoryLookup`'s
+    /// `foundGetLine` of a found entry lent where it lies (`HybridCache.memoryLookup`'s
     /// `taking`), with the tier that found it and its lifetime.
     static func foundGetLine(
-        id: RPCID, _ entry: borrowing CacheEntry, cacheType: CacheType, expiresAt found: Date?,
+        id: RPCID, _ entry: LentEntry, cacheType: CacheType, expiresAt found: Date?,
         encoding requested: ValueEncoding?, into writer: inout JSONWriter
     ) -> Bool {
         guard writer.depth == 0, case .number(let number) = id,
@@ -60,22 +62,20 @@ extension RPCResponseWriter {
         else { return false }
         let expiresAt = WireInstant(found)
         if case .other = expiresAt { return false }
-        let version = entry.version
-        return entry.bytes.withUnsafeBytes { value in
-            writer.appendLine(upTo: value.count &+ 192) { line in
-                line.put(#"{"jsonrpc":"2.0","id":"#)
-                line.putDecimal(number)
-                line.put(#","result":{"found":true,"value":"#)
-                guard line.putPlainQuoted(value) else { return false }
-                line.put(#","encoding":"utf8","cacheType":""#)
-                line.put(cacheType.wireName)
-                line.put(#"","expiresAt":"#)
-                line.put(expiresAt)
-                line.put(#","version":"#)
-                line.putDecimal(Int64(clamping: version))
-                line.put("}}\n")
-                return true
-            }
+        let value = entry.bytes
+        return writer.appendLine(upTo: value.count &+ 192) { line in
+            line.put(#"{"jsonrpc":"2.0","id":"#)
+            line.putDecimal(number)
+            line.put(#","result":{"found":true,"value":"#)
+            guard line.putPlainQuoted(value) else { return false }
+            line.put(#","encoding":"utf8","cacheType":""#)
+            line.put(cacheType.wireName)
+            line.put(#"","expiresAt":"#)
+            line.put(expiresAt)
+            line.put(#","version":"#)
+            line.putDecimal(Int64(clamping: entry.version))
+            line.put("}}\n")
+            return true
         }
     }
 

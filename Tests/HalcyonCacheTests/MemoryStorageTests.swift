@@ -30,6 +30,54 @@ struct MemoryStorageTests {
         CacheEntry(bytes: [UInt8](repeating: byte, count: size), flags: flags)
     }
 
+    /// A hit lent where it lies (`lendValue`) shows the bytes the key holds, through
+    /// replacements by values of other sizes, removals whose slots later stores reuse, and
+    /// a change of the caller's own array after the store; a declined hit is the same entry
+    /// copied.
+    @Test(arguments: designs) func lentHitsShowTheStoredBytes(shards: Int) {
+        let (memory, _) = Self.make(shards: shards)
+        var expected: [CacheKey: CacheEntry] = [:]
+        func store(_ key: CacheKey, _ entry: CacheEntry) {
+            #expect(memory.store(entry, forKey: key))
+            expected[key] = entry
+        }
+        for i in 0..<64 { store(CacheKey("k\(i)"), Self.entry(i % 7 + 1, UInt8(i), flags: UInt32(i))) }
+        for i in stride(from: 0, to: 64, by: 3) {
+            #expect(memory.remove(forKey: CacheKey("k\(i)")))
+            expected[CacheKey("k\(i)")] = nil
+        }
+        for i in 64..<80 { store(CacheKey("k\(i)"), Self.entry(200 + i, UInt8(i))) }
+        for i in stride(from: 1, to: 64, by: 3) { store(CacheKey("k\(i)"), Self.entry(1000 + i, UInt8(255 - i))) }
+        var mine: [UInt8] = [9, 9, 9]
+        store("mine", CacheEntry(bytes: mine, flags: 3, version: 42))
+        mine[0] = 0
+        mine.append(contentsOf: [UInt8](repeating: 0, count: 4096))
+
+        for i in 0..<80 {
+            let key = CacheKey("k\(i)")
+            var seen: (bytes: [UInt8], flags: UInt32, version: UInt64)?
+            let lent = memory.lendValue(forKey: key) { entry, _ in
+                seen = (Array(entry.bytes), entry.flags, entry.version)
+                return true
+            }
+            guard let want = expected[key] else {
+                #expect(lent == nil, "k\(i) was removed")
+                continue
+            }
+            guard case .taken = lent else { Issue.record("k\(i): not lent"); continue }
+            #expect(seen?.bytes == want.bytes, "k\(i)")
+            #expect(seen?.flags == want.flags && seen?.version == want.version, "k\(i)")
+        }
+        var seen: [UInt8] = []
+        _ = memory.lendValue(forKey: "mine") { entry, _ in seen = Array(entry.bytes); return true }
+        #expect(seen == [9, 9, 9])
+        guard case .declined(let copied, _) = memory.lendValue(forKey: "mine", taking: { _, _ in false }) else {
+            Issue.record("a declined hit answers the entry copied")
+            return
+        }
+        #expect(copied == CacheEntry(bytes: [9, 9, 9], flags: 3, version: 42))
+    }
+
     @Test(arguments: designs) func storeAndReadBack(shards: Int) {
         let (memory, clock) = Self.make(shards: shards)
         #expect(memory.store(CacheEntry(bytes: [1, 2, 3], flags: 7), forKey: "k"))
