@@ -329,11 +329,31 @@ extension MemoryStorage {
             body(&nodes[Int(slot)])
         }
 
-        /// Marks `slot` used now and moves it to the front.
+        /// Marks `slot` used now and moves it to the front, unless it was last marked in
+        /// the same whole second: recency is kept at the precision the protocol reports a
+        /// last access in (`lastAccessAt`, whole seconds rounded down), so what a reader
+        /// sees is the same, and eviction takes, among entries last used within one second,
+        /// the one that second found first.
+        ///
+        /// Why: a hit that writes its node and its neighbours' links makes those lines
+        /// change cores whenever the other event loop reads near them; most hits of a key
+        /// read more than once a second now write nothing (memcached limits how often an
+        /// item is bumped for the same reason). The figures are in Benchmarks/RESULTS.md,
+        /// "Recency at whole seconds".
         mutating func touchRecency(_ slot: Int32, now: Date) {
-            nodes[Int(slot)].lastAccess = now
+            let i = Int(slot)
+            if Self.sameSecond(nodes[i].lastAccess, now) { return }
+            nodes[i].lastAccess = now
             recency.moveToNewest(slot)
             publishOldest(changed: slot)
+        }
+
+        /// Whether `a` and `b` fall in the same whole second. By truncation, which is the
+        /// whole second rounded down for any instant after 2001 (every clock reading this
+        /// tier is given), and one instruction where `rounded(.down)` is a call to `floor`.
+        @inline(__always)
+        static func sameSecond(_ a: Date, _ b: Date) -> Bool {
+            Int64(a.timeIntervalSinceReferenceDate) == Int64(b.timeIntervalSinceReferenceDate)
         }
 
         /// Publishes the oldest entry's last access when the oldest entry is another than

@@ -912,8 +912,12 @@ public enum MemoryStorage {
             case .cacheTime:
                 guard let span = node.timeToLive else {
                     // Never, or absolute: the lifetime stays; a resident copy's residency
-                    // still restarts.
-                    if node.diskExpiresAt != nil { node.residentUntil = node.residency.estimatedExpirationSince(now) }
+                    // still restarts. Written only when it moves (a residency that never
+                    // ends does not), so that a hit leaves the node's line as it was.
+                    if node.diskExpiresAt != nil {
+                        let until = node.residency.estimatedExpirationSince(now)
+                        if until != node.residentUntil { node.residentUntil = until }
+                    }
                     return nil
                 }
                 expiration = .seconds(span)

@@ -164,6 +164,31 @@ struct MemoryStorageTests {
         #expect(memory.stats.misses == 0)
     }
 
+    /// Recency is kept in whole seconds, the precision `lastAccessAt` is reported in: a
+    /// read in the same second as the entry's last access leaves it where it is (and its
+    /// last access as it was), a read in a later second makes it the newest.
+    @Test(arguments: designs) func recencyMovesOncePerWholeSecond(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards, countLimit: 2)
+        clock.advance(by: 0.1)  // 1_700_000_000.1: the second begins before the first store
+        memory.store(Self.entry(1), forKey: "a")
+        let stored = clock.now()
+        clock.advance(by: 0.3)
+        memory.store(Self.entry(1), forKey: "b")
+        clock.advance(by: 0.3)
+        #expect(memory.value(forKey: "a") != nil)  // the same second as its store
+        #expect(memory.meta(forKey: "a")?.lastAccess == stored)
+        memory.store(Self.entry(1), forKey: "c")
+        #expect(!memory.isCached(forKey: "a"), "a read within the second does not move the entry")
+        #expect(memory.isCached(forKey: "b") && memory.isCached(forKey: "c"))
+
+        clock.advance(by: 0.5)  // the next whole second
+        #expect(memory.value(forKey: "b") != nil)
+        #expect(memory.meta(forKey: "b")?.lastAccess == clock.now())
+        memory.store(Self.entry(1), forKey: "d")
+        #expect(memory.isCached(forKey: "b"), "a read in a later second makes the entry the newest")
+        #expect(!memory.isCached(forKey: "c"))
+    }
+
     @Test(arguments: designs) func costLimitEvictsLeastRecentlyUsed(shards: Int) {
         let (memory, clock) = Self.make(shards: shards, costLimit: 30)
         for key in ["a", "b", "c"] as [CacheKey] {
