@@ -154,18 +154,10 @@ public enum HotLine {
         private mutating func string() -> Range<Int>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = at
-            while at < bytes.count {
-                let byte = bytes[at]
-                if byte == UInt8(ascii: "\"") {
-                    at += 1
-                    return start..<(at - 1)
-                }
-                // A backslash starts an escape; anything outside 0x20...0x7E is a control
-                // character (invalid) or part of a multi-byte character: the parser's.
-                guard byte >= 0x20, byte <= 0x7E, byte != UInt8(ascii: "\\") else { return nil }
-                at += 1
-            }
-            return nil
+            at = HotLine.plainEnd(bytes, from: at)
+            guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { return nil }
+            at += 1
+            return start..<(at - 1)
         }
 
         /// A JSON integer of at most 18 digits (so it fits in an `Int64`), after whitespace:
@@ -199,5 +191,37 @@ public enum HotLine {
             for i in 0..<span.count where bytes[span.lowerBound + i] != word.utf8Start[i] { return false }
             return true
         }
+    }
+}
+
+extension HotLine {
+    /// The index of the first byte at or after `from` that may not stand in a hot string
+    /// as it is: a quote (the string's end), a backslash (an escape), or a byte outside
+    /// 0x20...0x7E (a control character, which is invalid, or part of a multi-byte
+    /// character: both the parser's); `bytes.count` when there is none.
+    ///
+    /// Eight bytes a step: a value is most of a set's line, and this is its only pass
+    /// over it before the copy. Each test below flags a byte with its high bit; a flag
+    /// can be wrong only in a byte above a rightly flagged one (the borrow of a
+    /// subtraction runs upwards), so the lowest flag is always right.
+    static func plainEnd(_ bytes: UnsafeRawBufferPointer, from: Int) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        /// The high bit of each byte of `w` that is zero (exact for the lowest).
+        func zeros(_ w: UInt64) -> UInt64 { (w &- ones) & ~w & highs }
+        var at = from
+        while at &+ 8 <= bytes.count {
+            let w = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            let flags = (w & highs)  // 0x80...0xFF
+                | ((w &- ones &* 0x20) & ~w & highs)  // below 0x20
+                | zeros(w ^ (ones &* 0x22)) | zeros(w ^ (ones &* 0x5C)) | zeros(w ^ (ones &* 0x7F))
+            if flags != 0 { return at &+ flags.trailingZeroBitCount / 8 }
+            at &+= 8
+        }
+        while at < bytes.count {
+            let byte = bytes[at]
+            if byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return at }
+            at &+= 1
+        }
+        return at
     }
 }

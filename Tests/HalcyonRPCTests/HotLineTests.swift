@@ -4,7 +4,7 @@
 
 import Foundation
 import HalcyonFuzzing
-import HalcyonRPC
+@testable import HalcyonRPC
 import Testing
 
 @Suite("Hot lines")
@@ -20,6 +20,52 @@ struct HotLineTests {
 
     private func problem(_ line: String) -> String? {
         Array(line.utf8).withUnsafeBytes { RequestFuzzer.hotLineProblem($0) }
+    }
+
+    /// The eight-bytes-a-step scan for a string's end stops where a byte-by-byte scan
+    /// does: each byte value that ends it (the quote, the backslash, every one outside
+    /// 0x20...0x7E) at every position of a 40-byte run of plain bytes and from every start,
+    /// behind another stopping byte too (the first one counts), and a run with none.
+    @Test func plainEndStopsWhereAByteByByteScanDoes() {
+        func reference(_ bytes: [UInt8], from: Int) -> Int {
+            var at = from
+            while at < bytes.count {
+                let b = bytes[at]
+                if b < 0x20 || b > 0x7E || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return at }
+                at += 1
+            }
+            return at
+        }
+        var stoppers: [UInt8] = Array(0..<0x20)
+        stoppers += [0x22, 0x5C]
+        stoppers += Array(0x7F...0xFF)
+        var base: [UInt8] = []
+        for i in 0..<40 {
+            let byte = UInt8(0x20 + (i * 7) % 0x5F)
+            base.append(byte == 0x22 || byte == 0x5C ? 0x41 : byte)
+        }
+        #expect(base.allSatisfy { $0 >= 0x20 && $0 <= 0x7E && $0 != 0x22 && $0 != 0x5C })
+        var mismatches: [String] = []
+        for from in 0...base.count {
+            let got = base.withUnsafeBytes { HotLine.plainEnd($0, from: from) }
+            if got != reference(base, from: from) { mismatches.append("none, from \(from): \(got)") }
+        }
+        for stopper in stoppers {
+            for position in 0..<base.count {
+                var line = base
+                line[position] = stopper
+                // A second stopping byte of another kind after it: the first one still counts.
+                if position + 3 < line.count { line[position + 3] = stopper == 0x22 ? 0x01 : 0x22 }
+                for from in 0...line.count {
+                    let got = line.withUnsafeBytes { HotLine.plainEnd($0, from: from) }
+                    let want = reference(line, from: from)
+                    if got != want { mismatches.append("byte \(stopper) at \(position), from \(from): \(got), not \(want)") }
+                }
+            }
+        }
+        base.removeAll()
+        #expect(base.withUnsafeBytes { HotLine.plainEnd($0, from: 0) } == 0)
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
     }
 
     @Test(arguments: [
