@@ -17,12 +17,21 @@
 // pressure summary (so storage errors of the last seconds reach the log), and removes the
 // socket and lock.
 //
+// Signals: SIGTERM, SIGINT (and SIGHUP under `--access`) are caught from the first step of
+// `run`, before anything listens, by handlers that write the signal's number to a pipe
+// (`hc_signal_pipe_catch`); the lifecycle queue reads the pipe once the daemon has started.
+// A stop asked while the daemon starts is therefore drained as soon as it can be, never
+// lost: a dispatch signal source would be registered later, on libdispatch's own thread,
+// and a signal that came between ignoring it and that registration was gone, leaving a
+// daemon that answered and would not stop.
+//
 // The main thread parks in `dispatchMain()`; the main queue only delivers replies of
 // connections under `mainAsync`/`mainCurrentOrAsync`, and is recognised by a
 // `DispatchSpecificKey` (`Thread.isMainThread` is false on it under `dispatchMain()` on
 // Linux). Objects made on one thread and freed on another are the rule on the reply path,
 // which is why halcyond runs on jemalloc (Sources/halcyond/Allocator.swift).
 
+import CHalcyonSystem
 import Foundation
 import HalcyonCache
 import HalcyonRPC
@@ -165,8 +174,9 @@ public final class Daemon: Sendable {
 
     /// Runs the daemon with `configuration` until a signal stops it; never returns.
     /// Start-up failures print one line and exit 1.
+    /// `signals`: the signal pipe `catchSignals` returned, first thing in the process.
     public static func run(
-        configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil
+        configuration: ServerConfiguration, logger: Logger, metricsListen: MetricsListenAddress? = nil, signals: Int32
     ) -> Never {
         let daemon: Daemon
         do {
@@ -179,8 +189,8 @@ public final class Daemon: Sendable {
             logger.critical("halcyond cannot start: \(error)")
             exit(1)
         }
-        let signalSources = daemon.installSignalHandlers()
-        withExtendedLifetime(signalSources) { dispatchMain() }
+        let signalSource = daemon.watchSignals(signals)
+        withExtendedLifetime(signalSource) { dispatchMain() }
     }
 
     /// Checks the cache folder and takes its lock, before anything of the cache exists:
@@ -443,25 +453,46 @@ public final class Daemon: Sendable {
 
     // MARK: Shutdown
 
-    /// Routes SIGTERM/SIGINT to the drain. The returned sources must stay alive.
-    private func installSignalHandlers() -> [any DispatchSourceSignal] {
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: lifecycleQueue)
-            source.setEventHandler { [self] in self.shutDown(signal: sig) }
-            source.resume()
-            sources.append(source)
+    /// A signal this daemon could not catch.
+    public struct SignalSetupError: Error, CustomStringConvertible {
+        let errno: Int32
+        public var description: String { "cannot catch signals: \(String(cString: strerror(errno)))" }
+    }
+
+    /// Catches SIGTERM and SIGINT (the drain) and, under `--access`, SIGHUP (the rules'
+    /// reload) on the signal pipe from now on, and ignores SIGPIPE; returns the pipe's read
+    /// end, for `run`. Called before the first line is logged: a signal from then on waits
+    /// on the pipe until the daemon has started, and is then handled.
+    public static func catchSignals(_ configuration: ServerConfiguration) throws(SignalSetupError) -> Int32 {
+        let pipe = hc_signal_pipe_open()
+        guard pipe >= 0 else { throw SignalSetupError(errno: errno) }
+        var caught = [SIGTERM, SIGINT]
+        if configuration.accessFile != nil { caught.append(SIGHUP) }
+        for sig in caught where hc_signal_pipe_catch(sig) != 0 {
+            throw SignalSetupError(errno: errno)
         }
         signal(SIGPIPE, SIG_IGN)
-        if configuration.accessFile != nil {
-            signal(SIGHUP, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: lifecycleQueue)
-            source.setEventHandler { [self] in self.reloadAccessRules() }
-            source.resume()
-            sources.append(source)
+        return pipe
+    }
+
+    /// Reads the signal pipe on the lifecycle queue: SIGTERM and SIGINT start the drain,
+    /// SIGHUP reloads the access rules. A signal that came while the daemon started is
+    /// read at once. The returned source must stay alive.
+    private func watchSignals(_ pipe: Int32) -> any DispatchSourceRead {
+        let source = DispatchSource.makeReadSource(fileDescriptor: pipe, queue: lifecycleQueue)
+        source.setEventHandler { [self] in
+            var bytes = [UInt8](repeating: 0, count: 64)
+            while true {
+                let count = bytes.withUnsafeMutableBytes { read(pipe, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return }
+                for sig in bytes[..<count].map(Int32.init) {
+                    if sig == SIGHUP { reloadAccessRules() } else { shutDown(signal: sig) }
+                }
+            }
         }
-        return sources
+        source.resume()
+        return source
     }
 
     /// Reads the `--access` file again (on SIGHUP): good rules apply to connections

@@ -184,10 +184,20 @@ struct HalcyondCommand: ParsableCommand {
         // swift-log to stderr at the chosen level and format, before anything logs.
         // Bootstrapping is allowed once per process, which this is.
         LoggingSystem.bootstrap(format.makeHandler(level: configuration.logLevel))
-        Logger(label: "halcyond").info("memory allocator", metadata: ["allocator": "\(Allocator.description)"])
+        let logger = Logger(label: "halcyond")
+        // Signals before the first line: a SIGTERM from then on is drained once the daemon
+        // has started, however early it came.
+        let signals: Int32
+        do {
+            signals = try Daemon.catchSignals(configuration)
+        } catch {
+            logger.critical("halcyond cannot start: \(error)")
+            Foundation.exit(1)
+        }
+        logger.info("memory allocator", metadata: ["allocator": "\(Allocator.description)"])
         // Never returns: the main thread parks in dispatchMain(); a drain exits 0, a
         // start-up failure exits 1 with one line on stderr.
-        Daemon.run(configuration: configuration, logger: Logger(label: "halcyond"), metricsListen: listen)
+        Daemon.run(configuration: configuration, logger: logger, metricsListen: listen, signals: signals)
     }
 }
 

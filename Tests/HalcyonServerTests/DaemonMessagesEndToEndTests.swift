@@ -1,5 +1,6 @@
 // What the daemon tells a person: the start-up line names the cache and every limit, a
-// start-up failure is printed once, `--max-line-bytes` below what any request needs is
+// stop asked while it starts is drained once it has started, a start-up failure is
+// printed once, `--max-line-bytes` below what any request needs is
 // refused, `server.info` names the cache, a value dropped because its file can never be
 // written is counted and logged with its key and errno, and a peer the access policy
 // refuses is told why before the connection closes.
@@ -26,6 +27,21 @@ struct DaemonMessagesEndToEndTests {
         ] {
             #expect(line.contains(item), "\(item) missing from: \(line)")
         }
+    }
+
+    /// A SIGTERM that comes while the daemon starts (from its first line on) is not lost:
+    /// the daemon finishes starting, drains and exits 0, well within the wait.
+    @Test func aStopWhileStartingIsDrainedOnceStarted() throws {
+        let daemon = try DaemonProcess(arguments: ["--log-level", "info"], waitUntilReady: false)
+        defer { daemon.cleanUp() }
+        try #require(daemon.waitForStderr(containing: "memory allocator"))
+        kill(daemon.process.processIdentifier, SIGTERM)
+        try #require(daemon.waitForExit(timeout: 30), "halcyond did not stop after a SIGTERM during its start")
+        #expect(daemon.process.terminationReason == .exit)
+        #expect(daemon.process.terminationStatus == 0)
+        let text = daemon.stderrText()
+        #expect(text.contains("listening"), "\(text)")
+        #expect(text.contains("shutting down"), "\(text)")
     }
 
     @Test func aStartUpFailureIsPrintedOnce() throws {

@@ -12,6 +12,8 @@ public final class DaemonProcess {
     public let cacheDirectory: URL
     public let process = Process()
     private let stderrPipe = Pipe()
+    /// What `waitForStderr` has read of the daemon's stderr so far.
+    private var stderrRead = Data()
 
     /// The built halcyond: `HALCYOND_BIN`, else beside the test bundle (SwiftPM puts the
     /// products of one build in one folder).
@@ -132,8 +134,28 @@ public final class DaemonProcess {
 
     public func stderrText() -> String {
         if process.isRunning { return "(running)" }
-        let data = stderrPipe.fileHandleForReading.readDataToEndOfFile()
+        let data = stderrRead + stderrPipe.fileHandleForReading.readDataToEndOfFile()
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads the daemon's stderr as it is written until it holds `text` (true), the daemon
+    /// closes it (exits), or `timeout` passes (false). What it reads stays part of
+    /// `stderrText()`.
+    public func waitForStderr(containing text: String, timeout: TimeInterval = 30) -> Bool {
+        let fd = stderrPipe.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: stderrRead, as: UTF8.self).contains(text) {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return false }
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return false }
+            stderrRead.append(contentsOf: buffer[..<count])
+        }
+        return true
     }
 
     /// Stops the daemon and removes its folder.

@@ -27,6 +27,14 @@ int hc_syncfs(int fd);
 /// to it), retrying EINTR. 0, or -1 with errno (ENOSPC, EOPNOTSUPP, ...).
 int hc_reserve(int fd, int64_t length);
 
+/// Opens the process's signal pipe (close-on-exec, non-blocking) and returns its read end;
+/// -1 with errno set (EBUSY: already open). Once per process.
+int hc_signal_pipe_open(void);
+
+/// Makes `sig` write its number, one byte, to the signal pipe (`sigaction`, SA_RESTART),
+/// from now on. 0, or -1 with errno set (EBADF: the pipe is not open).
+int hc_signal_pipe_catch(int sig);
+
 /// The `UTIME_NOW` and `UTIME_OMIT` markers for `tv_nsec` in utimensat/futimens.
 long hc_utime_now(void);
 long hc_utime_omit(void);
