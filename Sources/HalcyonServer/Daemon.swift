@@ -17,13 +17,13 @@
 // pressure summary (so storage errors of the last seconds reach the log), and removes the
 // socket and lock.
 //
-// Signals: SIGTERM, SIGINT (and SIGHUP under `--access`) are caught from the first step of
-// `run`, before anything listens, by handlers that write the signal's number to a pipe
-// (`hc_signal_pipe_catch`); the lifecycle queue reads the pipe once the daemon has started.
-// A stop asked while the daemon starts is therefore drained as soon as it can be, never
-// lost: a dispatch signal source would be registered later, on libdispatch's own thread,
-// and a signal that came between ignoring it and that registration was gone, leaving a
-// daemon that answered and would not stop.
+// Signals: SIGTERM, SIGINT (and SIGHUP under `--access`) are caught before the first log
+// line (`catchSignals`, which halcyond calls before `run`), by handlers that write the
+// signal's number to a pipe (`hc_signal_pipe_catch`); the lifecycle queue reads the pipe
+// once the daemon has started. A stop asked while the daemon starts is therefore drained as
+// soon as it can be, never lost. Why not dispatch signal sources: libdispatch registers
+// them later, on its own thread, and a signal ignored until then is gone, leaving a daemon
+// that answers and does not stop.
 //
 // The main thread parks in `dispatchMain()`; the main queue only delivers replies of
 // connections under `mainAsync`/`mainCurrentOrAsync`, and is recognised by a
