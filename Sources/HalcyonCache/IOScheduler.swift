@@ -151,9 +151,14 @@ extension LocalStore {
         /// The wake-ups deferred to the end of the current round; only on the queue.
         private let round = Round()
 
-        /// The most jobs in one round while work keeps coming: a connection's pipelined
-        /// burst of reads, about.
-        static let roundJobLimit = 16
+        /// The most jobs in one round while work keeps coming: the pipelined bursts of
+        /// reads of a few connections. Each round's end wakes every loop it holds replies
+        /// for (an `eventfd` write here, a switch there), so a round of one connection's
+        /// burst paid that per burst; far longer rounds hold replies back until the loops
+        /// run dry and the clients stop sending, and `roundTimeLimit` ends them first
+        /// anyway (Benchmarks/RESULTS.md, "Disk hits: longer ioQueue rounds, a three-chain
+        /// CRC32C").
+        static let roundJobLimit = 64
 
         /// How long, in ns, a round keeps its first wake-up once it has one while work
         /// keeps coming: with slow reads, the first reply of a round waits at most this

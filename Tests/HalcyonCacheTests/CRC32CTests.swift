@@ -1,5 +1,6 @@
 // CRC32C against the RFC 3720 (iSCSI) test vectors, and the SSE4.2 path against the
-// portable tables on every length and alignment that matters.
+// portable tables on every length and alignment that matters: below, at and past the
+// sizes where the hardware path switches to three chains of short and of long blocks.
 
 import CHalcyonSystem
 import Testing
@@ -18,10 +19,12 @@ struct CRC32CTests {
 
     @Test func hardwareAndPortableAgreeOnEveryLengthAndAlignmentAndInPieces() {
         var generator = SystemRandomNumberGenerator()
-        let data = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let data = (0..<20_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         data.withUnsafeBytes { raw in
             for start in 0..<9 {
-                for length in [0, 1, 7, 8, 9, 15, 16, 63, 64, 65, 100, 1000, 4087 - start] {
+                let lengths = [0, 1, 7, 8, 9, 15, 16, 63, 64, 65, 100, 767, 768, 769, 1000, 1536, 1543, 2304, 4087 - start,
+                               4096, 6143, 6144, 6145, 6144 + 768 + 9, 12_288, 19_991 - start]
+                for length in lengths {
                     let slice = UnsafeRawBufferPointer(rebasing: raw[start..<start + length])
                     let fast = CRC32C.checksum(slice)
                     let portable = hc_crc32c_portable(0, slice.baseAddress, slice.count)
