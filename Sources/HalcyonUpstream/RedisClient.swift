@@ -33,7 +33,8 @@ import NIOPosix
 /// **Outages.** A node is *down* from its first failure (a lost connection, a refused
 /// connect) until a connection to it is made again. `onNodeChange` hears `.lost` once
 /// per outage with its cause (for a connection the server closed, the cause of the first
-/// reconnect's failure: refused, `WRONGPASS`, …), `.back` once with the outage's length,
+/// reconnect failure that names one: refused, `WRONGPASS`, …; for at most `causeWait`,
+/// then `closed`), `.back` once with the outage's length,
 /// and in between `.stillDown` only when the cause changes or a minute has passed: a
 /// reconnect loop never floods a log.
 ///
@@ -414,8 +415,8 @@ public final class RedisClient: Sendable {
         var cause: FailureCause
         /// Failed attempts to connect since it began.
         var attempts = 0
-        /// The cause last reported, and when; nil while `.lost` waits for the first
-        /// reconnect's outcome (a connection the server closed says nothing of why).
+        /// The cause last reported, and when; nil while `.lost` waits for a reconnect
+        /// that names a cause (a connection the server closed says nothing of why).
         var reported: FailureCause?
         var reportedAt: NIODeadline
     }
@@ -596,7 +597,9 @@ public final class RedisClient: Sendable {
                 node.failures += 1
                 node.retryAt = .now() + self.backoff(failures: node.failures)
                 if !state.isShutDown {
-                    self.failed(node, address, cause: (error as? RedisError)?.failureCause ?? .closed, detail: "\(error)")
+                    let cause = (error as? RedisError)?.failureCause ?? .closed
+                    self.failed(node, address, cause: cause, detail: "\(error)",
+                                waitForReconnect: cause == .closed && self.isWanted(address))
                 }
                 self.scheduleReconnect(address)
                 if self.knownPrimaries.contains(address) { self.requestRefresh() }
@@ -604,6 +607,10 @@ public final class RedisClient: Sendable {
         }
         return connecting
     }
+
+    /// How long an outage whose attempts so far were all closed by the server waits for
+    /// one that names a cause before it is announced as `closed` (see `failed`).
+    static let causeWait = TimeAmount.seconds(1)
 
     private func backoff(failures: Int) -> TimeAmount {
         let pause = configuration.reconnectBackoff * Int64(1 << min(max(failures - 1, 0), 16))
@@ -619,8 +626,8 @@ public final class RedisClient: Sendable {
         let reason = connection.closeReason
         if case .heartbeatMissed? = reason { state.stats.heartbeatsMissed += 1 }
         if !state.isShutDown {
-            // A connection the server closed says nothing of why: the first reconnect's
-            // outcome names the cause, unless no reconnect will be tried.
+            // A connection the server closed says nothing of why: a reconnect's outcome
+            // names the cause (see `failed`), unless no reconnect will be tried.
             let cause = reason?.failureCause ?? .closed
             failed(node, address, cause: cause, detail: reason.map { "\($0)" } ?? "connection closed",
                    waitForReconnect: cause == .closed && isWanted(address))
@@ -648,6 +655,13 @@ public final class RedisClient: Sendable {
         outage.attempts += 1
         outage.cause = cause
         if outage.reported == nil {
+            // A reconnect closed as well names no cause either: a killed server's listener
+            // can complete a connect while its process goes, then the connection closes.
+            // The next attempt names it (refused, most often), within `causeWait`.
+            if waitForReconnect && now - outage.since < Self.causeWait {
+                node.outage = outage
+                return
+            }
             outage.reported = cause
             outage.reportedAt = now
             onNodeChange(.lost(address, cause: cause, detail: detail))

@@ -95,6 +95,33 @@ struct OutageTests {
         #expect(try await client.health().get().first?.reachable == true)
     }
 
+    /// A killed server's listener may still complete a connect while the process goes, and
+    /// the connection then closes at once: that reconnect names no cause, and the loss
+    /// waits for the next one, which is refused. (A listener of the test's own stands in
+    /// for the dying one, so the order is the same on every run.)
+    @Test func aReconnectClosedAsTheServerGoesWaitsForTheCause() async throws {
+        let server = try RedisServer()
+        defer { server.remove() }
+        let changes = EventLog<RedisClient.NodeChange>()
+        var configuration = RedisClient.Configuration(seeds: [server.address])
+        // Room to bind the port before the first reconnect.
+        configuration.reconnectBackoff = .milliseconds(300)
+        let client = RedisClient(configuration: configuration, eventLoop: testGroup.next(),
+                                 onNodeChange: { changes.append($0) })
+        try await client.start().get()
+        defer { _ = client.shutdown() }
+        server.kill()
+        let listener = try ClosingListener(port: server.port)
+        guard case .lost(_, let cause, _)? = changes.wait(timeout: 5, for: Self.isLost) else {
+            Issue.record("no loss announced")
+            return
+        }
+        listener.waitUntilClosed()
+        #expect(listener.accepted == 1, "the first reconnect did not reach the closing listener")
+        #expect(cause == .refused)
+        #expect(changes.all.filter(Self.isLost).count == 1)
+    }
+
     @Test func aChangedPasswordIsNamedAsTheCause() async throws {
         let server = try RedisServer(arguments: ["--requirepass", "first"])
         defer { server.remove() }

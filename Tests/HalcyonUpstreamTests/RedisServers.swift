@@ -79,6 +79,55 @@ func redisCLI(_ arguments: [String]) throws -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
+/// A listener on a loopback port that accepts one connection, closes it at once, and then
+/// stops listening: what a client may meet while a killed server's process goes away
+/// (its listener can still complete a connect the process will never answer).
+///
+/// Threading: thread-safe; the accepting runs on its own thread, the count is `Locked`.
+final class ClosingListener: Sendable {
+    private let count = Locked(0)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// How many connections it accepted (and closed): 0 or 1.
+    var accepted: Int { count.withLock { $0 } }
+
+    /// Binds `port` now; accepts (for at most `timeout` seconds) on a thread of its own.
+    init(port: Int, timeout: Int32 = 10) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var on: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else {
+            let code = errno
+            close(fd)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+        let (count, done) = (count, done)
+        Thread.detachNewThread {
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&waiting, 1, timeout * 1000) == 1 {
+                let connection = accept(fd, nil, nil)
+                if connection >= 0 {
+                    close(connection)
+                    count.withLock { $0 += 1 }
+                }
+            }
+            close(fd)
+            done.signal()
+        }
+    }
+
+    /// Waits until it has stopped listening.
+    func waitUntilClosed() { done.wait() }
+}
+
 /// One redis-server process.
 ///
 /// Threading: thread-safe; the running process is held in a `Locked`.
