@@ -55,6 +55,11 @@ private func canBind(_ port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }
+    return bindLoopback(fd, port: port)
+}
+
+/// Binds the socket `fd` to 127.0.0.1:`port`; whether it could.
+private func bindLoopback(_ fd: Int32, port: Int) -> Bool {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -97,14 +102,7 @@ final class ClosingListener: Sendable {
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 8) == 0 else {
+        guard bindLoopback(fd, port: port), listen(fd, 8) == 0 else {
             let code = errno
             close(fd)
             throw POSIXError(.init(rawValue: code) ?? .EIO)
