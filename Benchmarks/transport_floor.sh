@@ -12,13 +12,13 @@
 # adds.
 #
 # usage: Benchmarks/transport_floor.sh [--halcyond PATH] [--rounds 9] [--seconds 1]
-#                                      [--threads 2] [--cells "get 8 1,mixed 8 1,get 8 16"]
-# --threads: the floor's event loops (halcyond's default is the core count). Needs memcached
-# and gcc (loadgen); builds the floor with `swift build -c release` in transport/.
+#                                      [--threads N] [--cells "get 8 1,mixed 8 1,get 8 16"]
+# --threads: the floor's event loops (default: the core count, as halcyond's). Needs
+# memcached and gcc (loadgen); builds the floor with `swift build -c release` in transport/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-halcyond="$root/.build/release/halcyond"; rounds=9; seconds=1; threads=2
+halcyond="$root/.build/release/halcyond"; rounds=9; seconds=1; threads=$(nproc)
 cells="get 8 1,mixed 8 1,get 8 16,mixed 8 16"
 while [ $# -gt 0 ]; do
     case "$1" in

@@ -6,7 +6,7 @@
 // as halcyond's do. No JSON is parsed and nothing is stored: the difference between this
 // server's CPU per request and halcyond's is the cost of halcyond's own work.
 //
-// Usage: TransportFloor SOCKET-PATH [EVENT-LOOP-THREADS (default 2)]
+// Usage: TransportFloor SOCKET-PATH [EVENT-LOOP-THREADS (default: the core count)]
 
 import NIOCore
 import NIOPosix
@@ -95,7 +95,7 @@ guard arguments.count >= 2 else {
     print("usage: TransportFloor SOCKET-PATH [EVENT-LOOP-THREADS]")
     exit(2)
 }
-let threads = arguments.count > 2 ? Int(arguments[2]) ?? 2 : 2
+let threads = arguments.count > 2 ? Int(arguments[2]) ?? System.coreCount : System.coreCount
 unlink(arguments[1])
 let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
 let channel = try ServerBootstrap(group: group)
