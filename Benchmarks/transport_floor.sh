@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# The transport floor against halcyond and memcached: what SwiftNIO alone costs per request
-# (`transport/`, a NIO server that answers each line with the reply halcyond would send and
-# does nothing else), halcyond, and memcached, run in turn in every round at each cell.
+# The transport floors against halcyond and memcached, run in turn in every round at each
+# cell: what SwiftNIO alone costs per request (`nio-floor`: `transport/`'s TransportFloor, a
+# SwiftNIO server that answers each line with the reply halcyond would send and does nothing
+# else), what the same server costs on epoll without SwiftNIO (`epoll-floor`: EpollFloor),
+# halcyond, and memcached.
 #
 # For each cell and server: requests/s, and server CPU µs per request in user and in system
 # time (`/proc/PID/stat` over the run, divided by its replies), medians over the rounds; then
 # the paired ratios to memcached (each server's run of a round over memcached's run of that
-# round, medians over the rounds) of the rate and of the CPU. Where the floor itself trails
-# memcached, halcyond cannot lead it at that cell without a cheaper transport underneath,
-# whatever its own work costs; halcyond's user time over the floor's is what its own work
-# adds.
+# round, medians over the rounds) of the rate and of the CPU. Where the SwiftNIO floor
+# trails memcached, halcyond cannot lead it at that cell without a cheaper transport
+# underneath, whatever its own work costs; halcyond's user time over that floor's is what its
+# own work adds, and the epoll floor's place says what a transport of its own could give.
 #
 # usage: Benchmarks/transport_floor.sh [--halcyond PATH] [--rounds 9] [--seconds 1]
 #                                      [--threads N] [--cells "get 8 1,mixed 8 1,get 8 16"]
-# --threads: the floor's event loops (default: the core count, as halcyond's). Needs
-# memcached and gcc (loadgen); builds the floor with `swift build -c release` in transport/.
+# --threads: the floors' threads (default: the core count, as halcyond's event loops). Needs
+# memcached and gcc (loadgen); builds the floors with `swift build -c release` in transport/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
         --cells) cells="$2"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "transport_floor.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -35,7 +37,7 @@ done
 command -v memcached >/dev/null || { echo "transport_floor.sh: install memcached" >&2; exit 2; }
 loadgen="$("$here/loadgen/build.sh")"
 swift build -c release --package-path "$here/transport" >&2
-floor="$(swift build -c release --package-path "$here/transport" --show-bin-path)/TransportFloor"
+bin="$(swift build -c release --package-path "$here/transport" --show-bin-path)"
 
 tmp="$(mktemp -d /tmp/htfloor.XXXXXX)"
 chmod 700 "$tmp"
@@ -47,12 +49,13 @@ cleanup() {
 }
 trap cleanup EXIT
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
-"$floor" "$tmp/floor.sock" "$threads" >"$tmp/floor.log" 2>&1 & pids+=($!)
+"$bin/TransportFloor" "$tmp/nio.sock" "$threads" >"$tmp/nio.log" 2>&1 & pids+=($!)
+"$bin/EpollFloor" "$tmp/epoll.sock" "$threads" >"$tmp/epoll.log" 2>&1 & pids+=($!)
 "$halcyond" --socket "$tmp/halcyon.sock" --cache-dir "$tmp/cache" >"$tmp/halcyond.log" 2>&1 & pids+=($!)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 & pids+=($!)
-names=(floor halcyond memcached)
-protos=(halcyon halcyon memcached)
-socks=("$tmp/floor.sock" "$tmp/halcyon.sock" "$tmp/mc.sock")
+names=(nio-floor epoll-floor halcyond memcached)
+protos=(halcyon halcyon halcyon memcached)
+socks=("$tmp/nio.sock" "$tmp/epoll.sock" "$tmp/halcyon.sock" "$tmp/mc.sock")
 for s in "${socks[@]}"; do
     for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.05; done
     [ -S "$s" ] || { echo "transport_floor.sh: no socket at $s" >&2; cat "$tmp"/*.log >&2; exit 1; }
@@ -66,8 +69,8 @@ IFS=, read -r -a cell_list <<<"$cells"
 for cell in "${cell_list[@]}"; do
     read -r op conns pipeline <<<"$cell"
     for round in $(seq 1 "$rounds"); do
-        for k in 0 1 2; do
-            j=$(( (k + round) % 3 ))
+        for k in "${!names[@]}"; do
+            j=$(( (k + round) % ${#names[@]} ))
             before=$(cpu_ticks "${pids[$j]}")
             line=$("$loadgen" --proto "${protos[$j]}" --socket "${socks[$j]}" --op "$op" --conns "$conns" \
                 --pipeline "$pipeline" --seconds "$seconds" --warmup 0.3 --no-prefill | tail -1)
@@ -93,7 +96,7 @@ for line in open(sys.argv[1]):
 print("| op | load | server | req/s | CPU µs/req user / system / both | rate / memcached | CPU / memcached |")
 print("|---|---|---|---:|---:|---:|---:|")
 for (op, conns, pipeline), by in runs.items():
-    for name in ("floor", "halcyond", "memcached"):
+    for name in ("nio-floor", "epoll-floor", "halcyond", "memcached"):
         r = by[name]
         rate = statistics.median(x[0] for x in r)
         user, system = statistics.median(x[1] for x in r), statistics.median(x[2] for x in r)

@@ -1,9 +1,10 @@
 // swift-tools-version:6.0
 //
-// The transport floor: a SwiftNIO server that answers halcyond's protocol lines without a
-// cache behind them (see Sources/TransportFloor/main.swift). Kept out of the root package so
-// that the main build and the test command never compile it; `Benchmarks/transport_floor.sh`
-// builds and runs it.
+// The transport floors: a SwiftNIO server that answers halcyond's protocol lines without a
+// cache behind them (Sources/TransportFloor), and the same server on epoll without SwiftNIO
+// (Sources/EpollFloor), both with the replies of Sources/FloorReplies. Kept out of the root
+// package so that the main build and the test command never compile them;
+// `Benchmarks/transport_floor.sh` builds and runs them.
 import PackageDescription
 
 let package = Package(
@@ -12,12 +13,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
+        .target(name: "FloorReplies", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "TransportFloor",
             dependencies: [
+                "FloorReplies",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(name: "CEpoll"),
+        .executableTarget(
+            name: "EpollFloor",
+            dependencies: ["FloorReplies", "CEpoll"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -1,32 +1,20 @@
 // The transport floor: what SwiftNIO alone costs per request, on the same terms as
 // halcyond. It listens on a Unix socket with as many event loops as it is told, frames
 // newline-delimited requests, and answers each with the line halcyond would send for the
-// same request: a 100-byte memory hit for a get, a stored reply for a set, carrying the
-// request's id. Replies of one read burst go out with one flush at `channelReadComplete`,
-// as halcyond's do. No JSON is parsed and nothing is stored: the difference between this
-// server's CPU per request and halcyond's is the cost of halcyond's own work.
+// same request (`Replies`). Replies of one read burst go out with one flush at
+// `channelReadComplete`, as halcyond's do. No JSON is parsed and nothing is stored: the
+// difference between this server's CPU per request and halcyond's is the cost of
+// halcyond's own work.
 //
 // Usage: TransportFloor SOCKET-PATH [EVENT-LOOP-THREADS (default: the core count)]
 
+import FloorReplies
 import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// The reply pieces around a request's id.
-enum Replies {
-    static let head = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
-    static let hit = Array(
-        (#","result":{"found":true,"value":""# + String(repeating: "x", count: 100)
-            + #"","encoding":"utf8","cacheType":"memory","expiresAt":1796640890,"version":1796036089876611}}"# + "\n")
-            .utf8)
-    static let stored = Array(
-        #","result":{"stored":true,"size":100,"expiresAt":1796640890,"version":1796036089876611}}"#.utf8 + [0x0A])
-    static let idMember = Array(#""id":"#.utf8)
-    static let setMethod = Array(#""cache.set""#.utf8)
-}
 
 /// One connection: the bytes of an unfinished line, and the replies of the current read
 /// burst. Threading: confined to its channel's event loop.
@@ -46,10 +34,8 @@ final class FloorHandler: ChannelInboundHandler {
         }
         var reply = out ?? context.channel.allocator.buffer(capacity: 4096)
         input.withUnsafeReadableBytes { bytes in
-            var start = 0
-            while let newline = bytes[start...].firstIndex(of: 0x0A) {
-                Self.answer(UnsafeRawBufferPointer(rebasing: bytes[start..<newline]), into: &reply)
-                start = newline + 1
+            let start = Replies.forEachLine(bytes) { line in
+                Replies.answer(line) { reply.writeBytes($0) }
             }
             if start < bytes.count {
                 var rest = context.channel.allocator.buffer(capacity: bytes.count - start)
@@ -64,29 +50,6 @@ final class FloorHandler: ChannelInboundHandler {
         guard let reply = out, reply.readableBytes > 0 else { return }
         out = nil
         context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
-    }
-
-    /// Appends the reply to one request line: its id copied as it stands.
-    private static func answer(_ line: UnsafeRawBufferPointer, into reply: inout ByteBuffer) {
-        reply.writeBytes(Replies.head)
-        if let at = find(Replies.idMember, in: line) {
-            var end = at + Replies.idMember.count
-            while end < line.count, line[end] != UInt8(ascii: ","), line[end] != UInt8(ascii: "}") { end += 1 }
-            reply.writeBytes(UnsafeRawBufferPointer(rebasing: line[(at + Replies.idMember.count)..<end]))
-        } else {
-            reply.writeBytes(Array("null".utf8))
-        }
-        reply.writeBytes(find(Replies.setMethod, in: line) == nil ? Replies.hit : Replies.stored)
-    }
-
-    private static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
-        guard line.count >= needle.count else { return nil }
-        var i = 0
-        while i <= line.count - needle.count {
-            if line[i] == needle[0], needle.indices.allSatisfy({ line[i + $0] == needle[$0] }) { return i }
-            i += 1
-        }
-        return nil
     }
 }
 
