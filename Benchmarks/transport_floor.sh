@@ -3,7 +3,9 @@
 # cell: what SwiftNIO alone costs per request (`nio-floor`: `transport/`'s TransportFloor, a
 # SwiftNIO server that answers each line with the reply halcyond would send and does nothing
 # else), what the same server costs on epoll without SwiftNIO (`epoll-floor`: EpollFloor),
-# halcyond, and memcached.
+# halcyond, memcached, and, at get cells only, halcyond's memory hits on that epoll loop
+# (`epoll-halcyon`: EpollHalcyon, the daemon's storage engine answering `cache.get` lines
+# there, its keys set in memory at start).
 #
 # For each cell and server: requests/s, and server CPU µs per request in user and in system
 # time (`/proc/PID/stat` over the run, divided by its replies), medians over the rounds; then
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
         --cells) cells="$2"; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "transport_floor.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -53,11 +55,13 @@ mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 "$bin/EpollFloor" "$tmp/epoll.sock" "$threads" >"$tmp/epoll.log" 2>&1 & pids+=($!)
 "$halcyond" --socket "$tmp/halcyon.sock" --cache-dir "$tmp/cache" >"$tmp/halcyond.log" 2>&1 & pids+=($!)
 memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 & pids+=($!)
-names=(nio-floor epoll-floor halcyond memcached)
-protos=(halcyon halcyon halcyon memcached)
-socks=("$tmp/nio.sock" "$tmp/epoll.sock" "$tmp/halcyon.sock" "$tmp/mc.sock")
+mkdir "$tmp/eh"
+"$bin/EpollHalcyon" "$tmp/eh/eh.sock" "$threads" >"$tmp/eh.log" 2>&1 & pids+=($!)
+names=(nio-floor epoll-floor halcyond memcached epoll-halcyon)
+protos=(halcyon halcyon halcyon memcached halcyon)
+socks=("$tmp/nio.sock" "$tmp/epoll.sock" "$tmp/halcyon.sock" "$tmp/mc.sock" "$tmp/eh/eh.sock")
 for s in "${socks[@]}"; do
-    for _ in $(seq 100); do [ -S "$s" ] && break; sleep 0.05; done
+    for _ in $(seq 200); do [ -S "$s" ] && break; sleep 0.05; done
     [ -S "$s" ] || { echo "transport_floor.sh: no socket at $s" >&2; cat "$tmp"/*.log >&2; exit 1; }
 done
 # The keys the gets hit: set once (halcyond's to memory only, as compare.sh's floor cells).
@@ -68,9 +72,11 @@ cpu_ticks() { awk '{print $14 "," $15}' "/proc/$1/stat"; }
 IFS=, read -r -a cell_list <<<"$cells"
 for cell in "${cell_list[@]}"; do
     read -r op conns pipeline <<<"$cell"
+    # EpollHalcyon answers gets only.
+    servers=4; [ "$op" = get ] && servers=5
     for round in $(seq 1 "$rounds"); do
-        for k in "${!names[@]}"; do
-            j=$(( (k + round) % ${#names[@]} ))
+        for k in $(seq 0 $((servers - 1))); do
+            j=$(( (k + round) % servers ))
             before=$(cpu_ticks "${pids[$j]}")
             line=$("$loadgen" --proto "${protos[$j]}" --socket "${socks[$j]}" --op "$op" --conns "$conns" \
                 --pipeline "$pipeline" --seconds "$seconds" --warmup 0.3 --no-prefill | tail -1)
@@ -96,7 +102,9 @@ for line in open(sys.argv[1]):
 print("| op | load | server | req/s | CPU µs/req user / system / both | rate / memcached | CPU / memcached |")
 print("|---|---|---|---:|---:|---:|---:|")
 for (op, conns, pipeline), by in runs.items():
-    for name in ("nio-floor", "epoll-floor", "halcyond", "memcached"):
+    for name in ("nio-floor", "epoll-floor", "epoll-halcyon", "halcyond", "memcached"):
+        if name not in by:
+            continue
         r = by[name]
         rate = statistics.median(x[0] for x in r)
         user, system = statistics.median(x[1] for x in r), statistics.median(x[2] for x in r)
