@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
         --cells) cells="$2"; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "transport_floor.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done

@@ -28,7 +28,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(name: "CEpoll"),
-        .target(name: "EpollLoop", dependencies: ["CEpoll"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "EpollLoop", dependencies: ["CEpoll", "FloorReplies"], swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "EpollFloor",
             dependencies: ["FloorReplies", "EpollLoop"],
@@ -36,7 +36,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "EpollHalcyon",
-            dependencies: ["EpollLoop", .product(name: "HalcyonCache", package: "Halcyon")],
+            dependencies: ["EpollLoop", "FloorReplies", .product(name: "HalcyonCache", package: "Halcyon")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -10,6 +10,7 @@
 // Usage: EpollHalcyon SOCKET-PATH [THREADS (default: the core count)] [KEYS (10000)]
 
 import EpollLoop
+import FloorReplies
 import Foundation
 import HalcyonCache
 
@@ -46,17 +47,6 @@ enum Line {
     static let miss = Array(#","result":{"found":false}}"#.utf8 + [0x0A])
     static let refused = Array(#","error":{"code":-32601,"message":"only cache.get"}}"#.utf8 + [0x0A])
 
-    /// Where `needle` starts in `line`, or nil.
-    static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
-        guard line.count >= needle.count else { return nil }
-        var i = 0
-        while i <= line.count - needle.count {
-            if line[i] == needle[0], needle.indices.allSatisfy({ line[i + $0] == needle[$0] }) { return i }
-            i += 1
-        }
-        return nil
-    }
-
     /// The bytes of `line` from `start` up to the first of `stops`.
     static func span(_ line: UnsafeRawBufferPointer, from start: Int, until stops: (UInt8) -> Bool) -> Range<Int> {
         var end = start
@@ -83,14 +73,14 @@ enum Line {
 
 EpollServer.run(path: arguments[1], threads: threads) { line, reply in
     reply.append(contentsOf: Line.head)
-    guard let idAt = Line.find(Line.idMember, in: line) else {
+    guard let idAt = LineScan.find(Line.idMember, in: line) else {
         reply.append(contentsOf: "null".utf8)
         reply.append(contentsOf: Line.refused)
         return
     }
     let id = Line.span(line, from: idAt + Line.idMember.count) { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "}") }
     reply.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[id]))
-    guard Line.find(Array(#""cache.get""#.utf8), in: line) != nil, let keyAt = Line.find(Line.keyMember, in: line) else {
+    guard LineScan.find(Array(#""cache.get""#.utf8), in: line) != nil, let keyAt = LineScan.find(Line.keyMember, in: line) else {
         reply.append(contentsOf: Line.refused)
         return
     }

@@ -5,6 +5,7 @@
 // next turn.
 
 import CEpoll
+import FloorReplies
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -109,11 +110,7 @@ final class Worker: @unchecked Sendable {  // `connections` is touched only in `
             joined.withUnsafeBytes { answerLines($0, connection, into: &reply) }
             return
         }
-        var start = 0
-        while let newline = bytes[start...].firstIndex(of: 0x0A) {
-            answer(UnsafeRawBufferPointer(rebasing: bytes[start..<newline]), &reply)
-            start = newline + 1
-        }
+        let start = LineScan.forEachLine(bytes) { answer($0, &reply) }
         if start < bytes.count { connection.pending.append(contentsOf: bytes[start...]) }
     }
 

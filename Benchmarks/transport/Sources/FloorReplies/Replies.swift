@@ -1,6 +1,6 @@
 // The replies both floor servers send: for each request line, the line halcyond would send
 // for it (a 100-byte memory hit for a get, a stored reply for a set) with the request's id
-// copied as it stands. No JSON is parsed.
+// copied as it stands; and the line scans the servers share. No JSON is parsed.
 
 /// The reply pieces around a request's id, and the one function that answers a line.
 public enum Replies {
@@ -19,16 +19,19 @@ public enum Replies {
     @inlinable
     public static func answer(_ line: UnsafeRawBufferPointer, _ append: (UnsafeRawBufferPointer) -> Void) {
         head.withUnsafeBytes(append)
-        if let at = find(idMember, in: line) {
+        if let at = LineScan.find(idMember, in: line) {
             var end = at + idMember.count
             while end < line.count, line[end] != UInt8(ascii: ","), line[end] != UInt8(ascii: "}") { end += 1 }
             append(UnsafeRawBufferPointer(rebasing: line[(at + idMember.count)..<end]))
         } else {
             null.withUnsafeBytes(append)
         }
-        (find(setMethod, in: line) == nil ? hit : stored).withUnsafeBytes(append)
+        (LineScan.find(setMethod, in: line) == nil ? hit : stored).withUnsafeBytes(append)
     }
+}
 
+/// The lines of what a read brought, and byte searches within one line.
+public enum LineScan {
     /// Calls `body` with each complete line of `bytes` (newline excluded), in order; returns
     /// where the unfinished rest begins.
     @inlinable
@@ -41,8 +44,9 @@ public enum Replies {
         return start
     }
 
+    /// Where `needle` first starts in `line`, or nil.
     @inlinable
-    static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
+    public static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
         guard line.count >= needle.count else { return nil }
         var i = 0
         while i <= line.count - needle.count {

@@ -34,7 +34,7 @@ final class FloorHandler: ChannelInboundHandler {
         }
         var reply = out ?? context.channel.allocator.buffer(capacity: 4096)
         input.withUnsafeReadableBytes { bytes in
-            let start = Replies.forEachLine(bytes) { line in
+            let start = LineScan.forEachLine(bytes) { line in
                 Replies.answer(line) { reply.writeBytes($0) }
             }
             if start < bytes.count {
