@@ -54,14 +54,18 @@ enum Line {
         return start..<end
     }
 
+    /// Appends `value` in decimal, its digits made on the stack.
     static func appendDecimal(_ value: UInt64, to reply: inout [UInt8]) {
-        var digits: [UInt8] = []
-        var v = value
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
-            v /= 10
-        } while v > 0
-        reply.append(contentsOf: digits.reversed())
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var at = digits.count
+            var v = value
+            repeat {
+                at -= 1
+                digits[at] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            reply.append(contentsOf: digits[at...])
+        }
     }
 
     /// Whether `bytes` go into a JSON string as they are (printable ASCII, no quote or
