@@ -40,6 +40,7 @@ for _ in 0..<keys { stored.wait() }
 enum Line {
     static let idMember = Array(#""id":"#.utf8)
     static let keyMember = Array(#""key":""#.utf8)
+    static let getMethod = Array(#""cache.get""#.utf8)
     static let head = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
     static let hitStart = Array(#","result":{"found":true,"value":""#.utf8)
     static let hitMiddle = Array(#"","encoding":"utf8","cacheType":"memory","expiresAt":"#.utf8)
@@ -84,7 +85,7 @@ EpollServer.run(path: arguments[1], threads: threads) { line, reply in
     }
     let id = Line.span(line, from: idAt + Line.idMember.count) { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "}") }
     reply.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[id]))
-    guard LineScan.find(Array(#""cache.get""#.utf8), in: line) != nil, let keyAt = LineScan.find(Line.keyMember, in: line) else {
+    guard LineScan.find(Line.getMethod, in: line) != nil, let keyAt = LineScan.find(Line.keyMember, in: line) else {
         reply.append(contentsOf: Line.refused)
         return
     }

@@ -23,6 +23,9 @@ final class FloorHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private var pending: ByteBuffer?
+    /// Kept across bursts, as the epoll floor keeps its reply array: once a burst's write
+    /// has gone out its storage is this handler's alone again, and `clear()` reuses it.
+    /// (halcyond copies each burst's replies into a new buffer: `ConnectionOutbound.emit`.)
     private var out: ByteBuffer?
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -33,6 +36,7 @@ final class FloorHandler: ChannelInboundHandler {
             pending = nil
         }
         var reply = out ?? context.channel.allocator.buffer(capacity: 4096)
+        out = nil
         input.withUnsafeReadableBytes { bytes in
             let start = LineScan.forEachLine(bytes) { line in
                 Replies.answer(line) { reply.writeBytes($0) }
@@ -47,9 +51,11 @@ final class FloorHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        guard let reply = out, reply.readableBytes > 0 else { return }
+        guard var reply = out, reply.readableBytes > 0 else { return }
         out = nil
         context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+        reply.clear()
+        out = reply
     }
 }
 
