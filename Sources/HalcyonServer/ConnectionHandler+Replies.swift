@@ -81,9 +81,11 @@ extension ConnectionHandler {
     func emitOutbound(context: ChannelHandlerContext) {
         guard lifecycle.writesReplies else { return outbound.discard() }
         let channel = context.channel
-        let unsent = outbound.needsUnsentCount(channelWritable: channel.isWritable)
-            ? (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0 : 0
-        switch outbound.emit(unsent: unsent, allocator: channel.allocator) {
+        let emission = outbound.emit(
+            channelWritable: channel.isWritable,
+            unsent: { (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0 },
+            allocator: channel.allocator)
+        switch emission {
         case .nothing:
             return
         case .write(let buffer):

@@ -64,12 +64,22 @@ struct ConnectionOutbound {
     /// Bytes gathered above which they go to the channel at once, even inside a burst.
     static let chunk = 64 << 10
 
+    /// The largest capacity `spare` keeps: a connection that once sent a large value does
+    /// not hold its buffer for good.
+    static let spareLimit = 16 << 10
+
     /// Unsent bytes above which a client that is not reading is disconnected.
     let maxBuffered: Int
     /// The lines gathered; replies are encoded straight into it.
     var writer = JSONWriter(capacity: 4096)
     /// Whether a flush of this tick's lines is already scheduled on the loop.
     var flushScheduled = false
+    /// The buffer the last emit handed over, kept to carry the next one: once the channel
+    /// has written and dropped it, its storage is this value's alone and is refilled in
+    /// place, where a new buffer per read burst would cost an allocation and a free each
+    /// (while the channel still holds it, the refill takes fresh storage, as a value's
+    /// copy-on-write does). Kept only up to `spareLimit` bytes of capacity.
+    private var spare: ByteBuffer?
     /// The most the channel holds unsent while it is writable: its high water mark (a
     /// write past the mark makes it unwritable at once). nil when unknown.
     let unsentBoundWhileWritable: Int?
@@ -99,20 +109,29 @@ struct ConnectionOutbound {
         return bound + writer.bytes.count > maxBuffered
     }
 
-    /// Takes the gathered lines as one buffer, checking the overflow rule against the
-    /// `unsent` bytes the channel still holds. Empties the buffer in every case.
-    mutating func emit(unsent: Int, allocator: ByteBufferAllocator) -> Emission {
+    /// Takes the gathered lines as one buffer, checking the overflow rule against the bytes
+    /// the channel still holds unsent. Empties the buffer in every case.
+    ///
+    /// `unsent` is asked only when `needsUnsentCount` says the rule could trip. Both are
+    /// taken in this one mutating call, so the handler never copies this value to ask.
+    mutating func emit(channelWritable: Bool, unsent: () -> Int, allocator: ByteBufferAllocator) -> Emission {
         guard !writer.bytes.isEmpty else { return .nothing }
         defer { writer.reset() }
         let count = writer.bytes.count
-        if unsent > 0, unsent + count > maxBuffered { return .overflow(unsent: unsent) }
-        var buffer = allocator.buffer(capacity: count)
+        if needsUnsentCount(channelWritable: channelWritable) {
+            let unsent = unsent()
+            if unsent > 0, unsent + count > maxBuffered { return .overflow(unsent: unsent) }
+        }
+        var buffer = spare.take() ?? allocator.buffer(capacity: count)
+        buffer.clear()
         buffer.writeBytes(writer.bytes)
+        if buffer.capacity <= Self.spareLimit { spare = buffer }
         return .write(buffer)
     }
 
     /// Drops whatever was gathered (the connection is closing).
     mutating func discard() {
         writer.reset()
+        spare = nil
     }
 }

@@ -68,13 +68,13 @@ struct ConnectionOutboundTests {
         var out = ConnectionOutbound(maxBuffered: 100)
         out.append(line: Array("a".utf8))
         out.append(line: Array("bc".utf8))
-        guard case .write(let buffer) = out.emit(unsent: 0, allocator: Self.allocator) else {
+        guard case .write(let buffer) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
             Issue.record("nothing emitted")
             return
         }
         #expect(String(buffer: buffer) == "a\nbc\n")
         #expect(out.isEmpty)
-        guard case .nothing = out.emit(unsent: 0, allocator: Self.allocator) else {
+        guard case .nothing = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
             Issue.record("emitted twice")
             return
         }
@@ -85,17 +85,17 @@ struct ConnectionOutboundTests {
         let big = Array(repeating: UInt8(ascii: "x"), count: 20)
         // A single reply larger than the bound goes out when nothing else waits.
         out.append(line: big)
-        guard case .write = out.emit(unsent: 0, allocator: Self.allocator) else {
+        guard case .write = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
             Issue.record("a lone large reply was refused")
             return
         }
         out.append(line: Array("yy".utf8))
-        guard case .write = out.emit(unsent: 5, allocator: Self.allocator) else {
+        guard case .write = out.emit(channelWritable: true, unsent: { 5 }, allocator: Self.allocator) else {
             Issue.record("refused below the bound")
             return
         }
         out.append(line: Array("zzzz".utf8))
-        guard case .overflow(let unsent) = out.emit(unsent: 8, allocator: Self.allocator) else {
+        guard case .overflow(let unsent) = out.emit(channelWritable: true, unsent: { 8 }, allocator: Self.allocator) else {
             Issue.record("a client that does not read was not refused")
             return
         }
@@ -115,6 +115,52 @@ struct ConnectionOutboundTests {
         #expect(out.needsUnsentCount(channelWritable: false), "an unwritable channel may hold more than its mark")
         out.append(line: [])  // one more byte: 90 + 11 passes the bound
         #expect(out.needsUnsentCount(channelWritable: true))
+    }
+
+    @Test func theChannelIsAskedForItsUnsentBytesOnlyWhenTheRuleCanTrip() {
+        var out = ConnectionOutbound(maxBuffered: 100, unsentBoundWhileWritable: 90)
+        var asked = 0
+        out.append(line: Array("a".utf8))
+        _ = out.emit(channelWritable: true, unsent: { asked += 1; return 0 }, allocator: Self.allocator)
+        #expect(asked == 0, "asked while the rule could not trip")
+        out.append(line: Array("a".utf8))
+        _ = out.emit(channelWritable: false, unsent: { asked += 1; return 0 }, allocator: Self.allocator)
+        #expect(asked == 1, "not asked for an unwritable channel")
+    }
+
+    @Test func aBufferTheChannelStillHoldsIsNeverRefilled() {
+        var out = ConnectionOutbound(maxBuffered: 1 << 20)
+        out.append(line: Array("first".utf8))
+        guard case .write(let held) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
+            Issue.record("nothing emitted")
+            return
+        }
+        // The channel has not written `held` yet: the next lines must not land in it.
+        out.append(line: Array("second".utf8))
+        guard case .write(let next) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
+            Issue.record("nothing emitted")
+            return
+        }
+        #expect(String(buffer: held) == "first\n", "a buffer still held by the channel was overwritten")
+        #expect(String(buffer: next) == "second\n")
+    }
+
+    @Test func aBufferTheChannelDroppedCarriesTheNextLines() {
+        var out = ConnectionOutbound(maxBuffered: 1 << 20)
+        func emitted(_ line: String) -> UnsafeRawPointer? {
+            out.append(line: Array(line.utf8))
+            guard case .write(let buffer) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator)
+            else { return nil }
+            #expect(String(buffer: buffer) == line + "\n")
+            return buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
+        }
+        let first = emitted("one")
+        #expect(first != nil)
+        #expect(emitted("two") == first, "a dropped buffer's storage was not reused")
+        // A burst larger than the spare limit is sent but not kept.
+        let large = String(repeating: "x", count: ConnectionOutbound.spareLimit + 1)
+        #expect(emitted(large) != nil)
+        #expect(emitted("three") != nil)
     }
 
     @Test func aBatchIsOneLineInSlotOrderOnceEverySlotIsFilled() {
