@@ -135,7 +135,11 @@ redis-server --port 0 --unixsocket "$tmp/redisaof.sock" --unixsocketperm 700 --s
 redisaof_pid=$!
 pids+=($!); wait_socket "$tmp/redisaof.sock" $! redisaof
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
-memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
+# Two worker threads, as many as halcyond's event loops, so both serve from the same number
+# of threads (on two vCPUs memcached's default of four is also the slower one at one
+# request in flight: Benchmarks/RESULTS.md, "The transport floor at one request in flight;
+# what two event loops cost a set").
+memcached -s "$tmp/mc.sock" -m 1024 -t 2 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 &
 memcached_pid=$!
 pids+=($!); wait_socket "$tmp/mc.sock" $! memcached
 start_halcyond() { # binary name flags [more flags...]: starts it on $tmp/NAME.sock with its own cache folder
@@ -290,7 +294,7 @@ report="$tmp/report.md"
     echo "- Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- The load generator and the server share the same 2 cores, and other builds may run on the machine: treat differences under ~15% as noise."
     echo "- halcyond: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($halcyond)${baseline:+; baseline: $baseline}; $(redis-server --version | cut -d' ' -f1-3); $(memcached -V)"
-    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\`$([ -n "$baseline" ] && [ -n "${BASELINE_ARGS+set}" ] && echo "; the baseline with \`halcyond … ${BASELINE_ARGS}\`") (defaults otherwise)."
+    echo "- Servers: \`redis-server --port 0 --unixsocket … --save '' --appendonly no\`; \`memcached -s … -m 1024 -t 2\`; \`halcyond --socket … --cache-dir … ${HALCYOND_ARGS:-}\`$([ -n "$baseline" ] && [ -n "${BASELINE_ARGS+set}" ] && echo "; the baseline with \`halcyond … ${BASELINE_ARGS}\`") (defaults otherwise)."
     echo "- Each connection is one client thread sending batches of \`pipeline\` requests and reading all replies before the next batch; latency (µs) is that of one batch."
     echo
 } >"$report"
