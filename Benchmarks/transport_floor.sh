@@ -16,13 +16,15 @@
 # own work adds, and the epoll floor's place says what a transport of its own could give.
 #
 # usage: Benchmarks/transport_floor.sh [--halcyond PATH] [--rounds 9] [--seconds 1]
-#                                      [--threads N] [--cells "get 8 1,mixed 8 1,get 8 16"]
-# --threads: the floors' threads (default: the core count, as halcyond's event loops). Needs
+#                                      [--threads N] [--memcached-threads 2]
+#                                      [--cells "get 8 1,mixed 8 1,get 8 16"]
+# --threads: the floors' threads (default: the core count, as halcyond's event loops).
+# --memcached-threads: memcached's worker threads (default 2, as `compare.sh` runs it). Needs
 # memcached and gcc (loadgen); builds the floors with `swift build -c release` in transport/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-halcyond="$root/.build/release/halcyond"; rounds=9; seconds=1; threads=$(nproc)
+halcyond="$root/.build/release/halcyond"; rounds=9; seconds=1; threads=$(nproc); mc_threads=2
 cells="get 8 1,mixed 8 1,get 8 16,mixed 8 16"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -30,8 +32,9 @@ while [ $# -gt 0 ]; do
         --rounds) rounds="$2"; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
+        --memcached-threads) mc_threads="$2"; shift 2 ;;
         --cells) cells="$2"; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "transport_floor.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -54,7 +57,7 @@ mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 "$bin/TransportFloor" "$tmp/nio.sock" "$threads" >"$tmp/nio.log" 2>&1 & pids+=($!)
 "$bin/EpollFloor" "$tmp/epoll.sock" "$threads" >"$tmp/epoll.log" 2>&1 & pids+=($!)
 "$halcyond" --socket "$tmp/halcyon.sock" --cache-dir "$tmp/cache" >"$tmp/halcyond.log" 2>&1 & pids+=($!)
-memcached -s "$tmp/mc.sock" -m 1024 "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 & pids+=($!)
+memcached -s "$tmp/mc.sock" -m 1024 -t "$mc_threads" "${mc_user[@]}" >"$tmp/memcached.log" 2>&1 & pids+=($!)
 mkdir "$tmp/eh"
 "$bin/EpollHalcyon" "$tmp/eh/eh.sock" "$threads" >"$tmp/eh.log" 2>&1 & pids+=($!)
 names=(nio-floor epoll-floor halcyond memcached epoll-halcyon)
