@@ -47,8 +47,12 @@ final class DirectWriteGroup {
 
     /// The most sets, and value bytes, gathered before they are committed, even within a
     /// turn. The bytes bound keeps one group far below the journal's bounds, which the
-    /// direct path checks (at 90 %) only before a group, not within it.
-    static let maxCount = 256
+    /// direct path checks (at 90 %) only before a group, not within it. The count bound
+    /// is a whole turn of 32 connections sending 16 requests each, so such a turn commits
+    /// once, not twice; it also bounds the keys a read after writes in the same burst
+    /// looks through (`Member.keys`). The runs behind it: Benchmarks/RESULTS.md, "Direct
+    /// write groups".
+    static let maxCount = 512
     static let maxBytes = 1 << 20
 
     private let dispatcher: Dispatcher
