@@ -80,6 +80,8 @@ struct ConnectionOutbound {
     /// (while the channel still holds it, the refill takes fresh storage, as a value's
     /// copy-on-write does). Kept only up to `spareLimit` bytes of capacity.
     private var spare: ByteBuffer?
+    /// The capacity of the buffer kept for the next emit; nil when none is kept.
+    var spareCapacity: Int? { spare?.capacity }
     /// The most the channel holds unsent while it is writable: its high water mark (a
     /// write past the mark makes it unwritable at once). nil when unknown.
     let unsentBoundWhileWritable: Int?

@@ -157,10 +157,12 @@ struct ConnectionOutboundTests {
         let first = emitted("one")
         #expect(first != nil)
         #expect(emitted("two") == first, "a dropped buffer's storage was not reused")
-        // A burst larger than the spare limit is sent but not kept.
+        // A burst larger than the spare limit is sent but its buffer is not kept.
         let large = String(repeating: "x", count: ConnectionOutbound.spareLimit + 1)
         #expect(emitted(large) != nil)
+        #expect(out.spareCapacity == nil, "a buffer above the spare limit was kept")
         #expect(emitted("three") != nil)
+        #expect(out.spareCapacity.map { $0 <= ConnectionOutbound.spareLimit } == true)
     }
 
     @Test func aBatchIsOneLineInSlotOrderOnceEverySlotIsFilled() {
