@@ -73,7 +73,7 @@ extension ConnectionHandler {
     /// flush.
     func appended(context: ChannelHandlerContext) {
         if outbound.isFull { emitOutbound(context: context) }
-        if !insideRead { scheduleFlush(context: context) }
+        if !insideRead { scheduleFlush() }
     }
 
     /// Hands the gathered reply lines to the channel as one buffer (not flushed), or closes
@@ -102,17 +102,18 @@ extension ConnectionHandler {
     }
 
     /// Replies that arrive between reads are coalesced: one buffer and one flush per
-    /// event-loop tick.
-    func scheduleFlush(context: ChannelHandlerContext) {
+    /// event-loop tick, at the end of the tick's turn (`TurnFlush`).
+    func scheduleFlush() {
         guard !outbound.flushScheduled else { return }
         outbound.flushScheduled = true
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = bound.value
-            handler.outbound.flushScheduled = false
-            guard let context = handler.context else { return }
-            handler.emitOutbound(context: context)
-            context.flush()
-        }
+        turnFlush?.add(self)
+    }
+
+    /// The end of the turn `scheduleFlush` waited for: the gathered replies go out.
+    func flushAtTurnEnd() {
+        outbound.flushScheduled = false
+        guard let context else { return }
+        emitOutbound(context: context)
+        context.flush()
     }
 }

@@ -110,7 +110,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let logger: Logger
     let session: ConnectionSession
     let observer: Observer?
-    private let directGroups: DirectWriteGroups?
+    private let loopShares: LoopShares?
     /// Replies produced off the event loop, waiting for it.
     let mailbox = ReplyMailbox()
 
@@ -120,6 +120,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     @exclusivity(unchecked) var lifecycle = ConnectionLifecycle.open
     /// This connection's side of its loop's direct-write group; set in `handlerAdded`.
     @exclusivity(unchecked) var direct: DirectWriteGroup.Member?
+    /// Its loop's end-of-turn flush; set in `handlerAdded`.
+    @exclusivity(unchecked) var turnFlush: TurnFlush?
     /// Splits the bytes read into lines (and enforces the line and input bounds).
     @exclusivity(unchecked) private var framer: LineFrameDecoder
     /// This connection's loop's counters; set in `handlerAdded`.
@@ -133,6 +135,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     @exclusivity(unchecked) var insideRead = false
     /// The clock of the current read burst and the memory answers it gave.
     @exclusivity(unchecked) var burst = Observer.Burst()
+    /// Lines read in the current read burst.
+    @exclusivity(unchecked) private var burstLines = 0
     /// Bytes of lines parsed on the loop in the current read burst.
     @exclusivity(unchecked) private var burstParsedBytes = 0
     /// Whether `release` is running, and where the elements of the line it opens are held.
@@ -143,7 +147,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         dispatcher: Dispatcher, counters: ServerCounters, maxInFlight: Int, maxBatch: Int,
         maxLineBytes: Int, maxOutputBuffer: Int = 64 << 20, writeBufferHighWater: Int? = nil,
         maxInputBuffer: Int = 512 << 20, session: ConnectionSession, logger: Logger, observer: Observer? = nil,
-        directGroups: DirectWriteGroups? = nil, inputBudget: InputBudget? = nil,
+        loopShares: LoopShares? = nil, inputBudget: InputBudget? = nil,
         parseBudget: InputBudget? = nil, offLoopParseBytes: Int = ConnectionHandler.defaultOffLoopParseBytes,
         parseQueue: DispatchQueue? = ConnectionHandler.parseQueue
     ) {
@@ -159,7 +163,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.session = session
         self.logger = logger
         self.observer = observer
-        self.directGroups = directGroups
+        self.loopShares = loopShares
         self.outbound = ConnectionOutbound(maxBuffered: maxOutputBuffer, unsentBoundWhileWritable: writeBufferHighWater)
         self.framer = LineFrameDecoder(maxLineBytes: maxLineBytes, budget: inputBudget)
     }
@@ -170,10 +174,10 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.context = context
         channelWritable = context.channel.isWritable
         loopCounters = counters.loopCounters(for: context.eventLoop)
-        // Without the daemon's groups (a handler made alone, as in transport tests), the
-        // connection's writes are grouped on their own.
-        direct = .init(group: directGroups?.group(for: context.eventLoop, dispatcher: dispatcher)
-            ?? DirectWriteGroup(dispatcher: dispatcher, eventLoop: context.eventLoop))
+        let share = loopShares?.share(for: context.eventLoop, dispatcher: dispatcher)
+            ?? LoopShare(dispatcher: dispatcher, eventLoop: context.eventLoop)
+        direct = .init(group: share.group)
+        turnFlush = share.flush
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -206,6 +210,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         while true {
             switch framer.step(&buffer) {
             case .frame(.line(let line)):
+                burstLines += 1
                 handleLine(line, context: context)
             case .frame(.tooLong):
                 counters.lineTooLongRefused()
@@ -226,12 +231,20 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         insideRead = false
         burstParsedBytes = 0
-        // With writes waiting in the loop's group, the replies go out once it is committed
-        // (`applyDirectOutcomes`), later in this turn of the loop: one write, not two.
+        // With writes waiting in the loop's group, the burst's replies go out once it is
+        // committed (`applyDirectOutcomes`), later in this turn of the loop: one write, not
+        // two. Otherwise the replies of a burst of several lines go with the turn's flush
+        // (`TurnFlush`), and the reply of a lone line at once: its client waits for that
+        // one reply, and holding it to the turn's end costs more than it saves.
         if direct?.pending ?? 0 == 0 {
-            emitOutbound(context: context)
-            context.flush()
+            if burstLines > 1 {
+                scheduleFlush()
+            } else {
+                emitOutbound(context: context)
+                context.flush()
+            }
         }
+        burstLines = 0
         burst.end()
         context.fireChannelReadComplete()
         closeIfDrained(context: context)
@@ -267,7 +280,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             // is read (pressure no longer holds reads) and answered as it arrives.
             guard lifecycle.drain() else { return }
             release(context: context)
-            scheduleFlush(context: context)
+            scheduleFlush()
             closeIfDrained(context: context)
         case .close:
             lifecycle.drain()
@@ -462,7 +475,7 @@ extension ConnectionHandler {
         releasing = false
         if !insideRead {
             commitDirectWrites()
-            scheduleFlush(context: context)
+            scheduleFlush()
         }
         resumeReadingIfPossible(context: context)
         closeIfDrained(context: context)

@@ -7,11 +7,13 @@ import NIOCore
 /// The reply lines of one connection that have not been handed to the channel yet, in the
 /// one order every reply takes: the order they were appended in.
 ///
-/// Flush rule: the lines gathered during a read burst go to the channel as one buffer when
-/// the burst ends; a line appended between reads goes with the one flush of its event-loop
-/// tick (`scheduleFlush` coalesces them); and once `chunk` bytes wait they go at once, even
-/// inside a burst, so writability (and with it back-pressure) follows the replies of a
-/// long burst.
+/// Flush rule: the lines gathered during a read burst of several lines, and those appended
+/// between reads, go to the channel as one buffer with one flush at the end of the event
+/// loop's turn, once every channel's reads of the turn are done (`scheduleFlush`,
+/// `TurnFlush`); the reply of a burst of one line goes when the burst ends; the replies of
+/// direct writes go when the loop's group is committed, also at the end of the turn
+/// (`applyDirectOutcomes`); and once `chunk` bytes wait they go at once, even inside a
+/// burst, so writability (and with it back-pressure) follows the replies of a long burst.
 ///
 /// Overflow rule: if the bytes the channel still holds unsent plus the bytes about to be
 /// handed over pass `maxBuffered` while earlier bytes are still unsent, the client is not
@@ -72,7 +74,7 @@ struct ConnectionOutbound {
     let maxBuffered: Int
     /// The lines gathered; replies are encoded straight into it.
     var writer = JSONWriter(capacity: 4096)
-    /// Whether a flush of this tick's lines is already scheduled on the loop.
+    /// Whether this connection already waits for its loop's end-of-turn flush.
     var flushScheduled = false
     /// The buffer the last emit handed over, kept to carry the next one: once the channel
     /// has written and dropped it, its storage is this value's alone and is refilled in

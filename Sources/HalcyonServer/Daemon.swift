@@ -60,7 +60,7 @@ public final class Daemon: Sendable {
     private let logger: Logger
     private let counters = ServerCounters()
     /// Each event loop's group of direct sets (see `DirectWriteGroup`).
-    private let directGroups = DirectWriteGroups()
+    private let loopShares = LoopShares()
     /// The metrics registry, rendered by `server.metrics` and the optional HTTP endpoint.
     public let metrics: Metrics
     private let observer: Observer
@@ -437,14 +437,14 @@ public final class Daemon: Sendable {
         let session = ConnectionSession(peerDescription: "pid\(peer.pid)-uid\(peer.uid)", access: access)
         let c = configuration
         let logger = self.logger
-        let directGroups = self.directGroups
+        let loopShares = self.loopShares
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandlers([
                 ConnectionHandler(
                     dispatcher: dispatcher, counters: counters, maxInFlight: c.maxInFlight,
                     maxBatch: c.maxBatch, maxLineBytes: c.maxLineBytes, maxOutputBuffer: c.maxOutputBuffer,
                     writeBufferHighWater: Self.writeBufferWaterMark.high, maxInputBuffer: c.maxInputBuffer,
-                    session: session, logger: logger, observer: observer, directGroups: directGroups,
+                    session: session, logger: logger, observer: observer, loopShares: loopShares,
                     inputBudget: inputBudget, parseBudget: parseBudget
                 ),
             ])

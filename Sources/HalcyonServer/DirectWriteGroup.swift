@@ -22,8 +22,8 @@ import NIOCore
 /// (its replies join its outbound buffer, and go out unless it is inside a read burst).
 /// The leases of the keys written ended in the storage commit itself.
 ///
-/// Threading: confined to its event loop. Connections reach it through
-/// `DirectWriteGroups`, which hands each loop's group out in a `NIOLoopBound`.
+/// Threading: confined to its event loop. Connections reach it through `LoopShares`,
+/// which hands each loop's group out in a `NIOLoopBound`.
 final class DirectWriteGroup {
     /// One committed write, as its connection applies it.
     struct Outcome {
@@ -173,25 +173,6 @@ extension DirectWriteGroup {
         mutating func applied(_ count: Int) {
             pending -= count
             if pending == 0 { keys.removeAll(keepingCapacity: true) }
-        }
-    }
-}
-
-/// Each event loop's `DirectWriteGroup`, made on first use.
-///
-/// Threading: any thread; `Locked` guards the table. A group itself is used only on its
-/// loop (`NIOLoopBound` checks it).
-final class DirectWriteGroups: Sendable {
-    private let groups = Locked([ObjectIdentifier: NIOLoopBound<DirectWriteGroup>]())
-
-    /// The group of `loop` (made with `dispatcher` on first use); call on `loop`.
-    func group(for loop: any EventLoop, dispatcher: Dispatcher) -> DirectWriteGroup {
-        groups.withLock { table in
-            let key = ObjectIdentifier(loop)
-            if let bound = table[key] { return bound.value }
-            let group = DirectWriteGroup(dispatcher: dispatcher, eventLoop: loop)
-            table[key] = NIOLoopBound(group, eventLoop: loop)
-            return group
         }
     }
 }

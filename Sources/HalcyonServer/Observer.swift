@@ -120,7 +120,7 @@ final class Observer: Sendable {
 
     /// The clock of one connection's read burst (from its first `channelRead` to its
     /// `channelReadComplete`): read once for the requests the burst starts, and once for
-    /// the memory answers it gives, whose replies leave together when it ends. Two
+    /// the memory answers it gives, whose replies are written together when it ends. Two
     /// clock reads per request were 2.5 % of a pipelined get's CPU (Benchmarks/RESULTS.md,
     /// "The clock per read burst; shard locks without counted references").
     ///

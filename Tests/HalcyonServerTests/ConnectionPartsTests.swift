@@ -253,7 +253,7 @@ struct DirectWriteOutcomeTests {
     final class Loop {
         let fixture = DispatcherFixture(prefix: "hc-direct", debugMethods: true)
         let loop = EmbeddedEventLoop()
-        let groups = DirectWriteGroups()
+        let groups = LoopShares()
         var cache: HybridCache { fixture.cache }
         var dispatcher: Dispatcher { fixture.dispatcher }
 
@@ -265,7 +265,7 @@ struct DirectWriteOutcomeTests {
             let handler = ConnectionHandler(
                 dispatcher: dispatcher, counters: ServerCounters(), maxInFlight: 16, maxBatch: 10,
                 maxLineBytes: 1 << 20, session: ConnectionSession(peerDescription: "test"),
-                logger: Logger(label: "test"), directGroups: groups, parseQueue: nil
+                logger: Logger(label: "test"), loopShares: groups, parseQueue: nil
             )
             let channel = EmbeddedChannel(loop: loop)
             try channel.pipeline.syncOperations.addHandler(handler)
@@ -314,6 +314,7 @@ struct DirectWriteOutcomeTests {
         #expect((fromA + fromB).allSatisfy { $0["result"]?["stored"]?.bool == true })
         // The group ran in the order the writes were added: b's write of k came last.
         Self.read(a, Self.get(3, "k") + Self.get(4, "j"))
+        l.loop.run()
         #expect(try Self.replies(a).map { $0["result"]?["value"]?.string } == ["b2", "b3"])
     }
 
@@ -324,12 +325,72 @@ struct DirectWriteOutcomeTests {
         l.waitUntilIdle()
         Self.read(b, Self.set(10, "other", "b"))
         Self.read(a, Self.set(1, "k", "v1") + Self.get(2, "k") + Self.set(3, "k", "v2") + Self.get(4, "k"))
+        // b's write was committed with a's, within a's read, and b's reply reached b's own
+        // channel then, before any task of the loop ran.
+        #expect(try Self.replies(b).map { $0["id"]?.int64 } == [10])
+        l.loop.run()
         let fromA = try Self.replies(a)
         #expect(fromA.map { $0["id"]?.int64 } == [1, 2, 3, 4])
         #expect(fromA[safe: 1]?["result"]?["value"]?.string == "v1", "a get saw a write sent after it")
         #expect(fromA[safe: 3]?["result"]?["value"]?.string == "v2")
-        // b's write was committed with a's, and b's reply reached b's own channel.
-        #expect(try Self.replies(b).map { $0["id"]?.int64 } == [10])
+    }
+}
+
+@Suite("Replies at the end of the loop's turn", .timeLimit(.minutes(1)))
+struct TurnFlushTests {
+    private static func ping(_ id: Int) -> String { #"{"jsonrpc":"2.0","id":\#(id),"method":"server.ping"}"# + "\n" }
+
+    /// One read burst, without running the loop's tasks afterwards.
+    private static func read(_ channel: EmbeddedChannel, _ text: String) {
+        channel.pipeline.fireChannelRead(ByteBuffer(string: text))
+        channel.pipeline.fireChannelReadComplete()
+    }
+
+    /// The buffers written so far, each as the ids of its reply lines.
+    private static func writes(_ channel: EmbeddedChannel) throws -> [[Int64]] {
+        var out: [[Int64]] = []
+        while var buffer = try channel.readOutbound(as: ByteBuffer.self) {
+            let text = buffer.readString(length: buffer.readableBytes) ?? ""
+            out.append(try text.split(separator: "\n").map { try JSONValue.parse(Array($0.utf8)).get()["id"]?.int64 ?? -1 })
+        }
+        return out
+    }
+
+    @Test func burstsOfSeveralLinesAreAnsweredAtTheEndOfTheTurnEachInOneWrite() throws {
+        let l = DirectWriteOutcomeTests.Loop()
+        let a = try l.connect()
+        let b = try l.connect()
+        Self.read(a, Self.ping(1) + Self.ping(2))
+        Self.read(b, Self.ping(3) + Self.ping(4) + Self.ping(5))
+        #expect(try Self.writes(a).isEmpty && Self.writes(b).isEmpty, "a reply went out before the turn's reads were done")
+        l.loop.run()
+        #expect(try Self.writes(a) == [[1, 2]])
+        #expect(try Self.writes(b) == [[3, 4, 5]])
+        // The next turn's burst waits for its own turn's end.
+        Self.read(a, Self.ping(6) + Self.ping(7))
+        #expect(try Self.writes(a).isEmpty)
+        l.loop.run()
+        #expect(try Self.writes(a) == [[6, 7]])
+    }
+
+    @Test func aLoneLineIsAnsweredWhenItsBurstEnds() throws {
+        let l = DirectWriteOutcomeTests.Loop()
+        let a = try l.connect()
+        Self.read(a, Self.ping(1))
+        #expect(try Self.writes(a) == [[1]])
+    }
+
+    @Test func aConnectionClosedBeforeTheTurnEndsIsSkipped() throws {
+        let l = DirectWriteOutcomeTests.Loop()
+        let a = try l.connect()
+        let b = try l.connect()
+        Self.read(a, Self.ping(1) + Self.ping(2))
+        Self.read(b, Self.ping(3) + Self.ping(4))
+        a.close(promise: nil)
+        #expect(!a.isActive)
+        #expect(try Self.writes(b).isEmpty, "a close ran the turn's end early")
+        l.loop.run()
+        #expect(try Self.writes(b) == [[3, 4]])
     }
 }
 

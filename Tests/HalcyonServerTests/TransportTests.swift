@@ -72,6 +72,7 @@ struct ConnectionHandlerTests {
         let folder: URL
         let cache: HybridCache
         let channel: EmbeddedChannel
+        let counters = ServerCounters()
 
         /// `longLine`: the shortest line parsed apart, in a later task of the loop.
         init(
@@ -87,7 +88,7 @@ struct ConnectionHandlerTests {
                 liveCounters: { LiveCounters() }
             )
             let handler = ConnectionHandler(
-                dispatcher: Dispatcher(cache: cache, facts: facts), counters: ServerCounters(),
+                dispatcher: Dispatcher(cache: cache, facts: facts), counters: counters,
                 maxInFlight: maxInFlight, maxBatch: 10, maxLineBytes: 1 << 20,
                 session: ConnectionSession(peerDescription: "test"), logger: Logger(label: "test"),
                 parseBudget: parseBudget, offLoopParseBytes: longLine, parseQueue: nil
@@ -99,10 +100,16 @@ struct ConnectionHandlerTests {
 
         deinit { try? FileManager.default.removeItem(at: folder) }
 
-        func send(_ text: String) throws { try channel.writeInbound(ByteBuffer(string: text)) }
+        /// Delivers one read burst, then the rest of the loop's turn: its tasks, the
+        /// end-of-turn flush among them.
+        func send(_ text: String) throws {
+            try channel.writeInbound(ByteBuffer(string: text))
+            channel.embeddedEventLoop.run()
+        }
 
         /// Delivers one read burst without running the loop's tasks afterwards, so a long
-        /// line's parse has not come back yet.
+        /// line's parse has not come back yet, and no reply has gone out (they leave at the
+        /// end of the turn).
         func read(_ text: String) {
             channel.pipeline.fireChannelRead(ByteBuffer(string: text))
             channel.pipeline.fireChannelReadComplete()
@@ -215,9 +222,13 @@ struct ConnectionHandlerTests {
         let replies = try h.replies()
         #expect(replies.map { $0["id"]?.int64 ?? $0[0]?["id"]?.int64 } == [1, 2, 3, 5, 6])
         #expect(replies[safe: 2]?[1]?["id"]?.int64 == 4)
+        // The two long lines, and the batch: a quarter of the bound or more, behind a line
+        // being parsed.
+        #expect(h.counters.snapshot.linesParsedOffLoop == 3)
         // Once nothing waits, a short line is answered during its read again.
         h.read(Self.ping(7))
         #expect(try h.replies().compactMap { $0["id"]?.int64 } == [7])
+        #expect(h.counters.snapshot.linesParsedOffLoop == 3)
     }
 
     @Test func aCancelReadBehindALongLineWithdrawsItsRequest() throws {
@@ -239,12 +250,14 @@ struct ConnectionHandlerTests {
         // 300 + 300 bytes parsed on the loop reach the bound: the next line of 100 bytes
         // or more goes off the loop, and a short one behind it waits for it.
         h.read(Self.longPing(1) + Self.longPing(2) + Self.longPing(3, bytes: 150) + Self.ping(4))
-        #expect(try h.replies().map { $0["id"]?.int64 } == [1, 2])
         h.channel.embeddedEventLoop.run()
-        #expect(try h.replies().map { $0["id"]?.int64 } == [3, 4])
+        #expect(try h.replies().map { $0["id"]?.int64 } == [1, 2, 3, 4])
+        #expect(h.counters.snapshot.linesParsedOffLoop == 1, "not exactly the third line was parsed apart")
         // The next burst starts its count again.
         h.read(Self.longPing(5))
+        h.channel.embeddedEventLoop.run()
         #expect(try h.replies().map { $0["id"]?.int64 } == [5])
+        #expect(h.counters.snapshot.linesParsedOffLoop == 1, "a new burst's first line was parsed apart")
     }
 
     @Test func longLinesPastTheParseBudgetAreParsedOnTheLoop() throws {
@@ -258,8 +271,11 @@ struct ConnectionHandlerTests {
         #expect(budget.inUse == 0, "a parsed line still holds its share of the budget")
         // With no room left, a long line is parsed during its read, as a short one is.
         #expect(budget.charge(700))
+        let apart = h.counters.snapshot.linesParsedOffLoop
         h.read(Self.longPing(5) + Self.ping(6))
+        h.channel.embeddedEventLoop.run()
         #expect(try h.replies().map { $0["id"]?.int64 } == [5, 6])
+        #expect(h.counters.snapshot.linesParsedOffLoop == apart, "a line was parsed apart with no budget left")
     }
 
     @Test func drainAnswersALongLineBeingParsedThenCloses() throws {
