@@ -59,7 +59,8 @@ public final class Daemon: Sendable {
     public let cache: HybridCache
     private let logger: Logger
     private let counters = ServerCounters()
-    /// Each event loop's group of direct sets (see `DirectWriteGroup`).
+    /// What each event loop's connections share: its group of direct writes and its
+    /// turn's flush (`LoopShare`).
     private let loopShares = LoopShares()
     /// The metrics registry, rendered by `server.metrics` and the optional HTTP endpoint.
     public let metrics: Metrics

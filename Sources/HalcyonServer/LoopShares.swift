@@ -10,9 +10,9 @@ struct LoopShare {
     let group: DirectWriteGroup
     let flush: TurnFlush
 
-    /// A loop's own parts, for a handler made without the daemon's `LoopShares` (as in
-    /// transport tests): its connection's writes are grouped, and its replies flushed, on
-    /// their own.
+    /// New parts for `eventLoop`. A handler made without the daemon's `LoopShares` (as in
+    /// transport tests) makes its own: its connection's writes are grouped, and its
+    /// replies flushed, on their own.
     init(dispatcher: Dispatcher, eventLoop: any EventLoop) {
         group = DirectWriteGroup(dispatcher: dispatcher, eventLoop: eventLoop)
         flush = TurnFlush(eventLoop: eventLoop)
