@@ -104,9 +104,9 @@ extension ConnectionHandler {
     /// Replies that arrive between reads are coalesced: one buffer and one flush per
     /// event-loop tick, at the end of the tick's turn (`TurnFlush`).
     func scheduleFlush() {
-        guard !outbound.flushScheduled else { return }
+        guard !outbound.flushScheduled, let turnFlush else { return }
         outbound.flushScheduled = true
-        turnFlush?.add(self)
+        turnFlush.add(self)
     }
 
     /// The end of the turn `scheduleFlush` waited for: the gathered replies go out.

@@ -283,7 +283,7 @@ struct DirectWriteOutcomeTests {
     }
 
     /// One read burst, without running the loop's tasks afterwards.
-    private static func read(_ channel: EmbeddedChannel, _ text: String) {
+    fileprivate static func read(_ channel: EmbeddedChannel, _ text: String) {
         channel.pipeline.fireChannelRead(ByteBuffer(string: text))
         channel.pipeline.fireChannelReadComplete()
     }
@@ -340,12 +340,6 @@ struct DirectWriteOutcomeTests {
 struct TurnFlushTests {
     private static func ping(_ id: Int) -> String { #"{"jsonrpc":"2.0","id":\#(id),"method":"server.ping"}"# + "\n" }
 
-    /// One read burst, without running the loop's tasks afterwards.
-    private static func read(_ channel: EmbeddedChannel, _ text: String) {
-        channel.pipeline.fireChannelRead(ByteBuffer(string: text))
-        channel.pipeline.fireChannelReadComplete()
-    }
-
     /// The buffers written so far, each as the ids of its reply lines.
     private static func writes(_ channel: EmbeddedChannel) throws -> [[Int64]] {
         var out: [[Int64]] = []
@@ -360,14 +354,14 @@ struct TurnFlushTests {
         let l = DirectWriteOutcomeTests.Loop()
         let a = try l.connect()
         let b = try l.connect()
-        Self.read(a, Self.ping(1) + Self.ping(2))
-        Self.read(b, Self.ping(3) + Self.ping(4) + Self.ping(5))
+        DirectWriteOutcomeTests.read(a, Self.ping(1) + Self.ping(2))
+        DirectWriteOutcomeTests.read(b, Self.ping(3) + Self.ping(4) + Self.ping(5))
         #expect(try Self.writes(a).isEmpty && Self.writes(b).isEmpty, "a reply went out before the turn's reads were done")
         l.loop.run()
         #expect(try Self.writes(a) == [[1, 2]])
         #expect(try Self.writes(b) == [[3, 4, 5]])
         // The next turn's burst waits for its own turn's end.
-        Self.read(a, Self.ping(6) + Self.ping(7))
+        DirectWriteOutcomeTests.read(a, Self.ping(6) + Self.ping(7))
         #expect(try Self.writes(a).isEmpty)
         l.loop.run()
         #expect(try Self.writes(a) == [[6, 7]])
@@ -376,7 +370,7 @@ struct TurnFlushTests {
     @Test func aLoneLineIsAnsweredWhenItsBurstEnds() throws {
         let l = DirectWriteOutcomeTests.Loop()
         let a = try l.connect()
-        Self.read(a, Self.ping(1))
+        DirectWriteOutcomeTests.read(a, Self.ping(1))
         #expect(try Self.writes(a) == [[1]])
     }
 
@@ -384,8 +378,8 @@ struct TurnFlushTests {
         let l = DirectWriteOutcomeTests.Loop()
         let a = try l.connect()
         let b = try l.connect()
-        Self.read(a, Self.ping(1) + Self.ping(2))
-        Self.read(b, Self.ping(3) + Self.ping(4))
+        DirectWriteOutcomeTests.read(a, Self.ping(1) + Self.ping(2))
+        DirectWriteOutcomeTests.read(b, Self.ping(3) + Self.ping(4))
         a.close(promise: nil)
         #expect(!a.isActive)
         #expect(try Self.writes(b).isEmpty, "a close ran the turn's end early")
