@@ -64,14 +64,24 @@ struct ConnectionLifecycleTests {
 struct ConnectionOutboundTests {
     private static let allocator = ByteBufferAllocator()
 
+    /// The buffer `out` hands a writable channel that still holds `unsent` bytes; nil, with
+    /// `failure` recorded, when it hands nothing over or refuses.
+    private static func written(
+        _ out: inout ConnectionOutbound, unsent: Int = 0, _ failure: Comment,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> ByteBuffer? {
+        guard case .write(let buffer) = out.emit(channelWritable: true, unsent: { unsent }, allocator: allocator) else {
+            Issue.record(failure, sourceLocation: sourceLocation)
+            return nil
+        }
+        return buffer
+    }
+
     @Test func emitsWhatWaitsAsOneBufferThenNothing() {
         var out = ConnectionOutbound(maxBuffered: 100)
         out.append(line: Array("a".utf8))
         out.append(line: Array("bc".utf8))
-        guard case .write(let buffer) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
-            Issue.record("nothing emitted")
-            return
-        }
+        guard let buffer = Self.written(&out, "nothing emitted") else { return }
         #expect(String(buffer: buffer) == "a\nbc\n")
         #expect(out.isEmpty)
         guard case .nothing = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
@@ -85,15 +95,9 @@ struct ConnectionOutboundTests {
         let big = Array(repeating: UInt8(ascii: "x"), count: 20)
         // A single reply larger than the bound goes out when nothing else waits.
         out.append(line: big)
-        guard case .write = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
-            Issue.record("a lone large reply was refused")
-            return
-        }
+        guard Self.written(&out, "a lone large reply was refused") != nil else { return }
         out.append(line: Array("yy".utf8))
-        guard case .write = out.emit(channelWritable: true, unsent: { 5 }, allocator: Self.allocator) else {
-            Issue.record("refused below the bound")
-            return
-        }
+        guard Self.written(&out, unsent: 5, "refused below the bound") != nil else { return }
         out.append(line: Array("zzzz".utf8))
         guard case .overflow(let unsent) = out.emit(channelWritable: true, unsent: { 8 }, allocator: Self.allocator) else {
             Issue.record("a client that does not read was not refused")
@@ -131,16 +135,10 @@ struct ConnectionOutboundTests {
     @Test func aBufferTheChannelStillHoldsIsNeverRefilled() {
         var out = ConnectionOutbound(maxBuffered: 1 << 20)
         out.append(line: Array("first".utf8))
-        guard case .write(let held) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
-            Issue.record("nothing emitted")
-            return
-        }
+        guard let held = Self.written(&out, "nothing emitted") else { return }
         // The channel has not written `held` yet: the next lines must not land in it.
         out.append(line: Array("second".utf8))
-        guard case .write(let next) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator) else {
-            Issue.record("nothing emitted")
-            return
-        }
+        guard let next = Self.written(&out, "nothing emitted") else { return }
         #expect(String(buffer: held) == "first\n", "a buffer still held by the channel was overwritten")
         #expect(String(buffer: next) == "second\n")
     }
@@ -149,8 +147,7 @@ struct ConnectionOutboundTests {
         var out = ConnectionOutbound(maxBuffered: 1 << 20)
         func emitted(_ line: String) -> UnsafeRawPointer? {
             out.append(line: Array(line.utf8))
-            guard case .write(let buffer) = out.emit(channelWritable: true, unsent: { 0 }, allocator: Self.allocator)
-            else { return nil }
+            guard let buffer = Self.written(&out, "nothing emitted") else { return nil }
             #expect(String(buffer: buffer) == line + "\n")
             return buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
         }
