@@ -47,6 +47,12 @@ extension HybridCache {
         /// The instant reads judge the lifetime at (both tiers), and a store counts its
         /// expiration from; nil = now.
         public var referenceDate: Date? = nil
+        /// An instant of the memory tier's clock by which the read had arrived whole (the
+        /// transport reads the clock once per socket read): a memory hit may be judged
+        /// at it, and is extended from it, instead of reading the clock again. Never
+        /// earlier than the entry's own last change or use, so a write or read of the
+        /// same key made after the instant is never undone. nil = the clock's now.
+        public var arrivedBy: Date? = nil
         /// Reads look at the memory tier only. Default false.
         public var fromMemoryOnly = false
         /// Stores also write the disk tier. Default true.

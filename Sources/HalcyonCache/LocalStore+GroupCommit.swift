@@ -168,14 +168,18 @@ extension LocalStore {
 
     /// Stamps the group's writes, waits for room under the bounds, and appends their
     /// records with one write.
+    ///
+    /// The group's versions are reserved at once (`VersionClock.reserve`): one reading of
+    /// the clock and one hold of its lock for the group, not one of each per write.
     private func journal(_ group: [PendingWrite], _ wb: WriteBehind) {
         let now = config.disk.clock.now()
+        var run = versions.reserve(group.count)
         var records: [Journal.Record] = []
         var owners: [PendingWrite] = []
         records.reserveCapacity(group.count)
         for p in group where p.began {
             let record = p.withOperation { operation -> Journal.Record? in
-                operation.stamp(now, versions: versions)
+                operation.stamp(now, versions: &run)
                 return journalRecord(for: operation, wb)
             }
             if let record {

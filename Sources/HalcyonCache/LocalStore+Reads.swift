@@ -76,7 +76,8 @@ extension LocalStore {
         forKey key: CacheKey, options: Options, taking take: (LentEntry, _ expiresAt: Date?) -> Bool
     ) -> RetrieveResult?? {
         let lent = memoryStorage.lendValue(
-            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration
+            forKey: key, referenceDate: options.referenceDate, extendingExpiration: options.extendingExpiration,
+            arrivedBy: options.arrivedBy
         ) { entry, expiration in
             take(entry, HybridCache.optionalDate(expiration))
         }

@@ -151,10 +151,19 @@ extension LocalStore {
         /// `stamped`, in place: the payload is moved out and back, not copied (a copy
         /// counts a reference for each object it holds).
         mutating func stamp(_ now: Date, versions: VersionClock) {
+            stamp(now) { versions.next() }
+        }
+
+        /// `stamp`, a store's version taken from `run` (one the group reserved).
+        mutating func stamp(_ now: Date, versions run: inout VersionClock.Run) {
+            stamp(now) { run.take() }
+        }
+
+        private mutating func stamp(_ now: Date, version: () -> UInt64) {
             switch consume self {
             case .store(var s):
                 if s.countedFrom == nil { s.countedFrom = now }
-                if s.entry.version == 0 { s.entry.version = versions.next() }
+                if s.entry.version == 0 { s.entry.version = version() }
                 self = .store(s)
             case .touch(var t):
                 if t.countedFrom == nil { t.countedFrom = now }

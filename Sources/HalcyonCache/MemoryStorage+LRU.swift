@@ -83,6 +83,10 @@ extension MemoryStorage {
 
         var cost: Int { entry.bytes.count }
 
+        /// The latest of `instant`, the last change of the lifetime and the last use: the
+        /// instant a read given an earlier one is judged at (`Backend.lendValue`).
+        func laterOf(_ instant: Date) -> Date { max(instant, extendedAt, lastAccess) }
+
         /// When the node leaves memory: the end of its residency or of its lifetime.
         var leavesAt: Date { min(expiresAt, residentUntil) }
 

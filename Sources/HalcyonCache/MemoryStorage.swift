@@ -845,12 +845,18 @@ public enum MemoryStorage {
         /// `take` runs under the shard's lock, with the bytes where they lie: a caller that
         /// only copies them out builds no result around them and counts no reference. It
         /// must be short, must not call back into this tier, and must not keep the bytes.
+        ///
+        /// `arrivedBy`: a reading of this tier's clock by which the request had arrived (see
+        /// `HybridCache.Options.arrivedBy`); the hit is judged, marked used and extended at
+        /// it, or at the entry's own last change or use when that is later. nil: now.
         @inline(__always)
         public func lendValue(
             forKey key: CacheKey, referenceDate: Date? = nil, extendingExpiration: ExpirationExtending = .cacheTime,
-            taking take: (LentEntry, _ expiration: Date) -> Bool
+            arrivedBy: Date? = nil, taking take: (LentEntry, _ expiration: Date) -> Bool
         ) -> Lent? {
-            read(forKey: key, referenceDate: referenceDate, extendingExpiration: extendingExpiration) { state, slot in
+            read(
+                forKey: key, referenceDate: referenceDate, extendingExpiration: extendingExpiration, arrivedBy: arrivedBy
+            ) { state, slot in
                 if state.lendEntry(slot, take) { return .taken }
                 let (entry, expiresAt) = state.entryAndExpiration(slot)
                 return .declined(entry, expiresAt: expiresAt)
@@ -860,12 +866,17 @@ public enum MemoryStorage {
         /// The read behind `valueAndMeta` and `lendValue`: judges the entry under `key`,
         /// counts the hit or miss, removes a departed entry, marks a hit used now and
         /// extends it, and answers a hit with `hit` of its slot, under the shard's lock.
+        ///
+        /// `arrivedBy`: see `lendValue`. Why an instant given rather than read here: each hit
+        /// reading the clock was a visible share of a memory hit's CPU, and every request of
+        /// one socket read arrived before a single reading taken after it; the later of it
+        /// and the entry's own instants keeps every answer inside its request's interval.
         @inline(__always)
         private func read<R>(
-            forKey key: CacheKey, referenceDate: Date?, extendingExpiration: ExpirationExtending,
+            forKey key: CacheKey, referenceDate: Date?, extendingExpiration: ExpirationExtending, arrivedBy: Date? = nil,
             _ hit: (inout LRUState, Int32) -> R
         ) -> R? {
-            let now = clock.now()
+            let reading = arrivedBy ?? clock.now()
             var departed: (cost: Int, writeBack: WriteBack?)?
             var writeBack: WriteBack?
             let located = locate(key)
@@ -876,6 +887,7 @@ public enum MemoryStorage {
                     return nil
                 }
                 let account = state[slot].account
+                let now = arrivedBy == nil ? reading : state[slot].laterOf(reading)
                 if state[slot].leavesAt <= now {
                     state.misses += 1
                     if account != Account.none { state.namespaceMisses[Int(account)] += 1 }

@@ -36,11 +36,49 @@ public final class VersionClock: Sendable {
 
     /// A version greater than every one handed out or observed before.
     public func next() -> UInt64 {
-        let seconds = clock.now().timeIntervalSince1970
-        let micros = seconds > 0 ? UInt64(min(seconds * 1e6, 1.8e19)) : 0
+        let micros = wallMicros()
         return last.withLock { last in
             last = max(last &+ 1, micros)
             return last
+        }
+    }
+
+    /// The wall clock in microseconds since 1970 (0 before it).
+    private func wallMicros() -> UInt64 {
+        let seconds = clock.now().timeIntervalSince1970
+        return seconds > 0 ? UInt64(min(seconds * 1e6, 1.8e19)) : 0
+    }
+
+    /// `count` consecutive versions, greater than every one handed out or observed
+    /// before, for one reading of the clock and one hold of the lock: a group commit stamps
+    /// its writes from them (`Run`). Those a run does not use are never handed out.
+    public func reserve(_ count: Int) -> Run {
+        precondition(count >= 0)
+        guard count > 0 else { return Run(next: 0, end: 0) }
+        let micros = wallMicros()
+        return last.withLock { last in
+            let first = max(last &+ 1, micros)
+            last = first &+ UInt64(count - 1)
+            return Run(next: first, end: first &+ UInt64(count))
+        }
+    }
+
+    /// Versions reserved together (`reserve`), handed out in order. A plain value of the
+    /// one group that reserved them.
+    public struct Run: Sendable {
+        private var next: UInt64
+        private let end: UInt64
+
+        fileprivate init(next: UInt64, end: UInt64) {
+            self.next = next
+            self.end = end
+        }
+
+        /// The next reserved version.
+        public mutating func take() -> UInt64 {
+            precondition(next < end, "more versions taken than reserved")
+            defer { next &+= 1 }
+            return next
         }
     }
 

@@ -6,6 +6,7 @@
 // neither reads the params nor asks memory again. Each method's memory answer is beside
 // its handler (ReadMethods, InfoMethods) and named in its spec (MethodTable.swift).
 
+import Foundation
 import HalcyonCache
 import HalcyonJSON
 
@@ -96,13 +97,17 @@ extension Dispatcher {
     /// the request the line parses to would be by `prepare` and `answerFromMemory`: the
     /// same key checks (a refusal is declined, for the parser's path to answer with its
     /// error), the connection's options, and the same memory answer (`ReadMethods.answerGet`).
+    /// `arrivedBy`: a reading of `memoryClock` taken after the line arrived whole, which a
+    /// memory hit is judged at (`HybridCache.Options.arrivedBy`); nil: the clock's now.
     ///
     /// Threading: on the requesting connection's event loop thread, like `answerFromMemory`.
     public func answerHotGet(
-        id: Int64, key: CacheKey, session: ConnectionSession, into writer: inout JSONWriter
+        id: Int64, key: CacheKey, session: ConnectionSession, arrivedBy: Date? = nil, into writer: inout JSONWriter
     ) -> HotGetOutcome {
         guard session.access == nil, accepts(key) else { return .declined }
-        let query = ReadMethods.GetQuery.keyOnly(key, Self.sessionOptions(session))
+        var options = Self.sessionOptions(session)
+        options.arrivedBy = arrivedBy
+        let query = ReadMethods.GetQuery.keyOnly(key, options)
         let rpcID = RPCID.number(id)
         switch ReadMethods.answerGet(self, query, rpcID, &writer) {
         case .answered(let error): return .answered(error)

@@ -286,6 +286,9 @@ struct Responder: Sendable {
 public final class Dispatcher: Sendable {
     public let cache: HybridCache
     public let facts: ServerFacts
+    /// The memory tier's clock, which a connection reads once per socket read for the
+    /// memory hits of that read (`HybridCache.Options.arrivedBy`).
+    public let memoryClock: any CacheClock
     /// The keys the cache can name files with and the tiers' size limits, fixed at start
     /// (`Params.rules`). Immortal (`Immortal`): every request's params count a reference
     /// to it from both loops. The daemon makes one dispatcher; a test that makes more
@@ -293,6 +296,7 @@ public final class Dispatcher: Sendable {
     let paramRules: Params.Rules
     public init(cache: HybridCache, facts: ServerFacts) {
         self.cache = cache
+        self.memoryClock = cache.config.memory.clock
         self.paramRules = Immortal.keep(Params.Rules(keyRule: cache.diskStorage.keyRule, entryLimits: cache.entrySizeLimits))
         self.facts = facts
         // The table is built and checked here, at start, not at the first request.

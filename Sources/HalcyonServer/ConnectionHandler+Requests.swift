@@ -127,7 +127,9 @@ extension ConnectionHandler {
     /// The get of a hot line (see `startHotLine`).
     private func startHotGet(_ hot: HotRequest, key: CacheKey, start: UInt64, context: ChannelHandlerContext) -> Bool {
         if direct?.mustFollowRead(of: key) == true { commitDirectWrites() }
-        switch dispatcher.answerHotGet(id: hot.id, key: key, session: session, into: &outbound.writer) {
+        switch dispatcher.answerHotGet(
+            id: hot.id, key: key, session: session, arrivedBy: arrivalInstant(), into: &outbound.writer
+        ) {
         case .answered(let error):
             memoryAnswered(observer?.started(methodIndex: hot.methodIndex, loop: loopCounters, at: start), error: error)
             appended(context: context)

@@ -2,6 +2,7 @@
 // queue, in-flight table, outbound buffer, lifecycle) and the dispatcher.
 
 import Dispatch
+import Foundation
 import HalcyonCache
 import HalcyonJSON
 import HalcyonRPC
@@ -135,6 +136,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     @exclusivity(unchecked) var insideRead = false
     /// The clock of the current read burst and the memory answers it gave.
     @exclusivity(unchecked) var burst = Observer.Burst()
+    /// A reading of the memory tier's clock taken after the current socket read, at its
+    /// first hot get; every line of that read arrived before it (see `arrivalInstant`).
+    @exclusivity(unchecked) private var arrival: Date?
     /// Lines read in the current read burst.
     @exclusivity(unchecked) private var burstLines = 0
     /// Bytes of lines parsed on the loop in the current read burst.
@@ -205,6 +209,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         insideRead = true
+        arrival = nil
         lifecycle.noteRead()
         var buffer = framer.resume(unwrapInboundIn(data))
         while true {
@@ -226,6 +231,18 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 return
             }
         }
+    }
+
+    /// The instant the memory hits of the current socket read are judged at
+    /// (`HybridCache.Options.arrivedBy`): one reading of the memory tier's clock per read,
+    /// taken at its first hot get. Outside a read (lines resumed later), nil: each hit reads
+    /// the clock.
+    func arrivalInstant() -> Date? {
+        guard insideRead else { return nil }
+        if let arrival { return arrival }
+        let now = dispatcher.memoryClock.now()
+        arrival = now
+        return now
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

@@ -231,4 +231,21 @@ struct DiskStorageFormatTests {
         versions.observe(5_000_000_000)
         #expect(versions.next() == 5_000_000_001)
     }
+
+    /// A group's reserved versions are consecutive, above every earlier one, and every
+    /// version handed out after the reservation lies above all of them, used or not.
+    @Test func reservedVersionsFollowEveryEarlierOneAndPrecedeEveryLaterOne() {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_000))
+        let versions = VersionClock(clock: clock)
+        let before = versions.next()
+        var run = versions.reserve(3)
+        let after = versions.next()
+        let taken = [run.take(), run.take()]
+        #expect(taken == [before + 1, before + 2])
+        #expect(after == before + 4)
+        clock.advance(by: 2)
+        var later = versions.reserve(2)
+        #expect(later.take() == 1_002_000_000)
+        #expect(versions.current == 1_002_000_001)
+    }
 }

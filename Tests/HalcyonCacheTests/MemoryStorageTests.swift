@@ -310,6 +310,35 @@ struct MemoryStorageTests {
         return .init(expiresAt: end, timeToLive: ttl, extendedAt: clock.now(), diskExpiresAt: end, forcedExtension: nil)
     }
 
+    /// A hit given the instant its request had arrived by (`lendValue(arrivedBy:)`) is
+    /// judged and extended at it, not at the clock's now; but never at an instant before the
+    /// entry's own last change or use, so a read that arrived before a later store or read of
+    /// the key cannot take back the lifetime those gave it.
+    @Test(arguments: designs) func aHitIsJudgedWhenItsRequestArrived(shards: Int) {
+        let (memory, clock) = Self.make(shards: shards)
+        func lend(_ key: CacheKey, arrivedBy: Date) -> Date? {
+            switch memory.lendValue(forKey: key, arrivedBy: arrivedBy, taking: { _, _ in false }) {
+            case .declined(_, let expiresAt): return expiresAt
+            case .taken, nil: return nil
+            }
+        }
+        let arrived = clock.now()
+        clock.advance(by: 5)
+        #expect(memory.store(Self.entry(1), forKey: "k", residency: nil, mirroring: Self.mirror(clock, ttl: 10)))
+        // Stored 5 s after the read arrived: judged at the store, its lifetime stays.
+        #expect(lend("k", arrivedBy: arrived) == clock.now().addingTimeInterval(10))
+        // Arrived 4 s later than the store: extended from that instant, not the clock's now.
+        clock.advance(by: 6)
+        #expect(lend("k", arrivedBy: clock.now().addingTimeInterval(-2)) == clock.now().addingTimeInterval(8))
+        // Past its lifetime at the clock's now, but not when its read arrived: a hit.
+        clock.advance(by: 9)
+        #expect(lend("k", arrivedBy: clock.now().addingTimeInterval(-2)) == clock.now().addingTimeInterval(8))
+        // Past its lifetime when the read arrived: a miss, and the entry leaves.
+        clock.advance(by: 30)
+        #expect(lend("k", arrivedBy: clock.now().addingTimeInterval(-1)) == nil)
+        #expect(!memory.isCached(forKey: "k"))
+    }
+
     /// A resident copy of a disk entry: the lifetime slides with reads, the residency
     /// (memory expiration) bounds only how long the bytes stay, and the copy leaves at
     /// the earlier of the two.

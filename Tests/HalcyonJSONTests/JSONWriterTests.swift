@@ -80,6 +80,22 @@ import Testing
         #expect(text(w) == "[-9223372036854775808,9223372036854775807,0,-7]")
     }
 
+    @Test func decimalsAtEveryDigitCountAndPairBoundary() {
+        var values: [Int64] = [0, Int64.max, Int64.min, Int64.min + 1]
+        // Each power of ten from 1 to 10^18, and its neighbours, of either sign.
+        for exponent in 0...18 {
+            let power = (0..<exponent).reduce(Int64(1)) { product, _ in product * 10 }
+            values += [power - 1, power, power + 1, -(power - 1), -power, -(power + 1)]
+        }
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 { values.append(Int64(bitPattern: rng.next()) >> Int.random(in: 0..<63, using: &rng)) }
+        for value in values {
+            var w = JSONWriter()
+            w.int(value)
+            #expect(text(w) == String(value), "\(value)")
+        }
+    }
+
     @Test func rollbackRestoresCommaState() {
         var w = JSONWriter()
         w.beginArray()

@@ -6,6 +6,7 @@
 
 import Foundation
 import HalcyonCache
+import HalcyonSupport
 import HalcyonJSON
 import HalcyonRPC
 @testable import HalcyonServer
@@ -75,13 +76,16 @@ struct ConnectionHandlerTests {
         let counters = ServerCounters()
 
         /// `longLine`: the shortest line parsed apart, in a later task of the loop.
+        /// `memoryClock`: the memory tier's clock (default the system's).
         init(
             maxInFlight: Int = 16, longLine: Int = ConnectionHandler.defaultOffLoopParseBytes,
-            parseBudget: InputBudget? = nil
+            parseBudget: InputBudget? = nil, memoryClock: (any CacheClock)? = nil
         ) throws {
             folder = URL(fileURLWithPath: NSTemporaryDirectory())
                 .appendingPathComponent("hc-transport-\(UUID().uuidString.prefix(8))")
-            cache = HybridCache(config: .init(memory: .init(), disk: .init(directory: folder)))
+            var memory = MemoryStorage.Config()
+            if let memoryClock { memory.clock = memoryClock }
+            cache = HybridCache(config: .init(memory: memory, disk: .init(directory: folder)))
             let facts = ServerFacts(
                 version: "test", socketPath: "/nowhere", startedAt: Date(), limits: [],
                 diskExpiration: .never, memoryExpiration: .never, debugMethodsEnabled: true,
@@ -135,6 +139,29 @@ struct ConnectionHandlerTests {
         try h.send(Self.ping(1) + "\n\r\n" + Self.ping(2))
         let ids = try h.replies().compactMap { $0["id"]?.int64 }
         #expect(ids == [1, 2])
+    }
+
+    /// A clock that moves one second on every reading, so that each reading shows.
+    final class TickingClock: CacheClock, Sendable {
+        private let current = Locked(Date(timeIntervalSince1970: 1_700_000_000))
+        func now() -> Date { current.withLock { $0 = $0.addingTimeInterval(1); return $0 } }
+    }
+
+    /// The memory hits of one socket read are judged and extended at one reading of the
+    /// memory tier's clock, taken after the read; each later read takes its own.
+    @Test func memoryHitsOfOneReadShareOneInstant() throws {
+        let h = try Harness(memoryClock: TickingClock())
+        try h.send(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":"v","toDisk":false,"expiration":{"seconds":100}}}"# + "\n")
+        func get(_ id: Int) -> String { #"{"jsonrpc":"2.0","id":\#(id),"method":"cache.get","params":{"key":"k"}}"# + "\n" }
+        _ = try h.replies()
+        try h.send(get(2) + get(3) + get(4))
+        let together = try h.replies().map { $0["result"]?["expiresAt"]?.int64 }
+        try h.send(get(5))
+        try h.send(get(6))
+        let apart = try h.replies().map { $0["result"]?["expiresAt"]?.int64 }
+        #expect(together.count == 3 && together.allSatisfy { $0 != nil && $0 == together[0] }, "\(together)")
+        #expect(apart.count == 2 && apart[0] != nil && apart[1] != nil && apart[0]! < apart[1]!, "\(apart)")
+        #expect(together[0]! < apart[0]!)
     }
 
     @Test func batchRepliesAsOneLine() throws {
