@@ -151,17 +151,20 @@ struct ConnectionHandlerTests {
     /// memory tier's clock, taken after the read; each later read takes its own.
     @Test func memoryHitsOfOneReadShareOneInstant() throws {
         let h = try Harness(memoryClock: TickingClock())
-        try h.send(#"{"jsonrpc":"2.0","id":1,"method":"cache.set","params":{"key":"k","value":"v","toDisk":false,"expiration":{"seconds":100}}}"# + "\n")
+        // Stored in memory directly: a `cache.set` line may queue behind the cache's
+        // start-up work and answer later.
+        #expect(h.cache.memoryStorage.store(CacheEntry(bytes: Array("v".utf8)), forKey: "k", expiration: .seconds(100)))
         func get(_ id: Int) -> String { #"{"jsonrpc":"2.0","id":\#(id),"method":"cache.get","params":{"key":"k"}}"# + "\n" }
-        _ = try h.replies()
-        try h.send(get(2) + get(3) + get(4))
+        try h.send(get(1) + get(2) + get(3))
         let together = try h.replies().map { $0["result"]?["expiresAt"]?.int64 }
+        try h.send(get(4))
         try h.send(get(5))
-        try h.send(get(6))
         let apart = try h.replies().map { $0["result"]?["expiresAt"]?.int64 }
         #expect(together.count == 3 && together.allSatisfy { $0 != nil && $0 == together[0] }, "\(together)")
-        #expect(apart.count == 2 && apart[0] != nil && apart[1] != nil && apart[0]! < apart[1]!, "\(apart)")
-        #expect(together[0]! < apart[0]!)
+        #expect(apart.count == 2 && apart.allSatisfy { $0 != nil }, "\(apart)")
+        if let first = together.first ?? nil, apart.count == 2, let fourth = apart[0], let fifth = apart[1] {
+            #expect(first < fourth && fourth < fifth)
+        }
     }
 
     @Test func batchRepliesAsOneLine() throws {
