@@ -91,6 +91,13 @@ public struct CacheKey: Sendable, Hashable, Comparable, ExpressibleByStringInter
     @usableFromInline static let shortKeyBytes = 32
 
     @inlinable public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
+        // Two identical representations hold the same bytes: a key of up to 15 bytes is
+        // held inline, so a table's hit compares two words and no bytes. Representations
+        // that differ may still hold equal bytes, which the byte compare below decides.
+        if MemoryLayout<String>.size == 16,
+           unsafeBitCast(lhs.storage, to: (UInt64, UInt64).self) == unsafeBitCast(rhs.storage, to: (UInt64, UInt64).self) {
+            return true
+        }
         let count = lhs.count
         guard count == rhs.count else { return false }
         if count <= shortKeyBytes { return lhs.storage.utf8.elementsEqual(rhs.storage.utf8) }

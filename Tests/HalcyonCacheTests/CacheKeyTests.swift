@@ -44,6 +44,29 @@ struct CacheKeyTests {
         #expect(CacheKey("") == CacheKey(utf8: [UInt8]()))
     }
 
+    /// Equality by bytes through every way a key is held: inline or on the heap, made from
+    /// a literal, from bytes, from a substring of a longer text, at each length around the
+    /// inline limit (15 bytes) and the short-compare limit, keys that differ in one byte
+    /// at either end.
+    @Test func equalityIsByBytesWhateverHoldsThem() {
+        for length in [0, 1, 7, 8, 14, 15, 16, 17, 31, 32, 33, 64] {
+            let text = String((0..<length).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+            let keys = [
+                CacheKey(text), CacheKey(utf8: Array(text.utf8)),
+                CacheKey(String(("<" + text + ">").dropFirst().dropLast())),
+                CacheKey(NSString(string: text) as String),
+            ]
+            for a in keys { for b in keys { #expect(a == b, "\(length)") } }
+            guard length > 0 else { continue }
+            var first = Array(text.utf8), last = Array(text.utf8)
+            first[0] ^= 1
+            last[length - 1] ^= 1
+            for other in [CacheKey(utf8: first), CacheKey(utf8: last)] {
+                for a in keys { #expect(a != other && other != a, "\(length)") }
+            }
+        }
+    }
+
     @Test func prefixesAreBytePrefixes() {
         let decomposed = CacheKey("cafe\u{301}")
         #expect(!"cafe\u{301}".hasPrefix("cafe"), "String.hasPrefix compares characters")
